@@ -1,0 +1,40 @@
+"""The ``svmlab`` command: ``svmlab train [hydra overrides]`` and ``svmlab datasets ...``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+
+def _train(argv: list[str]) -> int:
+    """Hand the arguments to Hydra; ``--overrides "a=1 b=2"`` is split like a shell would."""
+    if argv and argv[0].startswith("--overrides"):
+        value = argv[0].split("=", 1)[1] if "=" in argv[0] else (argv[1] if len(argv) > 1 else "")
+        rest = argv[1:] if "=" in argv[0] else argv[2:]
+        argv = shlex.split(value) + rest
+    from svmlab import train
+
+    sys.argv = ["svmlab train", *argv]
+    train.main()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        prog="svmlab", description="Reproducible, MLflow-tracked experiments with SVM solvers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train", add_help=False,
+                   help="train one configuration, or sweep with -m (Hydra overrides follow)")
+    from svmlab.data.cli import add_parser as add_datasets_parser
+
+    add_datasets_parser(sub)
+    if argv and argv[0] == "train":  # everything after 'train' belongs to Hydra
+        return _train(argv[1:])
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Hydra configuration tree of svmlab (shipped as package data)."""
