@@ -1,0 +1,57 @@
+"""Kernel functions of the kernel solvers, with LIBSVM's definitions and gamma rule.
+
+    linear  K(x, z) = x.z
+    rbf     K(x, z) = exp(-gamma ||x - z||^2)
+    poly    K(x, z) = (gamma x.z + coef0)^degree
+
+Kernel matrices come from sklearn.metrics.pairwise; products K(A, B) @ c are computed in row
+blocks so that memory stays bounded when A or B has many rows.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils import gen_batches
+
+KERNELS = ("linear", "rbf", "poly")
+BLOCK_BYTES = 64 * 2**20
+
+
+def resolve_gamma(gamma: float | str, X) -> float:
+    """The numeric gamma: 'scale' = 1 / (n_features Var(X)), 'auto' = 1 / n_features, or gamma.
+
+    Var(X) is the variance over all entries of X, zeros of a sparse X included; 'scale' gives 1
+    when Var(X) = 0. This is scikit-learn's SVC rule, so a kernel solver and Libsvm given the
+    same gamma use the same kernel.
+    """
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
+    if gamma == "scale":
+        variance = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
+        return 1.0 / (X.shape[1] * variance) if variance != 0 else 1.0
+    return float(gamma)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel function with numeric parameters (gamma already resolved)."""
+
+    name: str
+    gamma: float
+    degree: int
+    coef0: float
+
+    def matrix(self, A, B) -> np.ndarray:
+        """Dense K(A, B) of shape (n_A, n_B); A and B may be dense or CSR."""
+        return pairwise_kernels(A, B, metric=self.name, filter_params=True,
+                                gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+
+    def dot(self, A, B, coef: np.ndarray) -> np.ndarray:
+        """K(A, B) @ coef, computed in row blocks of A of at most BLOCK_BYTES each."""
+        rows = max(1, BLOCK_BYTES // (8 * max(1, B.shape[0])))
+        out = np.empty(A.shape[0])
+        for block in gen_batches(A.shape[0], rows):
+            out[block] = self.matrix(A[block], B) @ coef
+        return out

@@ -1,0 +1,46 @@
+r"""Primal objective values, named by formulation, so that runs of different solvers compare.
+
+Every solver reports the same quantities, evaluated at its own model, whatever it minimised.
+With the decision function f(x) = w.phi(x) + b, margins m_i = y_i f(x_i) (y_i in {-1, +1}),
+the estimator's C, and the bias b never regularised:
+
+    objective_hinge_l2          = 1/2 ||w||_2^2 + C sum_i max(0, 1 - m_i)
+    objective_squared_hinge_l2  = 1/2 ||w||_2^2 + C sum_i max(0, 1 - m_i)^2
+    objective_hinge_l1          =     ||w||_1   + C sum_i max(0, 1 - m_i)      (linear models)
+    objective_squared_hinge_l1  =     ||w||_1   + C sum_i max(0, 1 - m_i)^2    (linear models)
+
+||w||_2^2 is the Euclidean norm for linear models and the RKHS norm
+sum_ij (y_i a_i)(y_j a_j) K(x_i, x_j) for kernel models; ||w||_1 exists for linear models only.
+The losses are sums, not means: this is the C-SVM scaling of LIBSVM and LIBLINEAR.
+"""
+
+import numpy as np
+
+
+def hinge_loss(margins: np.ndarray) -> float:
+    """sum_i max(0, 1 - m_i)."""
+    return float(np.sum(np.maximum(0.0, 1.0 - margins)))
+
+
+def squared_hinge_loss(margins: np.ndarray) -> float:
+    """sum_i max(0, 1 - m_i)^2."""
+    return float(np.sum(np.square(np.maximum(0.0, 1.0 - margins))))
+
+
+LOSSES = {"hinge": hinge_loss, "squared_hinge": squared_hinge_loss}
+
+
+def primal_objectives(
+    margins: np.ndarray, squared_l2_norm: float, l1_norm: float | None, C: float
+) -> dict[str, float]:
+    """Every objective of the module docstring that is defined for the given norms.
+
+    The l1 objectives are left out when `l1_norm` is None (kernel models).
+    """
+    values = {}
+    for loss_name, loss in LOSSES.items():
+        data_term = C * loss(margins)
+        values[f"objective_{loss_name}_l2"] = 0.5 * squared_l2_norm + data_term
+        if l1_norm is not None:
+            values[f"objective_{loss_name}_l1"] = l1_norm + data_term
+    return values

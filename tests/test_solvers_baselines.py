@@ -1,0 +1,170 @@
+"""Liblinear and Libsvm: scikit-learn conformance, equality with the estimators they wrap, sparse
+input, parameter errors, their one-row trace and their YAML configs.
+
+check_estimator exclusions: none. The binary-only tag (classifier_tags.multi_class = False) makes
+scikit-learn run its classifier checks on two classes and check the multiclass error message.
+scikit-learn itself skips check_array_api_input unless SCIPY_ARRAY_API=1 is set.
+"""
+
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from sklearn.datasets import load_breast_cancer
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from svmlab.errors import ConfigError
+from svmlab.solvers.baselines import Liblinear, Libsvm
+
+SOLVER_CONF = Path(__file__).resolve().parents[1] / "conf" / "solver"
+
+LIBLINEAR_SUPPORTED = [
+    {"penalty": "l2", "loss": "squared_hinge", "dual": True},
+    {"penalty": "l2", "loss": "squared_hinge", "dual": False},
+    {"penalty": "l2", "loss": "hinge", "dual": True},
+    {"penalty": "l1", "loss": "squared_hinge", "dual": False},
+]
+
+
+# On scikit-learn's unscaled check data LIBLINEAR reaches max_iter, exactly as LinearSVC does.
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@parametrize_with_checks([Liblinear(), Liblinear(penalty="l1"), Liblinear(loss="hinge"),
+                          Libsvm(), Libsvm(kernel="linear"), Libsvm(kernel="poly")])
+def test_scikit_learn_conformance(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Standardised breast cancer with small entries zeroed, so that its CSR form is sparse."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    X[np.abs(X) < 0.5] = 0.0
+    return X, y
+
+
+def csr_int64(X):
+    X = sp.csr_matrix(X)
+    X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    return X
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # equal regardless
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("params", LIBLINEAR_SUPPORTED, ids=str)
+def test_liblinear_equals_linearsvc(data, params, fit_intercept):
+    X, y = data
+    reference = LinearSVC(fit_intercept=fit_intercept, random_state=0, **params).fit(X, y)
+    for X_fit in (X, sp.csr_matrix(X), csr_int64(X)):
+        model = Liblinear(fit_intercept=fit_intercept, random_state=0, **params).fit(X_fit, y)
+        np.testing.assert_array_equal(model.coef_, reference.coef_)
+        np.testing.assert_array_equal(model.intercept_, np.atleast_1d(reference.intercept_))
+        np.testing.assert_array_equal(model.decision_function(X), reference.decision_function(X))
+        np.testing.assert_array_equal(model.predict(X_fit), reference.predict(X))
+        assert model.n_iter_ == reference.n_iter_
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+def test_libsvm_equals_svc(data, kernel):
+    X, y = data
+    X_csr = sp.csr_matrix(X)
+    for X_fit, X_reference in ((X, X), (X_csr, X_csr), (csr_int64(X), X_csr)):
+        reference = SVC(kernel=kernel, coef0=0.5).fit(X_reference, y)
+        model = Libsvm(kernel=kernel, coef0=0.5).fit(X_fit, y)
+        assert model._gamma == reference._gamma
+        np.testing.assert_array_equal(model.support_, reference.support_)
+        dual_coef = reference.dual_coef_
+        np.testing.assert_array_equal(model.dual_coef_,
+                                      dual_coef.toarray() if sp.issparse(dual_coef) else dual_coef)
+        np.testing.assert_array_equal(model.intercept_, reference.intercept_)
+        assert model.n_support_ == reference.n_support_.sum()
+        assert model.n_iter_ == reference.n_iter_[0]
+        np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(model.predict(X_fit), reference.predict(X))
+        assert sp.issparse(model.support_vectors_) == sp.issparse(X_fit)
+    assert hasattr(model, "coef_") == (kernel == "linear")
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+def test_libsvm_dense_and_csr_agree(data, kernel):
+    X, y = data
+    dense = Libsvm(kernel=kernel).fit(X, y)
+    sparse = Libsvm(kernel=kernel).fit(csr_int64(X), y)
+    assert sparse.support_vectors_.indices.dtype == np.int32
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(X),
+                               rtol=1e-10, atol=1e-10)
+    dense_objectives, sparse_objectives = dense.objectives(X, y), sparse.objectives(X, y)
+    for name, value in dense_objectives.items():
+        assert sparse_objectives[name] == pytest.approx(value, rel=1e-10)
+
+
+def test_csr_input_is_not_modified(data):
+    X, y = data
+    X_csr = csr_int64(X)
+    Liblinear().fit(X_csr, y)
+    assert X_csr.indices.dtype == np.int64 and X_csr.indptr.dtype == np.int64
+
+
+@pytest.mark.parametrize("params", [{"penalty": "l1", "loss": "hinge"},
+                                    {"penalty": "l1", "loss": "hinge", "dual": False},
+                                    {"penalty": "l1", "dual": True},
+                                    {"loss": "hinge", "dual": False}], ids=str)
+def test_liblinear_refuses_unsupported_combinations(data, params):
+    X, y = data
+    with pytest.raises(ConfigError, match=r"LIBLINEAR has no solver.*Supported combinations: "
+                       r"penalty='l2', loss='squared_hinge', dual in \[True, False, 'auto'\]"):
+        Liblinear(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator, message", [
+    (Liblinear(C=0.0), "'C' parameter of Liblinear must be a float in the range \\(0.0, inf\\)"),
+    (Libsvm(C=-1.0), "'C' parameter of Libsvm must be a float in the range \\(0.0, inf\\)"),
+    (Liblinear(loss="log"), "'loss' parameter of Liblinear must be a str among"),
+    (Liblinear(penalty="elasticnet"), "'penalty' parameter of Liblinear must be a str among"),
+    (Libsvm(kernel="sigmoid"), (r"'kernel' parameter of Libsvm must be a str among "
+                                r"\{('linear'|'poly'|'rbf'|, )+\}")),
+    (Libsvm(gamma=0.0), "'gamma' parameter of Libsvm must be a str among .* or a float in"),
+])
+def test_invalid_parameters_name_the_allowed_values(data, estimator, message):
+    X, y = data
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(X, y)
+
+
+@pytest.mark.parametrize("estimator, objectives", [
+    (Liblinear(), {"objective_hinge_l2", "objective_squared_hinge_l2",
+                   "objective_hinge_l1", "objective_squared_hinge_l1"}),
+    (Libsvm(), {"objective_hinge_l2", "objective_squared_hinge_l2"}),
+], ids=["Liblinear", "Libsvm"])
+def test_trace_has_one_row_passed_once_to_the_callback(data, estimator, objectives):
+    X, y = data
+    rows = []
+    model = estimator.fit(X, y, callback=rows.append)
+    assert len(model.trace_) == 1 and len(rows) == 1
+    assert set(rows[0]) == {"iteration", "time_s"} | objectives
+    assert rows[0] == model.trace_.to_frame().iloc[0].to_dict()
+    assert rows[0]["iteration"] == model.n_iter_ > 0
+    assert 0.0 < rows[0]["time_s"] < 10.0
+    assert {name: rows[0][name] for name in objectives} == model.objectives(X, y)
+
+
+@pytest.mark.parametrize("name, cls", [("liblinear", Liblinear), ("libsvm", Libsvm)])
+def test_yaml_config_holds_every_default_except_kernel_and_seed(name, cls):
+    cfg = OmegaConf.load(SOLVER_CONF / f"{name}.yaml")
+    estimator = instantiate(cfg, _convert_="all")
+    assert type(estimator) is cls
+    injected = {"kernel", "gamma", "degree", "coef0", "random_state"}
+    parameters = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    assert set(cfg) - {"_target_"} == parameters - injected
+    defaults = cls().get_params()
+    for key, value in estimator.get_params().items():
+        assert value == defaults[key] and type(value) is type(defaults[key]), key
