@@ -21,7 +21,6 @@ from typing import Any
 import mlflow
 from mlflow import MlflowClient
 from mlflow.data.code_dataset_source import CodeDatasetSource
-from mlflow.data.dataset_source_registry import resolve_dataset_source
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus
 from mlflow.models import infer_signature
@@ -65,10 +64,7 @@ class _SplitDataset(MetaDataset):
             "classes": [str(c) for c in dataset.classes],
             "sparse": bool(hasattr(dataset.X_train, "indptr")),
         }
-        try:
-            source = resolve_dataset_source(dataset.source)
-        except Exception:  # not a path or URL: a generator or an embedded loader
-            source = CodeDatasetSource({"generator": dataset.source})
+        source = CodeDatasetSource({"source": dataset.source})
         # The store keeps at most 36 characters of digest; the full sha256 is in the profile.
         super().__init__(source=source, name=dataset.name, digest=dataset.digest[:32])
 
@@ -173,7 +169,8 @@ class Tracker:
         example = X_example.toarray() if hasattr(X_example, "toarray") else X_example
         signature = infer_signature(example, estimator.predict(example))
         mlflow.sklearn.log_model(estimator, name=name, signature=signature,
-                                 input_example=example)
+                                 input_example=example,
+                                 skops_trusted_types=_svmlab_types(estimator))
 
     # -- the convergence trace -----------------------------------------------------------------
 
@@ -216,6 +213,17 @@ class Tracker:
         metrics = [Metric(*p) for p in points]
         for i in range(0, len(metrics), MAX_BATCH):
             self.client.log_batch(self.run_id, metrics=metrics[i:i + MAX_BATCH])
+
+
+def _svmlab_types(estimator) -> list[str]:
+    """svmlab's own classes in the model, which skops (MLflow's serializer) must be told to trust.
+
+    Any other type skops does not know stays untrusted, so logging such a model still fails.
+    """
+    import skops.io
+
+    found = skops.io.get_untrusted_types(data=skops.io.dumps(estimator))
+    return [name for name in found if name.startswith("svmlab.")]
 
 
 def _bulk_insert(store: SqlAlchemyStore, run_id: str, points: list[tuple]) -> None:

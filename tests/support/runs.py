@@ -1,0 +1,49 @@
+"""Run `svmlab train` against a temporary SQLite store, in-process or as a real subprocess."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from svmlab import cli
+
+SUPPORT_CONF = Path(__file__).parent / "conf"
+TESTS_DIR = Path(__file__).parents[1]
+
+
+def train_args(store: Path, *overrides: str) -> list[str]:
+    """`svmlab train` arguments that keep every output under the store's folder."""
+    folder = store.parent
+    flags = [o for o in overrides if o.startswith("-")]  # Hydra wants -m before the overrides
+    overrides = tuple(o for o in overrides if not o.startswith("-"))
+    return ["train", *flags, f"tracking.uri=sqlite:///{store}", f"hydra.run.dir={folder}/outputs",
+            f"hydra.sweep.dir={folder}/multirun", f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+            *overrides]
+
+
+def train(store: Path, *overrides: str) -> int:
+    """`svmlab train` in this process; Hydra turns an error into SystemExit(1)."""
+    return cli.main(train_args(store, *overrides))
+
+
+def train_process(store: Path, *overrides: str, **popen) -> subprocess.Popen:
+    """`svmlab train` as a child process (for signals and for the real console script)."""
+    env = os.environ | {"PYTHONPATH": str(TESTS_DIR)}
+    return subprocess.Popen([sys.executable, "-m", "svmlab.cli", *train_args(store, *overrides)],
+                            env=env, text=True, **popen)
+
+
+def create_store(store: Path) -> None:
+    """Create the store's schema now, so that no two processes migrate a new database at once."""
+    MlflowClient(tracking_uri=f"sqlite:///{store}").search_experiments()
+
+
+def runs(store: Path, experiment: str = "svmlab") -> list:
+    """Every run of the experiment in the store, oldest first."""
+    client = MlflowClient(tracking_uri=f"sqlite:///{store}")
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    return client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"])

@@ -1,0 +1,67 @@
+"""Solvers that exist to exercise the training path: long traces, slow fits, NaN traces."""
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from svmlab.solvers.models import LinearSVMClassifier
+
+
+class _ZeroModel(LinearSVMClassifier):
+    """A linear model that stays at w = 0, b = 0; subclasses only differ in what they trace."""
+
+    _parameter_constraints = {"C": [Interval(Real, 0.0, None, closed="neither")]}
+
+    def _zero_model(self, n_features: int) -> None:
+        self.coef_ = np.zeros((1, n_features))
+        self.intercept_ = np.zeros(1)
+
+
+class LongTrace(_ZeroModel):
+    """Records `n_rows` trace rows as fast as it can (objective 1/(k+1), a known sequence)."""
+
+    _parameter_constraints = _ZeroModel._parameter_constraints | {
+        "n_rows": [Interval(Integral, 1, None, closed="left")]}
+
+    def __init__(self, C=1.0, n_rows=10_000):
+        self.C = C
+        self.n_rows = n_rows
+
+    def _fit(self, X, y, trace):
+        k = np.arange(self.n_rows)
+        trace.extend({"iteration": k, "time_s": 1e-6 * k, "objective_hinge_l2": 1.0 / (k + 1),
+                      "gap": 0.5 / (k + 1)})
+        self._zero_model(X.shape[1])
+
+
+class Slow(_ZeroModel):
+    """Records a row every `interval` seconds for `duration` seconds: a run to interrupt."""
+
+    _parameter_constraints = _ZeroModel._parameter_constraints | {
+        "duration": [Interval(Real, 0.0, None, closed="left")]}
+
+    def __init__(self, C=1.0, duration=120.0):
+        self.C = C
+        self.duration = duration
+
+    def _fit(self, X, y, trace):
+        k = 0
+        while trace.elapsed() < self.duration:
+            trace.append(k, trace.elapsed(), objective_hinge_l2=1.0 / (k + 1))
+            k += 1
+            time.sleep(0.05)
+        self._zero_model(X.shape[1])
+
+
+class NanTrace(_ZeroModel):
+    """A finite model whose trace turns NaN: the run must end FAILED."""
+
+    def __init__(self, C=1.0):
+        self.C = C
+
+    def _fit(self, X, y, trace):
+        trace.append(0, trace.elapsed(), objective_hinge_l2=1.0)
+        trace.append(1, trace.elapsed(), objective_hinge_l2=float("nan"))
+        self._zero_model(X.shape[1])

@@ -1,0 +1,113 @@
+"""Every config composes, and every bad config fails before training with a helpful message."""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
+
+from svmlab.config import build_estimator, check_typed_parts, register_schema
+from svmlab.errors import ConfigError
+from support.runs import runs, train
+
+CONF = Path(__import__("svmlab.conf").conf.__file__).parent
+SOLVERS = sorted(p.stem for p in (CONF / "solver").glob("*.yaml"))
+KERNELS = sorted(p.stem for p in (CONF / "kernel").glob("*.yaml"))
+DATASETS = ["breast_cancer", "a9a", "ijcnn1", "mushrooms", "synthetic_tall", "synthetic_wide"]
+
+register_schema()
+
+
+def composed(*overrides):
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def test_config_groups_have_options():
+    assert {"liblinear", "libsvm"} <= set(SOLVERS)
+    assert KERNELS == ["linear", "poly", "rbf"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_every_solver_kernel_dataset_composes(solver, kernel, dataset):
+    cfg = composed(f"solver={solver}", f"kernel={kernel}", f"dataset={dataset}")
+    check_typed_parts(cfg)
+    assert cfg.dataset.name == dataset and cfg.kernel.name == kernel
+    if kernel in build_estimator_kernels(cfg):
+        estimator = build_estimator(cfg)
+        assert estimator.get_params().get("kernel", "linear") == kernel
+    else:
+        with pytest.raises(ConfigError, match="cannot use kernel"):
+            build_estimator(cfg)
+
+
+def build_estimator_kernels(cfg):
+    from svmlab.config import solver_class
+
+    return solver_class(cfg).supported_kernels
+
+
+def test_seed_reaches_estimators_that_take_one():
+    estimator = build_estimator(composed("solver=liblinear", "seed=7"))
+    assert estimator.random_state == 7
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["kernel.gamma=-1"], "kernel.gamma must be a positive number or one of"),
+    (["kernel.gamma=fast"], "'scale', 'auto'"),
+    (["kernel=poly", "kernel.degree=0"], "kernel.degree must be an integer >= 1"),
+    (["seed=-1"], "seed must be a non-negative"),
+    (["tracking.flush_rows=0"], "flush_rows must be >= 1"),
+])
+def test_invalid_typed_values(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        check_typed_parts(composed(*overrides))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["solver.C=-1"], "'C' parameter of Libsvm must be"),
+    (["solver.C=0"], "'C' parameter of Libsvm must be"),
+    (["solver=liblinear", "solver.loss=hing"], "'loss' parameter of Liblinear must be"),
+    (["solver=liblinear", "kernel=rbf"], "cannot use kernel 'rbf'; it supports: linear"),
+])
+def test_invalid_solver_values(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        build_estimator(composed(*overrides))
+
+
+def test_unknown_solver_key_in_a_yaml_is_named_with_the_allowed_ones():
+    cfg = composed("solver=libsvm")
+    OmegaConf.set_struct(cfg, False)
+    cfg.solver.CC = 1.0
+    with pytest.raises(ConfigError, match=r"unknown key solver.CC .* allowed: C, .*Did you mean 'C'"):
+        build_estimator(cfg)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["solver=libsvn"], "Could not find 'solver/libsvn'"),
+    (["kernel=gaussian"], "Could not find 'kernel/gaussian'"),
+    (["dataset=a10a"], "Could not find 'dataset/a10a'"),
+    (["solver.CC=1"], "Key 'CC' is not in struct"),
+    (["kernel.gama=1"], "Key 'gama' not in 'KernelConfig'"),
+    (["seed=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),
+    (["solver.C=-1"], "'C' parameter of Libsvm must be a float in the range"),
+    (["solver=liblinear", "kernel=rbf"], "cannot use kernel 'rbf'"),
+    (["kernel=rbf", "kernel.gamma=0"], "kernel.gamma must be a positive number"),
+    (["dataset.test_fraction=1.5"], "test_fraction"),
+])
+def test_bad_config_on_the_command_line_fails_before_any_run(tmp_path, capsys, overrides, message):
+    store = tmp_path / "mlflow.db"
+    with pytest.raises(SystemExit):
+        train(store, *overrides)
+    err = capsys.readouterr().err
+    assert message in err
+    assert runs(store) == [] if store.exists() else True
+
+
+def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train(tmp_path / "mlflow.db", "solver=libsvn")
+    err = capsys.readouterr().err
+    assert "Available options in 'solver'" in err and "liblinear" in err and "libsvm" in err

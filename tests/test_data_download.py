@@ -1,0 +1,154 @@
+"""Downloads, against a real HTTP server on loopback laid out like the LIBSVM site."""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from svmlab import data
+from svmlab.data.registry import REGISTRY
+from svmlab.errors import DataError, DownloadError
+
+pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("isolated_data_env")]
+
+
+def _files(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file()]
+
+
+def test_download_into_an_empty_cache_then_use_the_cache(libsvm_site, shared_libsvm, tmp_path):
+    cache = tmp_path / "cache"
+    paths = data.fetch("heart_scale", cache_dir=cache, base_url=libsvm_site.url)
+    assert paths == [cache / "heart_scale" / "heart_scale"]
+    assert paths[0].read_bytes() == (shared_libsvm / "heart_scale" / "heart_scale").read_bytes()
+    assert _files(cache) == paths  # no temporary file left
+    assert libsvm_site.requests["heart_scale"] == 1
+    assert data.fetch("heart_scale", cache_dir=cache, base_url=libsvm_site.url) == paths
+    dataset = data.load("heart_scale", cache_dir=cache)
+    assert libsvm_site.requests["heart_scale"] == 1
+    assert dataset.source == str(paths[0])
+    assert dataset.digest == REGISTRY["heart_scale"].file("train").sha256
+
+
+def test_load_downloads_train_and_test_files_from_the_url_in_the_environment(
+        libsvm_site, tmp_path, monkeypatch):
+    monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
+    cache = tmp_path / "cache"
+    dataset = data.load("a1a", cache_dir=cache)
+    assert (dataset.n_train, dataset.n_test) == (1605, 30956)
+    assert sorted(_files(cache)) == [cache / "a1a" / "a1a", cache / "a1a" / "a1a.t"]
+    assert libsvm_site.requests == {"a1a": 1, "a1a.t": 1}
+
+
+def test_a_compressed_file_is_verified_on_its_uncompressed_content(libsvm_site, tmp_path):
+    cache = tmp_path / "cache"
+    paths = data.fetch("ijcnn1", cache_dir=cache, base_url=libsvm_site.url)
+    assert [path.name for path in paths] == ["ijcnn1.bz2", "ijcnn1.t.bz2"]
+    content = bz2.decompress(paths[1].read_bytes())
+    assert hashlib.sha256(content).hexdigest() == REGISTRY["ijcnn1"].file("test").sha256
+
+
+def test_a_corrupted_download_fails_its_checksum_and_leaves_nothing(libsvm_site, shared_libsvm,
+                                                                    tmp_path):
+    corrupted = tmp_path / "served" / "heart_scale"
+    corrupted.parent.mkdir()
+    content = bytearray((shared_libsvm / "heart_scale" / "heart_scale").read_bytes())
+    content[100] ^= 0x01  # one bit flipped
+    corrupted.write_bytes(bytes(content))
+    libsvm_site.files["heart_scale"] = corrupted
+    cache = tmp_path / "cache"
+    with pytest.raises(DownloadError) as error:
+        data.fetch("heart_scale", cache_dir=cache, base_url=libsvm_site.url)
+    message = str(error.value)
+    assert "checksum mismatch for heart_scale" in message
+    assert REGISTRY["heart_scale"].file("train").sha256 in message
+    assert hashlib.sha256(bytes(content)).hexdigest() in message
+    assert _files(cache) == []
+
+
+def test_a_corrupted_compressed_download_leaves_nothing(libsvm_site, shared_libsvm, tmp_path):
+    corrupted = tmp_path / "served" / "ijcnn1.t.bz2"
+    corrupted.parent.mkdir()
+    content = bytearray((shared_libsvm / "ijcnn1" / "ijcnn1.t.bz2").read_bytes())
+    content[len(content) // 2] ^= 0xFF
+    corrupted.write_bytes(bytes(content))
+    libsvm_site.files["ijcnn1.t.bz2"] = corrupted
+    cache = tmp_path / "cache"
+    with pytest.raises(DownloadError, match=r"failed its checksum|checksum mismatch"):
+        data.fetch("ijcnn1", cache_dir=cache, base_url=libsvm_site.url)
+    assert _files(cache) == [cache / "ijcnn1" / "ijcnn1.bz2"]  # the train file was fine
+
+
+def test_http_404_names_the_url_and_the_folder_for_a_copy_by_hand(libsvm_site, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
+    cache = tmp_path / "cache"
+    for fetch_or_load in (data.fetch, data.load):
+        with pytest.raises(DownloadError) as error:
+            fetch_or_load("a4a", cache_dir=cache)
+        message = str(error.value)
+        assert f"download of {libsvm_site.url}/a4a failed: HTTP 404" in message
+        assert f"put a4a (compressed or not) into {cache / 'a4a'}" in message
+        assert "SVMLAB_DATA_DIR" in message
+    assert _files(cache) == []
+
+
+def test_a_refused_connection_names_the_url_and_leaves_nothing(refused_url, tmp_path):
+    cache = tmp_path / "cache"
+    with pytest.raises(DownloadError) as error:
+        data.fetch("heart_scale", cache_dir=cache, base_url=refused_url)
+    message = str(error.value)
+    assert f"download of {refused_url}/heart_scale failed" in message
+    assert "refused" in message.lower()
+    assert str(cache / "heart_scale") in message
+    assert _files(cache) == []
+
+
+def test_a_response_cut_short_leaves_nothing(libsvm_site, tmp_path):
+    libsvm_site.cut_short.add("a1a")  # a1a has a known hash, a2a does not: both must fail
+    libsvm_site.cut_short.add("a2a")
+    cache = tmp_path / "cache"
+    for name in ("a1a", "a2a"):
+        with pytest.raises(DownloadError, match=f"download of {libsvm_site.url}/{name} was cut "
+                                                f"short: [0-9]+ of [0-9]+ bytes"):
+            data.fetch(name, cache_dir=cache, base_url=libsvm_site.url)
+    assert _files(cache) == []
+
+
+def test_local_copies_are_not_downloaded(libsvm_site, shared_libsvm, tmp_path):
+    paths = data.fetch("a1a", data_dir=shared_libsvm, cache_dir=tmp_path / "cache",
+                       base_url=libsvm_site.url)
+    assert paths == [shared_libsvm / "a1a" / "a1a", shared_libsvm / "a1a" / "a1a.t"]
+    assert not libsvm_site.requests
+
+
+def test_fetch_gets_every_official_file_including_the_extra_one(libsvm_site, tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    for name in ("cod-rna.t", "cod-rna.r"):  # small stand-ins: not in the shared folder
+        (served / name).write_text("1 1:0.5 8:1\n-1 2:0.25\n")
+        libsvm_site.files[name] = served / name
+    cache = tmp_path / "cache"
+    paths = data.fetch("cod-rna", cache_dir=cache, base_url=libsvm_site.url)
+    assert [path.name for path in paths] == ["cod-rna", "cod-rna.t", "cod-rna.r"]
+    assert libsvm_site.requests == {"cod-rna": 1, "cod-rna.t": 1, "cod-rna.r": 1}
+
+
+def test_load_does_not_download_the_extra_files(libsvm_site, tmp_path, monkeypatch):
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "cod-rna.t").write_text("1 1:0.5 8:1\n-1 2:0.25\n")
+    libsvm_site.files["cod-rna.t"] = served / "cod-rna.t"
+    monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
+    dataset = data.load("cod-rna", cache_dir=tmp_path / "cache")
+    assert (dataset.n_train, dataset.n_test) == (59535, 2)
+    assert libsvm_site.requests == {"cod-rna": 1, "cod-rna.t": 1}
+
+
+def test_fetch_refuses_datasets_without_files():
+    for name in ("breast_cancer", "synthetic_tall"):
+        with pytest.raises(DataError, match="has no files to fetch"):
+            data.fetch(name)

@@ -1,0 +1,166 @@
+"""End-to-end training runs into a temporary SQLite store: what every run must log."""
+
+import json
+import signal
+import time
+
+import mlflow
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+
+from svmlab import data
+from support.runs import create_store, runs, train, train_process
+
+
+@pytest.fixture(scope="module")
+def libsvm_run(tmp_path_factory):
+    """One real run: LIBSVM with an rbf kernel on the embedded default dataset."""
+    store = tmp_path_factory.mktemp("store") / "mlflow.db"
+    assert train(store, "solver=libsvm", "kernel=rbf", "kernel.gamma=0.05", "solver.C=2",
+                 "seed=3") == 0
+    (run,) = runs(store)
+    return store, run
+
+
+def test_run_finishes_with_the_identifying_tags(libsvm_run):
+    _, run = libsvm_run
+    tags = run.data.tags
+    assert run.info.status == "FINISHED"
+    assert (tags["solver"], tags["dataset"], tags["kernel"], tags["seed"]) == (
+        "libsvm", "breast_cancer", "rbf", "3")
+    assert tags["svmlab.version"]
+    assert "svmlab.sweep_dir" not in tags  # a single run is not part of a sweep
+
+
+def test_params_are_the_flattened_resolved_config(libsvm_run):
+    _, run = libsvm_run
+    params = run.data.params
+    assert params["solver._target_"] == "svmlab.solvers.baselines.Libsvm"
+    assert float(params["solver.C"]) == 2.0
+    assert params["kernel.name"] == "rbf" and float(params["kernel.gamma"]) == 0.05
+    assert params["dataset.name"] == "breast_cancer"
+    assert params["seed"] == "3"
+    assert params["tracking.experiment"] == "svmlab"
+    assert "paths.data_dir" in params and "tracking.flush_rows" in params
+
+
+def test_final_metrics_and_objectives(libsvm_run):
+    _, run = libsvm_run
+    metrics = run.data.metrics
+    for key in ("fit_time_s", "predict_time_s", "train_accuracy", "test_accuracy", "n_iter",
+                "n_support", "objective_hinge_l2", "objective_squared_hinge_l2"):
+        assert key in metrics, key
+    assert 0.9 < metrics["test_accuracy"] <= 1.0
+    assert metrics["n_support"] >= 1
+    assert "objective_hinge_l1" not in metrics  # no l1 norm for an rbf expansion
+    assert metrics["trace/objective_hinge_l2"] == pytest.approx(metrics["objective_hinge_l2"])
+
+
+def test_artifacts(libsvm_run):
+    store, run = libsvm_run
+    client = MlflowClient(f"sqlite:///{store}")
+    paths = {a.path for a in client.list_artifacts(run.info.run_id)}
+    paths |= {a.path for d in ("config", "trace")
+              for a in client.list_artifacts(run.info.run_id, d)}
+    assert {"config/config.yaml", "config/overrides.yaml", "trace/trace.csv",
+            "trace/convergence.png"} <= paths
+    overrides = mlflow.artifacts.load_text(f"{run.info.artifact_uri}/config/overrides.yaml")
+    assert "kernel=rbf" in overrides and "solver.C=2" in overrides
+    config = mlflow.artifacts.load_text(f"{run.info.artifact_uri}/config/config.yaml")
+    assert "gamma: 0.05" in config
+
+
+def test_dataset_input_has_name_digest_and_shape(libsvm_run):
+    _, run = libsvm_run
+    dataset = data.load("breast_cancer", seed=3)
+    (logged,) = run.inputs.dataset_inputs
+    assert logged.dataset.name == "breast_cancer"
+    assert logged.dataset.digest == dataset.digest[:32]
+    profile = json.loads(logged.dataset.profile)
+    assert profile["sha256"] == dataset.digest
+    assert (profile["n_train"], profile["n_test"], profile["n_features"]) == (
+        dataset.n_train, dataset.n_test, dataset.n_features)
+
+
+def test_model_reloads_and_predicts_what_the_run_measured(libsvm_run):
+    store, run = libsvm_run
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
+    uri = f"runs:/{run.info.run_id}/model"
+    info = mlflow.models.get_model_info(uri)
+    assert info.signature is not None and info.saved_input_example_info is not None
+    dataset = data.load("breast_cancer", seed=3)
+    pyfunc_pred = np.asarray(mlflow.pyfunc.load_model(uri).predict(dataset.X_test))
+    sklearn_pred = mlflow.sklearn.load_model(uri).predict(dataset.X_test)
+    np.testing.assert_array_equal(pyfunc_pred, sklearn_pred)
+    assert np.mean(pyfunc_pred == dataset.y_test) == run.data.metrics["test_accuracy"]
+
+
+def test_long_trace_is_logged_completely_as_metric_history(tmp_path):
+    store = tmp_path / "mlflow.db"
+    assert train(store, "solver=long_trace", "+solver.n_rows=10000", "tracking.log_model=false") == 0
+    (run,) = runs(store)
+    client = MlflowClient(f"sqlite:///{store}")
+    history = client.get_metric_history(run.info.run_id, "trace/objective_hinge_l2")
+    steps = np.array([m.step for m in history])
+    values = np.array([m.value for m in history])[np.argsort(steps)]
+    np.testing.assert_array_equal(np.sort(steps), np.arange(10_000))
+    np.testing.assert_allclose(values, 1.0 / (np.arange(10_000) + 1))
+    assert len(client.get_metric_history(run.info.run_id, "trace/gap")) == 10_000
+    assert len(client.get_metric_history(run.info.run_id, "trace/time_s")) == 10_000
+    assert run.data.metrics["trace/objective_hinge_l2"] == pytest.approx(1e-4)
+
+
+def test_multirun_jobs_are_tagged_with_sweep_and_job_number(tmp_path):
+    store = tmp_path / "mlflow.db"
+    assert train(store, "-m", "solver=liblinear", "seed=0,1", "tracking.log_model=false") == 0
+    found = runs(store)
+    assert [r.info.status for r in found] == ["FINISHED", "FINISHED"]
+    assert sorted(r.data.tags["svmlab.job_num"] for r in found) == ["0", "1"]
+    assert {r.data.tags["svmlab.sweep_dir"] for r in found} == {str(tmp_path / "multirun")}
+    assert sorted(r.data.tags["seed"] for r in found) == ["0", "1"]
+
+
+def test_nan_in_the_trace_fails_the_run_with_the_reason(tmp_path, capsys):
+    store = tmp_path / "mlflow.db"
+    with pytest.raises(SystemExit):
+        train(store, "solver=nan_trace")
+    (run,) = runs(store)
+    assert run.info.status == "FAILED"
+    assert "NaN" in run.data.tags["svmlab.error"]
+    assert "NaN" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, "KILLED"), (signal.SIGINT, "KILLED")])
+def test_interrupted_run_ends_killed_not_running(tmp_path, sig, status):
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    proc = train_process(store, "solver=slow", "tracking.flush_rows=1")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until the run is training and tracing
+        found = runs(store)
+        if found and "trace/objective_hinge_l2" in found[0].data.metrics:
+            break
+        time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the run never started tracing")
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) != 0
+    (run,) = runs(store)
+    assert run.info.status == status
+    assert "svmlab.error" in run.data.tags
+
+
+def test_malformed_dataset_file_fails_the_run_naming_file_and_line(tmp_path, capsys):
+    folder = tmp_path / "data" / "heart_scale"
+    folder.mkdir(parents=True)
+    (folder / "heart_scale").write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:abc\n")
+    store = tmp_path / "mlflow.db"
+    with pytest.raises(SystemExit):
+        train(store, "solver=liblinear", "dataset=heart_scale", f"paths.data_dir={tmp_path / 'data'}")
+    (run,) = runs(store)
+    assert run.info.status == "FAILED"
+    error = run.data.tags["svmlab.error"]
+    assert "heart_scale" in error and "line 2" in error
+    assert "line 2" in capsys.readouterr().err
