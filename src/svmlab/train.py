@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 import svmlab
 from svmlab import data
 from svmlab.config import build_estimator, check_typed_parts, register_schema
+from svmlab.errors import SvmlabError
 from svmlab.evaluation import check_trace_finite, evaluate
 from svmlab.plotting import convergence_figure
 from svmlab.tracking import Tracker, flatten
@@ -51,16 +52,23 @@ class RunContext:
 
 
 def git_commit() -> str | None:
-    """The commit of the svmlab source tree when it is a git checkout (``+dirty`` if modified)."""
-    source = Path(svmlab.__file__).resolve().parent
+    """The commit of the svmlab source tree when svmlab runs from a git checkout.
+
+    ``+dirty`` marks uncommitted changes; an installed copy (site-packages) has no commit, even
+    inside a checkout's virtual environment.
+    """
+    source = Path(svmlab.__file__).resolve()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(source.parent), *args], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+
     try:
-        commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=True)
-        status = subprocess.run(["git", "-C", str(source), "status", "--porcelain"],
-                                capture_output=True, text=True, timeout=10, check=True)
+        git("ls-files", "--error-unmatch", source.name)
+        commit, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
     except (OSError, subprocess.SubprocessError):
         return None
-    return commit.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+    return commit + ("+dirty" if status else "")
 
 
 def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
@@ -119,7 +127,11 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
 
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run(cfg, RunContext.from_hydra())
+    try:
+        run(cfg, RunContext.from_hydra())
+    except SvmlabError as exc:  # a user's mistake: one clear line, not a traceback
+        print(f"svmlab: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
