@@ -109,6 +109,7 @@ def test_long_trace_is_logged_completely_as_metric_history(tmp_path):
     assert len(client.get_metric_history(run.info.run_id, "trace/gap")) == 10_000
     assert len(client.get_metric_history(run.info.run_id, "trace/time_s")) == 10_000
     assert run.data.metrics["trace/objective_hinge_l2"] == pytest.approx(1e-4)
+    assert run.data.tags["svmlab.converged"] == "false"
 
 
 def test_multirun_jobs_are_tagged_with_sweep_and_job_number(tmp_path):

@@ -111,6 +111,8 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         tracker.flush()
         check_trace_finite(estimator.trace_)
 
+        if hasattr(estimator, "converged_"):  # iterative solvers say whether they converged
+            tracker.set_tags({"svmlab.converged": str(bool(estimator.converged_)).lower()})
         metrics = evaluate(estimator, dataset, fit_time_s)
         tracker.log_metrics(metrics, step=int(estimator.n_iter_))
         columns = estimator.trace_.columns()

@@ -34,6 +34,7 @@ class LongTrace(_ZeroModel):
         trace.extend({"iteration": k, "time_s": 1e-6 * k, "objective_hinge_l2": 1.0 / (k + 1),
                       "gap": 0.5 / (k + 1)})
         self._zero_model(X.shape[1])
+        self.converged_ = False  # as an iterative solver that hit max_iter reports it
 
 
 class Slow(_ZeroModel):
