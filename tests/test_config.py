@@ -67,8 +67,8 @@ def test_invalid_typed_values(overrides, message):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["solver.C=-1"], "'C' parameter of Libsvm must be"),
-    (["solver.C=0"], "'C' parameter of Libsvm must be"),
+    (["solver=libsvm", "solver.C=-1"], "'C' parameter of Libsvm must be"),
+    (["solver=libsvm", "solver.C=0"], "'C' parameter of Libsvm must be"),
     (["solver=liblinear", "solver.loss=hing"], "'loss' parameter of Liblinear must be"),
     (["solver=liblinear", "kernel=rbf"], "cannot use kernel 'rbf'; it supports: linear"),
 ])
@@ -89,10 +89,10 @@ def test_unknown_solver_key_in_a_yaml_is_named_with_the_allowed_ones():
     (["solver=libsvn"], "Could not find 'solver/libsvn'"),
     (["kernel=gaussian"], "Could not find 'kernel/gaussian'"),
     (["dataset=a10a"], "Could not find 'dataset/a10a'"),
-    (["solver.CC=1"], "Key 'CC' is not in struct"),
+    (["solver=libsvm", "solver.CC=1"], "Key 'CC' is not in struct"),
     (["kernel.gama=1"], "Key 'gama' not in 'KernelConfig'"),
     (["seed=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),
-    (["solver.C=-1"], "'C' parameter of Libsvm must be a float in the range"),
+    (["solver=libsvm", "solver.C=-1"], "'C' parameter of Libsvm must be a float in the range"),
     (["solver=liblinear", "kernel=rbf"], "cannot use kernel 'rbf'"),
     (["kernel=rbf", "kernel.gamma=0"], "kernel.gamma must be a positive number"),
     (["dataset.test_fraction=1.5"], "test_fraction"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import subprocess
 
-from support.runs import runs
+from support.runs import runs, train
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # mlflow, virtualenv and uv of the test environment
@@ -17,7 +17,8 @@ def mlflow_run(tmp_path, *args):
     store = tmp_path / "mlflow.db"
     env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{store}",
                         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("MLFLOW_RUN_ID", None)
+    for leaked in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID"):  # mlflow.set_experiment exports it
+        env.pop(leaked, None)
     result = subprocess.run([str(BIN / "mlflow"), "run", str(ROOT), *args], env=env,
                             capture_output=True, text=True, timeout=1500)
     return store, result
@@ -46,3 +47,19 @@ def test_mlflow_run_without_parameters_trains_the_default(tmp_path):
     (run,) = runs(store, experiment="Default")
     assert run.info.status == "FINISHED"
     assert run.data.tags["dataset"] == "breast_cancer"
+
+
+@pytest.mark.slow
+def test_mlflow_run_analyze_entry_point(tmp_path):
+    store = tmp_path / "mlflow.db"
+    for solver in ("liblinear", "libsvm"):
+        for dataset in ("breast_cancer", "synthetic_gaussian"):
+            assert train(store, f"solver={solver}", f"dataset={dataset}",
+                         "tracking.log_model=false") == 0
+    _, result = mlflow_run(tmp_path, "-e", "analyze", "--env-manager", "local",
+                           "--experiment-name", "svmlab-analysis", "-P", "control=libsvm")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run,) = runs(store, experiment="svmlab-analysis")
+    assert run.info.status == "FINISHED"
+    assert run.data.params["control"] == "libsvm"  # the entry point's own parameter
+    assert "test_accuracy.iman_davenport_p" in run.data.metrics

@@ -1,10 +1,14 @@
-"""The ``svmlab`` command: ``svmlab train [hydra overrides]`` and ``svmlab datasets ...``."""
+"""The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
+and ``report``."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
 import sys
+
+SUBCOMMAND_MODULES = ("svmlab.data.cli", "svmlab.analysis.cli")
 
 
 def _train(argv: list[str]) -> int:
@@ -27,9 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("train", add_help=False,
                    help="train one configuration, or sweep with -m (Hydra overrides follow)")
-    from svmlab.data.cli import add_parser as add_datasets_parser
-
-    add_datasets_parser(sub)
+    for module in SUBCOMMAND_MODULES:  # each registers its subcommands on `sub`
+        importlib.import_module(module).add_parser(sub)
     if argv and argv[0] == "train":  # everything after 'train' belongs to Hydra
         return _train(argv[1:])
     args = parser.parse_args(argv)

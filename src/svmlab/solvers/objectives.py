@@ -12,6 +12,11 @@ the estimator's C, and the bias b never regularised:
 ||w||_2^2 is the Euclidean norm for linear models and the RKHS norm
 sum_ij (y_i a_i)(y_j a_j) K(x_i, x_j) for kernel models; ||w||_1 exists for linear models only.
 The losses are sums, not means: this is the C-SVM scaling of LIBSVM and LIBLINEAR.
+
+The LS-SVM objective (squared loss, which also penalises m_i > 1) is reported only by the
+solvers that minimise it, through `least_squares_objectives`:
+
+    objective_squared_l2        = 1/2 ||w||_2^2 + C sum_i (1 - m_i)^2
 """
 
 import numpy as np
@@ -44,3 +49,32 @@ def primal_objectives(
         if l1_norm is not None:
             values[f"objective_{loss_name}_l1"] = l1_norm + data_term
     return values
+
+
+def squared_loss(margins: np.ndarray) -> float:
+    """sum_i (1 - m_i)^2."""
+    return float(np.sum(np.square(1.0 - margins)))
+
+
+def least_squares_objectives(margins: np.ndarray, squared_l2_norm: float,
+                             C: float) -> dict[str, float]:
+    """The LS-SVM objective of the module docstring."""
+    return {"objective_squared_l2": 0.5 * squared_l2_norm + C * squared_loss(margins)}
+
+
+def l2svm_objective(margins: np.ndarray, squared_l2_norm: float, bias: float, C: float) -> float:
+    """objective_l2svm: the L2-SVM primal of the Frank-Wolfe/CVM solvers, at its best margin rho.
+
+        min_rho  1/2 (||w||^2 + b^2 + C sum_i max(0, rho - m_i)^2) - rho
+
+    Unlike the objectives above, the bias b is regularised and the margin rho is a variable
+    (Lee and Mangasarian's form). The minimising rho solves C sum_i max(0, rho - m_i) = 1, found
+    in closed form over the sorted margins. At the optimum the value equals -R/2, with
+    R = alpha^T K~ alpha the minimum of the dual on the simplex.
+    """
+    m = np.sort(np.asarray(margins, dtype=np.float64))
+    rho_k = (1.0 / C + np.cumsum(m)) / np.arange(1, len(m) + 1)
+    k = int(np.argmax(rho_k <= np.append(m[1:], np.inf)))
+    rho = rho_k[k]
+    slack = np.maximum(0.0, rho - m)
+    return float(0.5 * (squared_l2_norm + bias * bias + C * slack @ slack) - rho)

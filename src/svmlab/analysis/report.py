@@ -1,0 +1,185 @@
+"""Write an analysis as files (tables as CSV, Markdown and HTML; figures; a JSON summary) and as a
+console summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from svmlab.analysis import figures, posthoc
+from svmlab.analysis.compare import MeasureAnalysis, Options
+from svmlab.analysis.select import Selection
+
+
+def markdown(frame: pd.DataFrame, index: bool = False) -> str:
+    """A GitHub-flavoured Markdown table; floats with 4 significant digits."""
+    if index:
+        frame = frame.reset_index()
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    header = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells]) + "\n"
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return "" if value is None else str(value).replace("|", "\\|")
+
+
+def write_table(frame: pd.DataFrame, folder: Path, stem: str, index: bool = False) -> None:
+    """``stem``.csv, .md and .html in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / f"{stem}.csv", index=index)
+    (folder / f"{stem}.md").write_text(markdown(frame, index))
+    (folder / f"{stem}.html").write_text(frame.to_html(index=index, float_format="{:.4g}".format))
+
+
+def tables(analysis: MeasureAnalysis) -> dict[str, tuple[pd.DataFrame, bool]]:
+    """The tables of one measure by file stem, with whether their index is part of the table."""
+    out = {"table": (analysis.table, True), "repetitions": (analysis.repetitions, True),
+           "ranks": (analysis.ranks, True),
+           "mean_ranks": (analysis.mean_ranks.rename("mean_rank").sort_values().to_frame(), True),
+           "omnibus": (analysis.omnibus, False),
+           "critical_differences": (pd.DataFrame(analysis.critical_differences).T
+                                    .rename_axis("alpha"), True),
+           "nemenyi": (analysis.nemenyi, False), "wilcoxon": (analysis.pairwise, False)}
+    if analysis.control is not None:
+        out["control"] = (analysis.control, False)
+    return out
+
+
+def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
+          options: Options, traces: dict[str, pd.DataFrame] | None = None,
+          objective: str | None = None) -> dict:
+    """Every table, figure and the JSON summary under ``folder``; returns the summary."""
+    folder.mkdir(parents=True, exist_ok=True)
+    selection.long.to_csv(folder / "input.csv", index=False)
+    alpha = 0.05 if 0.05 in options.alphas else options.alphas[0]
+    html = ["<html><head><meta charset='utf-8'><title>svmlab analysis</title></head><body>"]
+    for analysis in analyses:
+        name = analysis.measure.name
+        sub = folder / name
+        html.append(f"<h2>{name} ({analysis.measure.direction} is better)</h2>")
+        for stem, (frame, index) in tables(analysis).items():
+            write_table(frame, sub, stem, index)
+            html += [f"<h3>{stem}</h3>", (sub / f"{stem}.html").read_text()]
+        cd = analysis.critical_differences[alpha]["nemenyi"]
+        _save(figures.cd_diagram(analysis.mean_ranks, cd, f"{name}: Nemenyi CD at alpha={alpha:g}"),
+              sub / "cd_diagram.png")
+        _save(figures.rank_boxplot(analysis.ranks, name), sub / "rank_boxplot.png")
+        _save(figures.per_block(analysis.table, name), sub / "per_block.png")
+        html += [f"<img src='{name}/{f}.png'>" for f in ("cd_diagram", "rank_boxplot",
+                                                          "per_block")]
+    for block, frame in (traces or {}).items():
+        _save(figures.convergence(frame, objective, block), folder / "convergence" /
+              f"{safe_name(block)}.png")
+    summary = summarize(selection, analyses, options)
+    (folder / "summary.json").write_text(json.dumps(plain(summary), indent=2, default=str))
+    (folder / "summary.txt").write_text(console_summary(summary))
+    (folder / "report.html").write_text("\n".join(html + ["</body></html>"]))
+    return summary
+
+
+def summarize(selection: Selection, analyses: list[MeasureAnalysis], options: Options) -> dict:
+    """A JSON-ready digest: options, selection, and per measure the main statistics."""
+    return {
+        "source": selection.source, "n_rows": len(selection.long),
+        "excluded_runs": selection.excluded, "options": asdict(options),
+        "measures": {a.measure.name: {
+            "direction": a.measure.direction, "rope": a.measure.rope,
+            "n_blocks": len(a.table), "treatments": list(map(str, a.table.columns)),
+            "dropped_blocks": a.dropped,
+            "mean_ranks": a.mean_ranks.sort_values().to_dict(),
+            "friedman": a.friedman.as_dict(),
+            "critical_differences": {f"{k:g}": v for k, v in a.critical_differences.items()},
+            "pairwise": a.pairwise.drop(columns=["H0"]).to_dict(orient="records"),
+            "control": None if a.control is None else a.control.to_dict(orient="records"),
+        } for a in analyses}}
+
+
+def plain(value):
+    """``value`` with NaN and infinite floats replaced by None, so that the JSON is standard."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def console_summary(summary: dict) -> str:
+    """The summary as readable text."""
+    options = summary["options"]
+    lines = [f"source: {summary['source']} ({summary['n_rows']} rows)"]
+    if summary["excluded_runs"]:
+        lines.append("excluded runs: " + ", ".join(
+            f"{n} {status}" for status, n in summary["excluded_runs"].items()))
+    alphas = [f"{a:g}" for a in options["alphas"]]
+    for name, m in summary["measures"].items():
+        f = m["friedman"]
+        lines += ["", (f"== {name} ({m['direction']} is better): {m['n_blocks']} blocks, "
+                       f"{len(m['treatments'])} treatments, {options['aggregate']} over "
+                       "repetitions")]
+        if m["dropped_blocks"]:
+            lines.append("dropped blocks (missing treatments): " + "; ".join(
+                f"{b}: {', '.join(t)}" for b, t in m["dropped_blocks"].items()))
+        lines.append("mean ranks (1 = best): " + ", ".join(
+            f"{t} {r:.3f}" for t, r in m["mean_ranks"].items()))
+        lines.append(f"Friedman chi2 = {f['chi2']:.4f} (tie-corrected {f['chi2_tied']:.4f}); "
+                     f"Iman-Davenport F({f['df1']}, {f['df2']}) = {f['iman_davenport_f_tied']:.4f}"
+                     f", p = {f['iman_davenport_p_tied']:.4g}")
+        lines.append("Nemenyi CD: " + ", ".join(
+            f"{v['nemenyi']:.3f} (alpha {a})" for a, v in m["critical_differences"].items()))
+        lines.append(f"Wilcoxon signed-rank ({options['zero_method']} zeros, "
+                     f"{options['alternative']}, {options['correction']}-adjusted):")
+        for p in m["pairwise"]:
+            z = "" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"])) \
+                else f", z = {p['z']:.3f}"
+            decisions = " ".join(f"{a}:{'reject' if p[f'decision@{a}'] == 'reject H0' else 'keep'}"
+                                 for a in alphas)
+            lines.append(f"  {p['A']} vs {p['B']}: W = {p['W']:g} ({p['method']}{z}), "
+                         f"p = {p['p_value']:.4g}, adjusted {p['p_adjusted']:.4g} [{decisions}]; "
+                         f"r = {p['rank_biserial']:.3f}, median diff {p['median_difference']:.4g}; "
+                         f"P(A better / equiv / B better) = {p['P(A better)']:.3f} / "
+                         f"{p['P(equivalent)']:.3f} / {p['P(B better)']:.3f}")
+            lines.append(f"    H1: {p['H1']}")
+    return "\n".join(lines) + "\n"
+
+
+def conclusions(analysis: MeasureAnalysis, alpha: float) -> list[str]:
+    """What the tests of one measure say at level ``alpha``, in words."""
+    f, name = analysis.friedman, analysis.measure.name
+    rejected = f.iman_davenport_p_tied <= alpha
+    lines = [f"{name}: Iman-Davenport p = {f.iman_davenport_p_tied:.4g}: "
+             + ("the treatments do not all perform equally" if rejected else
+                "no evidence that the treatments differ") + f" (alpha = {alpha:g})."]
+    cd = analysis.critical_differences[alpha]["nemenyi"] if alpha in \
+        analysis.critical_differences else posthoc.nemenyi_cd(*analysis.table.shape, alpha)
+    for row in analysis.nemenyi.itertuples():
+        if abs(row.rank_difference) > cd:
+            better, worse = (row.A, row.B) if row.rank_difference < 0 else (row.B, row.A)
+            lines.append(f"Nemenyi: {better} ranks better than {worse} (rank difference "
+                         f"{abs(row.rank_difference):.3f} > CD {cd:.3f}).")
+    for row in analysis.pairwise.to_dict(orient="records"):
+        verdict = "rejected" if row["p_adjusted"] <= alpha else "not rejected"
+        lines.append(f"Wilcoxon {row['A']} vs {row['B']}: H0 {verdict} (adjusted p = "
+                     f"{row['p_adjusted']:.4g}); H1: {row['H1']}.")
+    return lines
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def safe_name(name: str) -> str:
+    """``name`` with every character but letters, digits, '-', '_' and '.' replaced by '_'."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))

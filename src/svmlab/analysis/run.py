@@ -1,0 +1,203 @@
+"""An analysis from selection to MLflow run: select, run the protocol on every measure, draw the
+convergence curves, write the report files and log them as a run of the analysis experiment."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+
+from svmlab.analysis import compare, notebooks, report, select
+from svmlab.analysis.table import DEFAULT_MEASURES, Measure, parse_measure
+
+ANALYSIS_EXPERIMENT = "svmlab-analysis"
+RUNS_PER_TAG = 200  # run ids per svmlab.analysis.runs.<i> tag (MLflow tags hold 8000 characters)
+
+
+@dataclass
+class Request:
+    """What to analyse: MLflow experiments and a filter, or a CSV file; measures; keys."""
+
+    experiments: list[str] = field(default_factory=lambda: ["svmlab"])
+    filter_string: str = ""
+    csv: str | None = None
+    measures: list[Measure] = field(
+        default_factory=lambda: [parse_measure(m) for m in DEFAULT_MEASURES])
+    blocks: list[str] = field(default_factory=lambda: ["dataset"])
+    treatments: list[str] = field(default_factory=lambda: ["solver"])
+    repetition: str = "seed"
+    tracking_uri: str | None = None
+    objective: str | None = None  # trace column of the convergence curves; None: detect
+
+
+@dataclass
+class Analysis:
+    selection: select.Selection
+    measures: list[compare.MeasureAnalysis]
+    warnings: list[str]
+
+
+def analyze(request: Request, options: compare.Options | None = None) -> Analysis:
+    """Select the results and run the protocol on each measure (warnings are collected too)."""
+    options = options or compare.Options()
+    names = [m.name for m in request.measures]
+    if request.csv:
+        selection = select.from_csv(request.csv, names)
+    else:
+        selection = select.from_mlflow(request.experiments, request.filter_string,
+                                       measures=names, blocks=request.blocks,
+                                       treatments=request.treatments,
+                                       repetition=request.repetition,
+                                       tracking_uri=request.tracking_uri)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        analyses = [compare.analyze_measure(selection.long, m, options) for m in request.measures]
+    return Analysis(selection, analyses, [str(w.message) for w in caught])
+
+
+def traces(selection: select.Selection, objective: str | None = None,
+           tracking_uri: str | None = None) -> tuple[str | None, dict[str, pd.DataFrame]]:
+    """Convergence histories per block: columns treatment, run_id, iteration, time_s, value.
+
+    ``objective`` is a trace column (``objective_hinge_l2``); by default the objective column
+    that most of the runs logged."""
+    if not selection.run_ids:
+        return None, {}
+    client = MlflowClient(tracking_uri)
+    logged = {run_id: set(client.get_run(run_id).data.metrics) for run_id in selection.run_ids}
+    if objective is None:
+        counts = Counter(k for keys in logged.values() for k in keys
+                         if k.startswith("trace/objective"))
+        if not counts:
+            return None, {}
+        objective = min(counts, key=lambda k: (-counts[k], k))[len("trace/"):]
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for row in selection.long.itertuples():
+        if f"trace/{objective}" not in logged[row.run_id]:
+            continue
+        value = _history(client, row.run_id, f"trace/{objective}")
+        time_s = _history(client, row.run_id, "trace/time_s")
+        frame = value.rename("value").to_frame().join(time_s.rename("time_s"), how="left")
+        frame = frame.rename_axis("iteration").reset_index()
+        frame["treatment"], frame["run_id"] = row.treatment, row.run_id
+        frames.setdefault(row.block, []).append(frame)
+    return objective, {block: pd.concat(f, ignore_index=True) for block, f in frames.items()}
+
+
+def _history(client: MlflowClient, run_id: str, key: str) -> pd.Series:
+    points = client.get_metric_history(run_id, key)
+    return pd.Series({p.step: p.value for p in points}, dtype=float).sort_index()
+
+
+def execute(request: Request, options: compare.Options | None = None, *,
+            experiment: str = ANALYSIS_EXPERIMENT, run_name: str | None = None,
+            notebook: dict | None = None, convergence: bool = True) -> tuple[str, Analysis, dict]:
+    """Analyse, then log everything as one MLflow run; returns (run id, analysis, summary).
+
+    ``notebook`` (keyword arguments of :func:`svmlab.analysis.notebooks.execute` without the
+    output folder) also executes a report notebook and logs it, executed and as HTML."""
+    options = options or compare.Options()
+    analysis = analyze(request, options)
+    objective, curves = (traces(analysis.selection, request.objective, request.tracking_uri)
+                         if convergence else (None, {}))
+    with tempfile.TemporaryDirectory() as tmp:
+        run_id, summary = _log(Path(tmp), request, options, analysis, curves, objective,
+                               experiment, run_name, notebook)
+    return run_id, analysis, summary
+
+
+def _log(folder: Path, request: Request, options: compare.Options, analysis: Analysis,
+         curves: dict, objective: str | None, experiment: str, run_name: str | None,
+         notebook: dict | None) -> tuple[str, dict]:
+    """Write the report into ``folder`` and log it as one run, ended FAILED if anything raises.
+
+    Under ``mlflow run`` (MLFLOW_RUN_ID set) the project's run is used and left to its launcher.
+    """
+    client = MlflowClient(request.tracking_uri)
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    own = run_id is None
+    if own:
+        found = client.get_experiment_by_name(experiment)
+        experiment_id = (found.experiment_id if found is not None
+                         else client.create_experiment(experiment))
+        run_id = client.create_run(experiment_id, run_name=run_name).info.run_id
+    try:
+        summary = report.write(folder, analysis.selection, analysis.measures, options, curves,
+                               objective)
+        summary["warnings"] = analysis.warnings
+        params = [Param(k, str(v)) for k, v in _params(request, options, objective).items()]
+        for i in range(0, len(params), 100):  # MLflow takes 100 params a batch
+            client.log_batch(run_id, params=params[i:i + 100])
+        now = int(time.time() * 1000)
+        client.log_batch(run_id, metrics=[Metric(k, v, now, 0)
+                                          for k, v in _metrics(analysis).items()],
+                         tags=[RunTag(k, v)
+                               for k, v in _tags(request, analysis.selection).items()])
+        if notebook is not None:
+            notebooks.execute(output_dir=folder / "notebook", **notebook)
+        client.log_artifacts(run_id, str(folder))
+    except BaseException:
+        if own:
+            client.set_terminated(run_id, "FAILED")
+        raise
+    if own:
+        client.set_terminated(run_id)
+    return run_id, summary
+
+
+def absolute_uri(uri: str | None) -> str:
+    """``uri`` (or MLflow's current one) with a relative SQLite path made absolute, so that a
+    notebook executed elsewhere opens the same store."""
+    uri = uri or mlflow.get_tracking_uri()
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri[len(prefix):].startswith("/"):
+        return prefix + str(Path(uri[len(prefix):]).resolve())
+    return uri
+
+
+def _tags(request: Request, selection: select.Selection) -> dict:
+    ids = selection.run_ids
+    tags = {"svmlab.analysis.source": selection.source,
+            "svmlab.analysis.n_runs": str(len(ids)),
+            "svmlab.analysis.excluded": ", ".join(f"{n} {s}" for s, n in
+                                                  selection.excluded.items()) or "none"}
+    if request.filter_string:
+        tags["svmlab.analysis.filter"] = request.filter_string
+    for i in range(0, len(ids), RUNS_PER_TAG):
+        tags[f"svmlab.analysis.runs.{i // RUNS_PER_TAG}"] = ",".join(ids[i:i + RUNS_PER_TAG])
+    return tags
+
+
+def _params(request: Request, options: compare.Options, objective: str | None) -> dict:
+    """The analysis settings under ``analysis.``: under ``mlflow run`` the run already holds the
+    entry point's own parameters (``measures``, ...), which MLflow does not let us change."""
+    params = {f"option.{k}": v for k, v in asdict(options).items()}
+    params.update({"experiments": ",".join(request.experiments), "csv": request.csv,
+                   "measures": ",".join(f"{m.name}:{m.direction}:{m.rope:g}"
+                                        for m in request.measures),
+                   "blocks": ",".join(request.blocks), "treatments": ",".join(request.treatments),
+                   "repetition": request.repetition, "objective": objective})
+    return {f"analysis.{k}": v for k, v in params.items() if v is not None}
+
+
+def _metrics(analysis: Analysis) -> dict:
+    out = {}
+    for a in analysis.measures:
+        f = a.friedman
+        out.update({f"{a.measure.name}.friedman_chi2": f.chi2_tied,
+                    f"{a.measure.name}.iman_davenport_f": f.iman_davenport_f_tied,
+                    f"{a.measure.name}.iman_davenport_p": f.iman_davenport_p_tied,
+                    f"{a.measure.name}.n_blocks": len(a.table)})
+        out.update({f"{a.measure.name}.mean_rank.{report.safe_name(t)}": r
+                    for t, r in a.mean_ranks.items()})
+    return {k: float(v) for k, v in out.items() if pd.notna(v) and abs(float(v)) != float("inf")}
+

@@ -1,0 +1,150 @@
+"""Results in long format (block, treatment, repetition, one column per measure), read from
+MLflow runs or from a CSV file."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+
+from svmlab.errors import SvmlabError
+
+KEY_COLUMNS = ("block", "treatment", "repetition")
+JOIN = " / "  # between the values of a combined block or treatment key
+
+
+@dataclass
+class Selection:
+    """The long table, where it came from, and the runs left out by status."""
+
+    long: pd.DataFrame
+    source: str
+    excluded: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def run_ids(self) -> list[str]:
+        return list(self.long["run_id"]) if "run_id" in self.long else []
+
+
+def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: list[str],
+                blocks: list[str] = ("dataset",), treatments: list[str] = ("solver",),
+                repetition: str = "seed", tracking_uri: str | None = None) -> Selection:
+    """Runs of the named experiments matching ``filter_string``; only FINISHED runs that have
+    the block and treatment keys are used (sweep parent runs are skipped).
+
+    ``blocks`` and ``treatments`` are params or tags (dotted keys as logged: ``solver.C``); a bare
+    key is looked up among the tags, then the params; 'params.X' or 'tags.X' chooses. Several keys
+    are combined into one label.
+    """
+    if not experiments:
+        raise SvmlabError("name at least one experiment to analyse")
+    runs, excluded = _finished_runs(experiments, filter_string, tracking_uri)
+    block_columns = [_column(runs, key) for key in blocks]
+    treatment_columns = [_column(runs, key) for key in treatments]
+    labelled = runs[block_columns + treatment_columns].notna().all(axis=1)
+    if not labelled.all():
+        excluded["without block or treatment"] = int((~labelled).sum())
+        runs = runs[labelled]
+    long = pd.DataFrame({
+        "block": _label(runs, block_columns), "treatment": _label(runs, treatment_columns),
+        "repetition": _label(runs, [_column(runs, repetition)]),
+        "run_id": runs["run_id"].to_numpy(), "experiment_id": runs["experiment_id"].to_numpy()})
+    for name in measures:
+        column = f"metrics.{name}"
+        if column not in runs:
+            available = sorted(c[8:] for c in runs.columns
+                               if c.startswith("metrics.") and not c.startswith("metrics.trace/"))
+            raise SvmlabError(f"no run logged the metric {name!r}; logged: {', '.join(available)}")
+        long[name] = runs[column].to_numpy(dtype=float)
+    return Selection(long.reset_index(drop=True), source=f"mlflow:{','.join(experiments)}",
+                     excluded=excluded)
+
+
+def _finished_runs(experiments: list[str], filter_string: str,
+                   tracking_uri: str | None) -> tuple[pd.DataFrame, dict]:
+    """The FINISHED runs of the experiments that match the filter, and how many others there
+    were by status. A sweep's parent run summarises its jobs and is skipped."""
+    client = MlflowClient(tracking_uri)
+    known = {e.name: e.experiment_id for e in client.search_experiments()}
+    unknown = [name for name in experiments if name not in known]
+    if unknown:
+        raise SvmlabError(f"unknown experiment(s) {', '.join(unknown)}; the store "
+                          f"{client.tracking_uri} has: {', '.join(sorted(known)) or 'none'}")
+    try:
+        runs = search_runs(client, [known[name] for name in experiments], filter_string)
+    except MlflowException as exc:
+        raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
+    if runs.empty:
+        raise SvmlabError(f"no runs in {', '.join(experiments)} match the filter "
+                          f"{filter_string!r}")
+    if "tags.svmlab.role" in runs:
+        runs = runs[runs["tags.svmlab.role"].fillna("") != "sweep"]
+    finished = runs["status"] == "FINISHED"
+    excluded = dict(Counter(runs.loc[~finished, "status"]))
+    if not finished.any():
+        raise SvmlabError(f"no FINISHED runs among the {len(finished)} selected ({excluded})")
+    return runs[finished], excluded
+
+
+def search_runs(client: MlflowClient, experiment_ids: list[str],
+                filter_string: str = "") -> pd.DataFrame:
+    """One row per run: run_id, experiment_id, status and columns 'params.X', 'tags.X',
+    'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global store)."""
+    rows, token = [], None
+    while True:
+        page = client.search_runs(experiment_ids, filter_string, page_token=token,
+                                  order_by=["attributes.start_time ASC"])
+        rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
+                  "status": r.info.status,
+                  **{f"params.{k}": v for k, v in r.data.params.items()},
+                  **{f"tags.{k}": v for k, v in r.data.tags.items()},
+                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()}} for r in page]
+        token = page.token
+        if not token:
+            return pd.DataFrame(rows)
+
+def from_csv(path: str | Path, measures: list[str]) -> Selection:
+    """A table with columns block, treatment, optional repetition, and one column per measure."""
+    try:
+        long = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise SvmlabError(f"cannot read the results table {path}: {exc}") from None
+    required = ["block", "treatment", *measures]
+    missing = [c for c in required if c not in long]
+    if missing:
+        raise SvmlabError(f"{path}: missing column(s) {', '.join(missing)}; a results table has "
+                          f"the columns block, treatment, repetition (optional) and one per "
+                          f"measure; found: {', '.join(map(str, long.columns))}")
+    if "repetition" not in long:
+        long["repetition"] = 0
+    for key in KEY_COLUMNS:
+        long[key] = long[key].astype(str)
+    for name in measures:
+        values = pd.to_numeric(long[name], errors="coerce")
+        bad = values.isna() & long[name].notna()
+        if bad.any():
+            raise SvmlabError(f"{path}: column {name!r} has non-numeric values, e.g. "
+                              f"{long.loc[bad, name].iloc[0]!r}")
+        long[name] = values
+    return Selection(long, source=f"csv:{path}")
+
+
+def _label(runs: pd.DataFrame, columns: list[str]) -> pd.Series:
+    """One label per run from the values of ``columns``, joined."""
+    return runs[columns].astype("string").fillna("?").agg(JOIN.join, axis=1).to_numpy()
+
+
+def _column(runs: pd.DataFrame, key: str) -> str:
+    """The column of a param or tag: 'params.X' or 'tags.X' as given, else the tag X, else the
+    param X."""
+    candidates = [key] if key.startswith(("params.", "tags.")) else [f"tags.{key}",
+                                                                      f"params.{key}"]
+    for column in candidates:
+        if column in runs and runs[column].notna().any():
+            return column
+    available = sorted(c for c in runs.columns if c.startswith(("params.", "tags.")))
+    raise SvmlabError(f"no run has the param or tag {key!r}; available: {', '.join(available)}")
