@@ -1,5 +1,5 @@
 """The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
-and ``report``."""
+``report`` and ``server``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib
 import shlex
 import sys
 
-SUBCOMMAND_MODULES = ("svmlab.data.cli", "svmlab.analysis.cli")
+SUBCOMMAND_MODULES = ("svmlab.data.cli", "svmlab.analysis.cli", "svmlab.server")
 
 
 def _train(argv: list[str]) -> int:

@@ -6,23 +6,36 @@ params, tags, the dataset as a run input, the convergence trace as metric histor
 UI's relative-time axis is solver time), final metrics, artifacts and the model. Whatever happens
 inside the block, the run ends: FINISHED, FAILED (exception, error recorded) or KILLED (Ctrl-C,
 SIGTERM); no run is left RUNNING.
+
+Several processes may share one store (the jobs of a parallel sweep). For a SQLite store the
+schema is created under a file lock beside the database file, so no two processes run MLflow's
+schema migration on a new database at once, and put in write-ahead-log mode; MLflow's own
+sessions wait up to 20 s for SQLite's write lock.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
+import sqlite3
+import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import closing, contextmanager
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import mlflow
+from filelock import FileLock
 from mlflow import MlflowClient
 from mlflow.data.code_dataset_source import CodeDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus
+from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
@@ -30,14 +43,71 @@ TRACE_PREFIX = "trace/"
 MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call
 MAX_PARAMS = 100  # and on params per call
 ERROR_TAG = "svmlab.error"
+MODEL_REQUIREMENTS = ("scikit-learn", "numpy", "scipy", "skops")  # a model's pip requirements
 
 
 class Terminated(KeyboardInterrupt):
     """Raised in the main thread when the process receives SIGTERM."""
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated(f"received signal {signal.Signals(signum).name}")
+class DeferredSignals:
+    """SIGINT and SIGTERM as exceptions, held back while a store write is under way.
+
+    An exception raised in the middle of a database commit can leave MLflow's session unusable,
+    and then the run could not be ended; a signal that arrives during a write is raised as soon
+    as the outermost write completes. Signal handlers exist only in the main thread.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self._depth = 0
+        self._pending: int | None = None
+        self._previous: dict = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self._depth:
+            self._pending = signum
+        else:
+            raise self._interruption(signum)
+
+    @staticmethod
+    def _interruption(signum: int) -> KeyboardInterrupt:
+        if signum == signal.SIGINT:
+            return KeyboardInterrupt()
+        return Terminated(f"received signal {signal.Signals(signum).name}")
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold signals back for the duration of the block, then raise one that arrived."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        if not self._depth and self._pending is not None:
+            signum, self._pending = self._pending, None
+            raise self._interruption(signum)
+
+
+def _store_write(method):
+    """A Tracker method that writes to the store: not interrupted half-way by a signal."""
+
+    @functools.wraps(method)
+    def held_method(self, *args, **kwargs):
+        with self._signals.held():
+            return method(self, *args, **kwargs)
+
+    return held_method
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -50,6 +120,100 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[dotted] = json.dumps(value) if isinstance(value, (list, dict)) else value
     return flat
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///...`` tracking URI; None for any other store."""
+    if not uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(uri).database
+    return Path(database).resolve() if database and database != ":memory:" else None
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Exclusive use of a SQLite store's file ``<db>.lock`` by this process (no-op otherwise)."""
+    path = sqlite_path(uri)
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{path}.lock", timeout=300):
+        yield
+
+
+def ui_command(uri: str) -> str:
+    """The command that opens the MLflow UI on the store at ``uri``."""
+    if uri.startswith(("http://", "https://")):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri {uri}"
+
+
+def resolved_uri(uri: str | None) -> str:
+    """``uri``, or MLflow's default tracking URI when it is None or empty."""
+    return uri or mlflow.get_tracking_uri()
+
+
+def prepare_store(uri: str) -> MlflowClient:
+    """A client of the store at ``uri``, whose schema it creates (or upgrades) if needed.
+
+    Call it under :func:`store_lock` when other processes may open the same new SQLite file.
+    """
+    client = MlflowClient(uri)
+    client.search_experiments(max_results=1)  # a SQL store runs its migrations when it opens
+    path = sqlite_path(uri)
+    if path is not None:
+        _write_ahead_log(path)
+    return client
+
+
+def _write_ahead_log(path: Path) -> None:
+    """Put a SQLite store in write-ahead-log mode (it stays so): readers no longer block the
+    writer and a commit is one append, so parallel jobs wait less for the lock; with two joblib
+    workers a small job took half the time (docs/benchmarks_sweeps.md). Local disks only, as
+    SQLite itself."""
+    with closing(sqlite3.connect(path, timeout=20)) as db:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError:  # busy: the store stays as it is, only slower
+            pass
+
+
+def ensure_experiment(uri: str | None, name: str) -> str:
+    """The id of experiment ``name``, creating the store's schema and the experiment if needed.
+
+    Safe when several processes call it at once: on SQLite the file lock serializes them; on a
+    tracking server a concurrent creation is answered RESOURCE_ALREADY_EXISTS, and then the
+    experiment is looked up again.
+    """
+    uri = resolved_uri(uri)
+    with store_lock(uri):
+        client = prepare_store(uri)
+        found = client.get_experiment_by_name(name)
+        if found is not None:
+            return found.experiment_id
+        try:
+            return client.create_experiment(name)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            return client.get_experiment_by_name(name).experiment_id
+
+
+def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str]) -> str | None:
+    """The id of a FINISHED run of ``experiment`` carrying all ``tags``, or None."""
+    client = MlflowClient(resolved_uri(uri))
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
+    runs = client.search_runs([found.experiment_id],
+                              " and ".join([*conditions, "attributes.status = 'FINISHED'"]),
+                              max_results=1)
+    return runs[0].info.run_id if runs else None
 
 
 class _SplitDataset(MetaDataset):
@@ -80,19 +244,20 @@ class Tracker:
     """One MLflow run: ``with Tracker(...) as tracker: ...``.
 
     ``on_iteration`` is the solver callback: trace rows are buffered and written in batches of
-    ``flush_rows`` rows.
+    ``flush_rows`` rows. With ``parent_run_id`` the run is a child of that run (a sweep's jobs).
     """
 
     def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
-                 flush_rows: int = 1000):
+                 flush_rows: int = 1000, parent_run_id: str | None = None):
         self.uri = uri
         self.experiment = experiment
         self.run_name = run_name
         self.flush_rows = flush_rows
+        self.parent_run_id = parent_run_id
         self.run_id: str | None = None
         self._rows: list[Mapping[str, float]] = []
         self._start_ms = 0
-        self._previous_sigterm = None
+        self._signals = DeferredSignals()
 
     # -- run lifecycle -------------------------------------------------------------------------
 
@@ -100,17 +265,24 @@ class Tracker:
         if self.uri:
             mlflow.set_tracking_uri(self.uri)
         if "MLFLOW_RUN_ID" not in os.environ:  # under `mlflow run` the run already exists
-            mlflow.set_experiment(self.experiment)
-        run = mlflow.start_run(run_name=self.run_name)
+            mlflow.set_experiment(experiment_id=ensure_experiment(self.uri, self.experiment))
+        run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id)
         self.run_id = run.info.run_id
         self.client = MlflowClient()
         self._store = self.client._tracking_client.store
         self._start_ms = int(time.time() * 1000)
-        self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
+        self._signals.install()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        signal.signal(signal.SIGTERM, self._previous_sigterm or signal.SIG_DFL)
+        try:
+            with self._signals.held():  # the run must end, whatever arrives meanwhile
+                self._end(exc, tb)
+        finally:
+            self._signals.restore()
+        return False
+
+    def _end(self, exc: BaseException | None, tb) -> None:
         status = RunStatus.to_string(RunStatus.FINISHED)
         try:
             self.flush()
@@ -122,7 +294,6 @@ class Tracker:
             status = RunStatus.to_string(RunStatus.KILLED if killed else RunStatus.FAILED)
             self._record_error(exc, tb)
         mlflow.end_run(status=status)
-        return False
 
     def _record_error(self, exc: BaseException, tb) -> None:
         message = f"{type(exc).__name__}: {exc}"
@@ -136,40 +307,45 @@ class Tracker:
     @property
     def ui_command(self) -> str:
         """The command that opens the MLflow UI on this run's store."""
-        uri = mlflow.get_tracking_uri()
-        if uri.startswith(("http://", "https://")):
-            return f"open {uri}"
-        return f"mlflow ui --backend-store-uri {uri}"
+        return ui_command(mlflow.get_tracking_uri())
 
     # -- what a run logs -----------------------------------------------------------------------
 
+    @_store_write
     def log_params(self, params: Mapping[str, Any]) -> None:
         items = [Param(k, "None" if v is None else str(v)) for k, v in params.items()]
         for i in range(0, len(items), MAX_PARAMS):
             self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS])
 
+    @_store_write
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         mlflow.set_tags({k: str(v) for k, v in tags.items() if v is not None})
 
+    @_store_write
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
         now = int(time.time() * 1000)
         self._write([(k, float(v), now, step) for k, v in metrics.items()])
 
+    @_store_write
     def log_dataset(self, dataset) -> None:
-        mlflow.log_input(_SplitDataset(dataset), context="training")
+        _again_if_duplicate(lambda: mlflow.log_input(_SplitDataset(dataset), context="training"))
 
+    @_store_write
     def log_text(self, text: str, artifact_file: str) -> None:
         self.client.log_text(self.run_id, text, artifact_file)
 
+    @_store_write
     def log_figure(self, figure, artifact_file: str) -> None:
         self.client.log_figure(self.run_id, figure, artifact_file)
 
+    @_store_write
     def log_model(self, estimator, X_example, name: str = "model") -> None:
         """Log the fitted estimator (scikit-learn flavor) with signature and input example."""
         example = X_example.toarray() if hasattr(X_example, "toarray") else X_example
         signature = infer_signature(example, estimator.predict(example))
         mlflow.sklearn.log_model(estimator, name=name, signature=signature,
                                  input_example=example,
+                                 pip_requirements=_model_requirements(estimator),
                                  skops_trusted_types=_svmlab_types(estimator))
 
     # -- the convergence trace -----------------------------------------------------------------
@@ -180,6 +356,7 @@ class Tracker:
         if len(self._rows) >= self.flush_rows:
             self.flush()
 
+    @_store_write
     def flush(self) -> None:
         """Write the buffered trace rows as ``trace/<column>`` metric histories."""
         rows, self._rows = self._rows, []
@@ -215,6 +392,35 @@ class Tracker:
             self.client.log_batch(self.run_id, metrics=metrics[i:i + MAX_BATCH])
 
 
+def _again_if_duplicate(call, attempts: int = 3):
+    """``call()``, tried again when a concurrent writer inserted the same row first.
+
+    MLflow looks a dataset up and inserts it if missing, in one transaction: two jobs logging
+    the same dataset at once (solver=a,b with the same seed, in parallel) both miss it, and the
+    second insert fails on the unique key (SQLite: "UNIQUE constraint failed", PostgreSQL:
+    "duplicate key value"). The transaction is rolled back; tried again, it finds the row.
+    """
+    for attempt in range(attempts):
+        try:
+            return call()
+        except MlflowException as exc:
+            text = str(exc).lower()
+            if attempt == attempts - 1 or not ("unique constraint" in text or "duplicate key" in text):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+def _model_requirements(estimator) -> list[str]:
+    """What loading the model needs, pinned to the versions in use.
+
+    Given explicitly: otherwise MLflow infers the list by loading the model in a subprocess,
+    about 9 s a run, most of the time of a small job in a sweep.
+    """
+    names = [*MODEL_REQUIREMENTS, *(["svmlab"] if type(estimator).__module__.startswith("svmlab.")
+                                    else [])]
+    return [f"{name}=={version(name)}" for name in names]
+
+
 def _svmlab_types(estimator) -> list[str]:
     """svmlab's own classes in the model, which skops (MLflow's serializer) must be told to trust.
 
@@ -235,5 +441,5 @@ def _bulk_insert(store: SqlAlchemyStore, run_id: str, points: list[tuple]) -> No
         is_nan, value = store.sanitize_metric_value(value)
         rows.append({"run_uuid": run_id, "key": key, "value": value,
                      "timestamp": timestamp, "step": step, "is_nan": is_nan})
-    with store.ManagedSessionMaker() as session:
+    with store.ManagedSessionMaker(read_only=False) as session:  # a write: primary database
         session.execute(insert(SqlMetric.__table__), rows)

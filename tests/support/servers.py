@@ -1,0 +1,93 @@
+"""A throwaway PostgreSQL cluster and a real `svmlab server` (mlflow server) on loopback."""
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from conftest import closed_port as free_port
+
+TESTS_DIR = Path(__file__).parents[1]
+
+
+def postgres_bin() -> Path | None:
+    """The folder of initdb/pg_ctl: on PATH, else Debian's /usr/lib/postgresql/<version>/bin."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: run its programs as the `postgres` user then."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+@contextmanager
+def postgres_cluster():
+    """initdb into a fresh folder, start it on a free loopback port, yield a database URI."""
+    bin_dir = postgres_bin()
+    folder = Path(tempfile.mkdtemp(prefix="svmlab-pg-"))  # not under root's private tmp folders
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    data, port = folder / "data", free_port()
+
+    def run(program: str, *args: str) -> None:
+        subprocess.run(_as_postgres([str(bin_dir / program), *args]), check=True,
+                       capture_output=True, text=True, timeout=120)
+
+    try:
+        run("initdb", "-D", str(data), "-U", "mlflow", "--auth=trust", "-E", "UTF8", "--no-sync")
+        run("pg_ctl", "-D", str(data), "-l", str(folder / "server.log"), "-w", "-t", "60",
+            "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        try:
+            run("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow", "mlflow")
+            yield f"postgresql://mlflow@127.0.0.1:{port}/mlflow"
+        finally:
+            run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def tracking_server(backend_store_uri: str, artifacts: Path):
+    """`svmlab server` on a free loopback port until the block ends; yields its URL."""
+    port = free_port()
+    log = open(artifacts.parent / f"server-{port}.log", "w")
+    env = os.environ | {"PYTHONPATH": str(TESTS_DIR)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svmlab.cli", "server", "--backend-store-uri", backend_store_uri,
+         "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                raise RuntimeError("the tracking server did not start:\n"
+                                   + (artifacts.parent / f"server-{port}.log").read_text())
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()

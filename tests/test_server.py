@@ -1,0 +1,96 @@
+"""A parallel sweep against a real tracking server (`svmlab server`) over HTTP, with a PostgreSQL
+and with a SQLite backend store; artifacts are served from the server's local folder."""
+
+import io
+import os
+import subprocess
+import sys
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from support.runs import TESTS_DIR, train_args
+from support.servers import postgres_bin, postgres_cluster, tracking_server
+from svmlab import data
+from svmlab.server import server_command
+
+
+def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProcess:
+    """`svmlab train -m ...` run in ``folder`` with tracking.uri pointing at the server."""
+    folder.mkdir(exist_ok=True)
+    args = [a for a in train_args(folder / "unused.db", *overrides)
+            if not a.startswith("tracking.uri=")]
+    return subprocess.run([sys.executable, "-m", "svmlab.cli", *args, f"tracking.uri={url}"],
+                          env=os.environ | {"PYTHONPATH": str(TESTS_DIR)}, cwd=folder,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module", params=["postgresql", "sqlite"])
+def server(request, tmp_path_factory):
+    """(url, artifact folder) of a running server on a fresh backend store."""
+    folder = tmp_path_factory.mktemp(f"server-{request.param}")
+    artifacts = folder / "artifacts"
+    if request.param == "sqlite":
+        with tracking_server(f"sqlite:///{folder / 'mlflow.db'}", artifacts) as url:
+            yield url, artifacts, folder
+        return
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql package)")
+    with postgres_cluster() as database, tracking_server(database, artifacts) as url:
+        yield url, artifacts, folder
+
+
+@pytest.mark.slow
+def test_parallel_sweep_over_http_logs_every_run_history_and_model(server):
+    url, artifacts, folder = server
+    client_folder = folder / "client"
+    done = sweep_against(url, client_folder, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                         "solver=liblinear,libsvm", "seed=0,1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 jobs: 4 finished, 0 failed" in done.stdout
+    assert {p.name for p in client_folder.iterdir()} == {"multirun"}  # no local store
+
+    client = MlflowClient(url)
+    mlflow.set_tracking_uri(url)
+    experiment = client.get_experiment_by_name("svmlab")
+    found = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"]
+    children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 4
+    assert sorted((r.data.tags["solver"], r.data.tags["seed"]) for r in children) == [
+        ("liblinear", "0"), ("liblinear", "1"), ("libsvm", "0"), ("libsvm", "1")]
+    for run in children:
+        run_id = run.info.run_id
+        assert run.info.status == "FINISHED"
+        assert run.info.artifact_uri.startswith("mlflow-artifacts:")  # served, not a local path
+        trace = pd.read_csv(io.StringIO(mlflow.artifacts.load_text(
+            f"{run.info.artifact_uri}/trace/trace.csv")))
+        for column in trace.columns.drop("iteration"):
+            history = client.get_metric_history(run_id, f"trace/{column}")
+            assert sorted(m.step for m in history) == sorted(trace["iteration"]), column
+        assert mlflow.models.get_model_info(f"runs:/{run_id}/model").signature is not None
+        model = mlflow.sklearn.load_model(f"runs:/{run_id}/model")
+        split = data.load("breast_cancer", seed=int(run.data.tags["seed"]))
+        accuracy = np.mean(model.predict(split.X_test) == split.y_test)
+        assert accuracy == run.data.metrics["test_accuracy"]
+    assert len(list(artifacts.rglob("MLmodel"))) == 4  # in the server's own artifact folder
+
+
+def test_server_command_listens_on_loopback_with_served_artifacts(tmp_path):
+    command = server_command("postgresql://mlflow@127.0.0.1:5432/mlflow", tmp_path / "a")
+    assert command[1:4] == ["-m", "mlflow", "server"]
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert "--serve-artifacts" in command
+    assert command[command.index("--artifacts-destination") + 1] == str(tmp_path / "a")
+
+
+def test_server_refuses_an_unreachable_database_at_once(refused_url):
+    port = refused_url.rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-m", "svmlab.cli", "server", "--backend-store-uri",
+                           f"postgresql://mlflow@127.0.0.1:{port}/mlflow"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode != 0
+    assert "cannot open the backend store" in done.stderr and "refused" in done.stderr

@@ -1,0 +1,197 @@
+"""Multirun sweeps: parent and child runs, failing jobs, progress, resume, parallel launchers."""
+
+import os
+import re
+import stat
+import subprocess
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+from omegaconf import OmegaConf
+
+from support.runs import runs, train, train_process
+from svmlab.train import config_digest
+
+PROGRESS = re.compile(r"^\[\s*(\d+)/(\d+)\] #(\d+) (.+?)  (FINISHED|FAILED|SKIPPED)  ", re.MULTILINE)
+
+
+def parent_and_children(store, sweep_dir=None):
+    """The parent run of the sweep in ``sweep_dir`` (else the last sweep) and its children."""
+    found = runs(store)
+    parents = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"
+               and (sweep_dir is None or r.data.tags["svmlab.sweep_dir"] == str(sweep_dir))]
+    parent = parents[-1]
+    children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    return parent, children
+
+
+def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(tmp_path, capsys):
+    store = tmp_path / "mlflow.db"
+    with pytest.raises(SystemExit) as exit_info:
+        train(store, "-m", "solver=liblinear,nan_trace", "seed=0,-1", "tracking.log_model=false")
+    assert exit_info.value.code == 1
+    out = capsys.readouterr().out
+
+    parent, children = parent_and_children(store)
+    assert parent.info.status == "FAILED"
+    assert "solver=liblinear,nan_trace seed=0,-1" in parent.data.params["sweep.overrides"]
+    assert parent.data.params["sweep.launcher"] == "BasicLauncher"
+    metrics = parent.data.metrics
+    assert (metrics["jobs_total"], metrics["jobs_finished"], metrics["jobs_failed"],
+            metrics["jobs_skipped"], metrics["jobs_missing"]) == (4, 1, 3, 0, 0)
+
+    # seed=-1 is refused before any run exists; the NaN trace fails its run
+    status = {(r.data.tags["solver"], r.data.tags["seed"]): r.info.status for r in children}
+    assert status == {("liblinear", "0"): "FINISHED", ("nan_trace", "0"): "FAILED"}
+    (failed,) = [r for r in children if r.info.status == "FAILED"]
+    assert "NaN" in failed.data.tags["svmlab.error"]
+
+    lines = PROGRESS.findall(out)
+    assert sorted(int(done) for done, *_ in lines) == [1, 2, 3, 4]
+    assert {total for _, total, *_ in lines} == {"4"}
+    assert sorted(s for *_, s in lines) == ["FAILED", "FAILED", "FAILED", "FINISHED"]
+    assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds$", out, re.MULTILINE)
+    assert "seed must be a non-negative integer" in out
+    assert "4 jobs: 1 finished, 3 failed, 0 skipped" in out
+
+    table = mlflow.artifacts.load_text(f"{parent.info.artifact_uri}/jobs.tsv").splitlines()
+    assert len(table) == 5 and table[0].startswith("job\tname\tstatus")
+
+
+def test_resume_completes_an_interrupted_sweep_without_duplicates(tmp_path, capsys):
+    store = tmp_path / "mlflow.db"
+    common = ("solver=liblinear", "tracking.log_model=false")
+    assert train(store, "-m", *common, "seed=0,1") == 0
+    assert train(store, "-m", *common, "seed=0,1,2", "+resume=true") == 0
+    out = capsys.readouterr().out
+
+    parent, children = parent_and_children(store)
+    assert parent.info.status == "FINISHED"
+    assert (parent.data.metrics["jobs_skipped"], parent.data.metrics["jobs_finished"]) == (2, 1)
+    assert [r.data.tags["seed"] for r in children] == ["2"]
+    every_job = [r for r in runs(store) if r.data.tags.get("svmlab.role") != "sweep"]
+    assert sorted(r.data.tags["seed"] for r in every_job) == ["0", "1", "2"]
+    assert out.count("SKIPPED  FINISHED before as run") == 2
+
+
+def test_config_digest_ignores_only_resume_and_the_store_address():
+    cfg = OmegaConf.create({"seed": 0, "solver": {"C": 1.0},
+                            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab"}})
+    moved = OmegaConf.merge(cfg, {"tracking": {"uri": "http://127.0.0.1:5000"}, "resume": True})
+    assert config_digest(moved) == config_digest(cfg)
+    for change in ({"solver": {"C": 2.0}}, {"seed": 1}, {"tracking": {"experiment": "other"}}):
+        assert config_digest(OmegaConf.merge(cfg, change)) != config_digest(cfg)
+
+
+def test_resume_must_be_a_boolean(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train(tmp_path / "mlflow.db", "solver=liblinear", "+resume=maybe")
+    assert "resume must be true or false; got 'maybe'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_parallel_sweeps_on_a_new_sqlite_store_lose_nothing(tmp_path):
+    """24 jobs, 2 launching processes x 2 joblib workers, all opening one new SQLite file."""
+    store = tmp_path / "mlflow.db"
+    seeds = "seed=" + ",".join(map(str, range(12)))
+    parallel = ("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", seeds)
+    models = train_process(store, *parallel, "solver=liblinear", "hydra.sweep.dir="
+                           f"{tmp_path}/models", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    traces = train_process(store, *parallel, "solver=long_trace", "+solver.n_rows=1500",
+                           "tracking.log_model=false", f"hydra.sweep.dir={tmp_path}/traces",
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    outputs = [proc.communicate(timeout=600)[0] for proc in (models, traces)]
+    assert [models.returncode, traces.returncode] == [0, 0], outputs
+    for out in outputs:
+        assert len(PROGRESS.findall(out)) == 12 and "12 jobs: 12 finished, 0 failed" in out
+
+    client = MlflowClient(f"sqlite:///{store}")
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
+    found = runs(store)
+    assert len(found) == 26 and {r.info.status for r in found} == {"FINISHED"}
+    for folder, solver in (("models", "liblinear"), ("traces", "long_trace")):
+        _, children = parent_and_children(store, tmp_path / folder)
+        assert sorted(int(r.data.tags["seed"]) for r in children) == list(range(12))
+        assert {r.data.tags["solver"] for r in children} == {solver}
+    for run in found:
+        if run.data.tags.get("solver") == "long_trace":
+            for key in ("trace/objective_hinge_l2", "trace/gap", "trace/time_s"):
+                steps = [m.step for m in client.get_metric_history(run.info.run_id, key)]
+                assert sorted(steps) == list(range(1500)), (run.info.run_id, key)
+        elif run.data.tags.get("solver") == "liblinear":
+            assert "test_accuracy" in run.data.metrics
+            info = mlflow.models.get_model_info(f"runs:/{run.info.run_id}/model")
+            assert info.signature is not None
+
+
+def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
+    store = tmp_path / "mlflow.db"
+    proc = train_process(store, "-m", "hydra/launcher=submitit_local", "solver=liblinear",
+                         "seed=0,1", "tracking.log_model=false", stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out
+    parent, children = parent_and_children(store)
+    assert parent.data.params["sweep.launcher"] == "LocalLauncher"
+    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 2
+    assert sorted(r.data.tags["seed"] for r in children) == ["0", "1"]
+    assert {r.info.status for r in children} == {"FINISHED"}
+    logs = list((tmp_path / "multirun" / ".submitit").glob("*/*_log.out"))
+    assert len(logs) == 2  # one process, one log per job
+    assert "2 jobs: 2 finished" in out
+
+
+def test_submitit_slurm_config_reaches_sbatch(tmp_path, monkeypatch):
+    """The SLURM launcher writes its sbatch script from the config; stand-in sbatch and srun
+    commands refuse to run it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for command in ("sbatch", "srun"):  # submitit looks for both
+        program = bin_dir / command
+        program.write_text(f"#!/bin/sh\necho '{command}: error: no cluster here' >&2\nexit 1\n")
+        program.chmod(program.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    proc = train_process(tmp_path / "mlflow.db", "-m", "hydra/launcher=submitit_slurm",
+                         "hydra.launcher.partition=cpu", "hydra.launcher.timeout_min=30",
+                         "hydra.launcher.cpus_per_task=2", "hydra.launcher.array_parallelism=3",
+                         "solver=liblinear", "seed=0,1,2,3", stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode != 0 and "no cluster here" in out
+    (script,) = (tmp_path / "multirun" / ".submitit").rglob("*submission_file*.sh")
+    text = script.read_text()
+    for line in ("#SBATCH --partition=cpu", "#SBATCH --time=30", "#SBATCH --cpus-per-task=2",
+                 "#SBATCH --array=0-3%3"):
+        assert line in text, text
+    parent, children = parent_and_children(tmp_path / "mlflow.db")
+    assert parent.info.status == "KILLED" and children == []  # nothing ran, nothing left RUNNING
+
+
+
+def test_a_sweep_that_cannot_reach_its_store_stops_before_any_job(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train(tmp_path / "mlflow.db", "-m", "solver=liblinear", "seed=0,1",
+              "tracking.uri=nosuchscheme://store")
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "cannot start the sweep" in captured.err and "nosuchscheme" in captured.err
+    assert not PROGRESS.findall(captured.out)
+
+
+def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():
+    from mlflow.exceptions import MlflowException
+
+    from svmlab.tracking import _again_if_duplicate
+
+    calls = []
+
+    def insert_once_taken():
+        calls.append(1)
+        if len(calls) == 1:
+            raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.name")
+        return "linked"
+
+    assert _again_if_duplicate(insert_once_taken) == "linked" and len(calls) == 2
+    with pytest.raises(MlflowException, match="no such table"):
+        _again_if_duplicate(lambda: (_ for _ in ()).throw(MlflowException("no such table")))
