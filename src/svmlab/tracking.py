@@ -172,7 +172,7 @@ def prepare_store(uri: str) -> MlflowClient:
 def _write_ahead_log(path: Path) -> None:
     """Put a SQLite store in write-ahead-log mode (it stays so): readers no longer block the
     writer and a commit is one append, so parallel jobs wait less for the lock; with two joblib
-    workers a small job took half the time (docs/benchmarks_sweeps.md). Local disks only, as
+    workers a small job took half the time (docs/benchmarks.md). Local disks only, as
     SQLite itself."""
     with closing(sqlite3.connect(path, timeout=20)) as db:
         try:
