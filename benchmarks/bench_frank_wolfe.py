@@ -1,0 +1,141 @@
+"""FW, MFW and CVM against scikit-learn's SVC (LIBSVM) at the same C and gamma, in one run.
+
+For each dataset and solver: median fit time over --repeats fits (each in a fresh child
+process, after a warm-up fit that loads the numba cache), the fit-time ratio to SVC, test
+accuracy and its difference to SVC in percentage points, the number of support vectors, and the
+peak resident memory added by the fit (VmHWM after the fit minus VmRSS before it, with the peak
+reset just before the fit). Solvers alternate within each repeat, so that changes in the load of
+the machine affect all of them alike. The shared data have no w8a.t: w8a is a stratified 80/20
+split (seed 0) of its training file. Targets checked: MFW fit time <= 0.25 x SVC on ijcnn1 and w8a, with
+test accuracy within 1 pp.
+
+    python benchmarks/bench_frank_wolfe.py                       # ijcnn1, w8a, a9a; 3 repeats
+    python benchmarks/bench_frank_wolfe.py --datasets ijcnn1 --repeats 5 --solvers svc mfw
+"""
+
+import argparse
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import time
+from datetime import UTC, datetime
+
+import numpy as np
+
+# dataset -> (C, gamma); gamma None = 1 / n_features
+SETTINGS = {"ijcnn1": (32.0, 2.0), "w8a": (1.0, None), "a9a": (1.0, None)}
+SOLVERS = ("svc", "mfw", "fw", "cvm")
+TARGET_RATIO, TARGET_PP = 0.25, 1.0
+
+
+def _status(field: str) -> int:
+    """A field of /proc/self/status in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _estimator(solver: str, C: float, gamma: float, seed: int):
+    from sklearn.svm import SVC
+
+    from svmlab.solvers.cvm import CoreVectorMachine
+    from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
+
+    if solver == "svc":
+        return SVC(C=C, kernel="rbf", gamma=gamma, cache_size=200)
+    cls = {"mfw": ModifiedFrankWolfe, "fw": FrankWolfe, "cvm": CoreVectorMachine}[solver]
+    return cls(C=C, kernel="rbf", gamma=gamma, cache_mb=200.0, random_state=seed)
+
+
+def _load(dataset: str, data_dir: str):
+    """(X_train, y_train, X_test, y_test): the official split, or, when the test file is not
+    available (w8a.t is not in the shared folder), a stratified 80/20 split of the training
+    file with seed 0."""
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.model_selection import train_test_split
+
+    from svmlab import data
+    from svmlab.errors import DownloadError
+
+    try:
+        ds = data.load(dataset, data_dir=data_dir)
+        return ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    except DownloadError:
+        X, y = load_svmlight_file(os.path.join(data_dir, dataset, dataset))
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, stratify=y,
+                                                            random_state=0)
+        return X_train, y_train, X_test, y_test
+
+
+def _fit_once(args) -> dict:
+    """Child process: load, reset the peak RSS, fit, measure; one solver, one seed."""
+    dataset, solver, seed, data_dir = args
+    X_train, y_train, X_test, y_test = _load(dataset, data_dir)
+    C, gamma = SETTINGS[dataset]
+    gamma = gamma or 1.0 / X_train.shape[1]
+    if solver != "svc":  # load the numba cache on a tiny problem first (A17: exclude JIT time)
+        warm = np.r_[np.flatnonzero(y_train > 0)[:100], np.flatnonzero(y_train < 0)[:100]]
+        _estimator(solver, C, gamma, seed).fit(X_train[warm], y_train[warm])
+    est = _estimator(solver, C, gamma, seed)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    rss = _status("VmRSS")
+    start = time.perf_counter()
+    est.fit(X_train, y_train)
+    fit_s = time.perf_counter() - start
+    peak = _status("VmHWM") - rss
+    acc = float(np.mean(est.predict(X_test) == y_test))
+    n_sv = int(np.sum(est.n_support_))
+    extra = {} if solver == "svc" else {
+        "n_iter": est.n_iter_, "converged": est.converged_, "evals": est.n_kernel_evals_,
+        "hit_rate": est.cache_hit_rate_}
+    return {"fit_s": fit_s, "acc": acc, "n_sv": n_sv, "peak_mb": peak / 2**20, **extra}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--solvers", nargs="+", default=["svc", "mfw", "fw"], choices=SOLVERS)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA")
+                        or "../shared/data/libsvm")
+    args = parser.parse_args()
+    ctx = mp.get_context("spawn")
+    print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or 'cpu'}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+    print("dataset  solver  C      gamma     fit_s(median)  ratio_to_svc  test_acc  d_acc_pp  "
+          "n_sv   peak_mb  notes")
+    for dataset in args.datasets:
+        results = {solver: [] for solver in args.solvers}
+        for seed in range(args.repeats):  # solvers interleaved: load changes hit all of them
+            for solver in args.solvers:
+                with ctx.Pool(1) as pool:
+                    results[solver].append(
+                        pool.apply(_fit_once, ((dataset, solver, seed, args.data_dir),)))
+        base_t = statistics.median(r["fit_s"] for r in results.get("svc", [{"fit_s": np.nan}]))
+        base_acc = statistics.median(r["acc"] for r in results.get("svc", [{"acc": np.nan}]))
+        C, gamma = SETTINGS[dataset]
+        for solver, runs in results.items():
+            t = statistics.median(r["fit_s"] for r in runs)
+            acc = statistics.median(r["acc"] for r in runs)
+            notes = ""
+            if solver != "svc":
+                notes = (f"iters {statistics.median(r['n_iter'] for r in runs):.0f}, converged "
+                         f"{sum(r['converged'] for r in runs)}/{len(runs)}, kernel evals "
+                         f"{statistics.median(r['evals'] for r in runs):.3g}, cache hit "
+                         f"{statistics.median(r['hit_rate'] for r in runs):.2f}, fit_s "
+                         f"{[round(r['fit_s'], 2) for r in runs]}")
+            if solver == "mfw" and dataset in ("ijcnn1", "w8a"):
+                met = t / base_t <= TARGET_RATIO and abs(acc - base_acc) * 100 <= TARGET_PP
+                notes += f"; target {'MET' if met else 'MISSED'}"
+            print(f"{dataset:8s} {solver:6s} {C:<6g} {gamma or 'auto':<9} {t:13.3f}  "
+                  f"{t / base_t:12.3f}  {100 * acc:8.2f}  {100 * (acc - base_acc):+8.2f}  "
+                  f"{statistics.median(r['n_sv'] for r in runs):5.0f}  "
+                  f"{statistics.median(r['peak_mb'] for r in runs):7.1f}  {notes}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""Rows of the modified kernel K~ of the L2-SVM, served from an LRU row cache of bounded size.
+
+    K~(i, j) = y_i y_j (k(x_i, x_j) + 1) + [i == j] / C,    k = linear | rbf | poly (LIBSVM's)
+
+A cached row is keyed by a data index i and holds the prefix K~(i, core[0:length]) of the
+current core list (the solver's active points, in slot order). A request for a longer prefix
+computes only the missing tail. Rows live in one buffer of shape (n_slots, width) whose size is
+bounded by the configured budget: when the core list outgrows `width`, the width doubles and only
+the most recently used rows that still fit are kept. When the solver removes core slot p by
+moving its last slot into p, `remove_core_slot` applies the same move to every cached row.
+No n x n matrix is ever formed.
+
+The data are read through `svmlab.core.linear_ops.Rows` (CSR, or dense rows as a flat buffer).
+`kernel_data` bundles them with the kernel parameters into the tuple `kx` the numba code takes:
+(data, indices, indptr, dense, squared row norms, y, kernel code, gamma, coef0, degree, 1/C,
+a zeroed work vector of n_features for the sparse scatter).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from svmlab.core.linear_ops import Rows
+
+KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}
+LINEAR, RBF, POLY = 0, 1, 2
+FIRST_WIDTH = 256
+
+# meta entries of the LRU state
+HEAD, TAIL, N_USED, N_SLOTS, WIDTH, BUDGET = range(6)
+# stats entries: kernel entries computed, kernel entries served from the cache
+EVALS, SERVED = range(2)
+
+
+def kernel_data(X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0: float,
+                C: float) -> tuple:
+    """The numba-side view of (X, y, kernel, C): rows, squared norms, labels and parameters.
+
+    X is dense or CSR with int32 indices (CSR rows are read through a dense scatter of x_i, so
+    their column order does not matter).
+    """
+    rows = Rows.of(X)
+    squared_norms = rows.norms()[1]
+    work = np.zeros(X.shape[1])
+    return (rows.data, rows.indices, rows.indptr, rows.dense, squared_norms,
+            np.ascontiguousarray(y, dtype=np.float64), KERNEL_CODES[kernel], float(gamma),
+            float(coef0), int(degree), 1.0 / float(C), work)
+
+
+def new_cache(n_points: int, cache_mb: float) -> tuple[np.ndarray, tuple]:
+    """(buf, lru): an empty row cache for n_points data points within cache_mb megabytes."""
+    budget = max(int(cache_mb * 2**20) // 8, 2 * FIRST_WIDTH)
+    n_slots = min(max(budget // FIRST_WIDTH, 2), n_points)
+    lru = (np.zeros(n_points, np.int64),          # length of the cached prefix, per slot
+           np.full(n_points, -1, np.int64),       # data index held by each slot
+           np.full(n_points, -1, np.int64),       # slot of each data index
+           np.full(n_points, -1, np.int64),       # previous slot (towards most recent)
+           np.full(n_points, -1, np.int64),       # next slot (towards least recent)
+           np.array([-1, -1, 0, n_slots, FIRST_WIDTH, budget], np.int64),
+           np.zeros(2, np.int64))
+    return np.empty((n_slots, FIRST_WIDTH)), lru
+
+
+@njit(cache=True)
+def base_kernel(kind, gamma, coef0, degree, dot, sq_i, sq_j):
+    """k(x_i, x_j) from x_i.x_j and the squared norms."""
+    if kind == RBF:
+        return math.exp(-gamma * max(sq_i + sq_j - 2.0 * dot, 0.0))
+    if kind == POLY:
+        return (gamma * dot + coef0) ** degree
+    return dot
+
+
+@njit(cache=True)
+def diagonal(kx):
+    """D_i = K~(i, i) = k(x_i, x_i) + 1 + 1/C for every point."""
+    sq, kind, gamma, coef0, degree, inv_c = kx[4], kx[6], kx[7], kx[8], kx[9], kx[10]
+    out = np.empty(sq.shape[0])
+    for i in range(sq.shape[0]):
+        out[i] = base_kernel(kind, gamma, coef0, degree, sq[i], sq[i], sq[i]) + 1.0 + inv_c
+    return out
+
+
+@njit(cache=True)
+def fill_row(kx, i, cols, start, stop, out):
+    """out[t] = K~(i, cols[t]) for t in [start, stop); returns the number of evaluations."""
+    data, indices, indptr, dense, sq, y = kx[0], kx[1], kx[2], kx[3], kx[4], kx[5]
+    kind, gamma, coef0, degree, inv_c, work = kx[6], kx[7], kx[8], kx[9], kx[10], kx[11]
+    a, b = indptr[i], indptr[i + 1]
+    if not dense:
+        for k in range(a, b):
+            work[indices[k]] = data[k]
+    for t in range(start, stop):
+        j = cols[t]
+        dot = 0.0
+        if dense:
+            off = indptr[j] - a
+            for k in range(a, b):
+                dot += data[k] * data[k + off]
+        else:
+            for k in range(indptr[j], indptr[j + 1]):
+                dot += data[k] * work[indices[k]]
+        value = y[i] * y[j] * (base_kernel(kind, gamma, coef0, degree, dot, sq[i], sq[j]) + 1.0)
+        out[t] = value + inv_c if i == j else value
+    if not dense:
+        for k in range(a, b):
+            work[indices[k]] = 0.0
+    return stop - start
+
+
+@njit(cache=True)
+def _unlink(lru, s):
+    prev, nxt, meta = lru[3], lru[4], lru[5]
+    if prev[s] >= 0:
+        nxt[prev[s]] = nxt[s]
+    else:
+        meta[HEAD] = nxt[s]
+    if nxt[s] >= 0:
+        prev[nxt[s]] = prev[s]
+    else:
+        meta[TAIL] = prev[s]
+    prev[s] = -1
+    nxt[s] = -1
+
+
+@njit(cache=True)
+def _push_front(lru, s):
+    prev, nxt, meta = lru[3], lru[4], lru[5]
+    prev[s] = -1
+    nxt[s] = meta[HEAD]
+    if meta[HEAD] >= 0:
+        prev[meta[HEAD]] = s
+    meta[HEAD] = s
+    if meta[TAIL] < 0:
+        meta[TAIL] = s
+
+
+@njit(cache=True)
+def cache_row(buf, lru, kx, i, core, q):
+    """The slot s with buf[s, :q] = K~(i, core[:q]), computing only what the cache lacks.
+
+    The row becomes the most recently used; a miss evicts the least recently used row.
+    """
+    length, key, slot_of, meta, stats = lru[0], lru[1], lru[2], lru[5], lru[6]
+    s = slot_of[i]
+    if s >= 0:
+        _unlink(lru, s)
+    elif meta[N_USED] < meta[N_SLOTS]:
+        s = meta[N_USED]
+        meta[N_USED] += 1
+    else:
+        s = meta[TAIL]
+        _unlink(lru, s)
+        slot_of[key[s]] = -1
+        length[s] = 0
+    if key[s] != i:
+        key[s] = i
+        slot_of[i] = s
+        length[s] = 0
+    _push_front(lru, s)
+    have = min(length[s], q)
+    stats[SERVED] += have
+    if have < q:
+        stats[EVALS] += fill_row(kx, i, core, have, q, buf[s])
+        length[s] = q
+    return s
+
+
+@njit(cache=True)
+def remove_core_slot(buf, lru, p, q_old):
+    """Core slot p was removed by moving slot q_old - 1 into it: do the same in every row."""
+    length, meta = lru[0], lru[5]
+    last = q_old - 1
+    for s in range(meta[N_USED]):
+        if length[s] > p:
+            if length[s] == q_old:
+                buf[s, p] = buf[s, last]
+                length[s] = last
+            else:
+                length[s] = p
+
+
+@njit(cache=True)
+def clear_rows(lru):
+    """Forget every cached value (used when the core list is rebuilt from scratch)."""
+    length = lru[0]
+    for s in range(lru[5][N_USED]):
+        length[s] = 0
+
+
+@njit(cache=True)
+def grow_cache(buf, lru, width):
+    """A buffer of at least `width` columns within the budget, keeping the most recent rows."""
+    length, key, slot_of, prev, nxt, meta = lru[0], lru[1], lru[2], lru[3], lru[4], lru[5]
+    new_width = meta[WIDTH]
+    while new_width < width:
+        new_width *= 2
+    n_slots = min(max(meta[BUDGET] // new_width, 2), slot_of.shape[0])
+    new_buf = np.empty((n_slots, new_width))
+    new_length = np.zeros(n_slots, np.int64)
+    new_key = np.full(n_slots, -1, np.int64)
+    s, kept = meta[HEAD], 0
+    while s >= 0:
+        nxt_s = nxt[s]
+        if kept < n_slots:
+            new_buf[kept, :length[s]] = buf[s, :length[s]]
+            new_length[kept] = length[s]
+            new_key[kept] = key[s]
+            slot_of[key[s]] = kept
+            kept += 1
+        else:
+            slot_of[key[s]] = -1
+        s = nxt_s
+    length[:] = 0
+    key[:] = -1
+    prev[:] = -1
+    nxt[:] = -1
+    length[:n_slots] = new_length
+    key[:n_slots] = new_key
+    for t in range(kept):
+        prev[t] = t - 1
+        nxt[t] = t + 1 if t + 1 < kept else -1
+    meta[HEAD] = 0 if kept else -1
+    meta[TAIL] = kept - 1
+    meta[N_USED] = kept
+    meta[N_SLOTS] = n_slots
+    meta[WIDTH] = new_width
+    return new_buf

@@ -1,0 +1,68 @@
+"""The fw, mfw and cvm solver configs and the fw_paper / fw_poly experiment presets: they compose
+into the intended sweep, build the intended estimators, and a tiny version of a sweep runs."""
+
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+from support.runs import runs, train
+from svmlab.config import build_estimator, check_typed_parts, register_schema
+from svmlab.solvers.cvm import CoreVectorMachine
+from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
+
+register_schema()
+PAPER_DATASETS = "a1a,a2a,a3a,a8a,a9a,w1a,w3a,w5a,w7a,w8a,ijcnn1"
+
+
+def composed(*overrides, hydra=False):
+    GlobalHydra.instance().clear()
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+@pytest.mark.parametrize("solver, cls", [("fw", FrankWolfe), ("mfw", ModifiedFrankWolfe),
+                                         ("cvm", CoreVectorMachine)])
+def test_solver_configs_build_their_estimator_with_the_kernel_and_seed(solver, cls):
+    cfg = composed(f"solver={solver}", "kernel=rbf", "kernel.gamma=0.25", "seed=4")
+    estimator = build_estimator(cfg)
+    assert type(estimator) is cls
+    assert (estimator.kernel, estimator.gamma, estimator.random_state) == ("rbf", 0.25, 4)
+    defaults = cls().get_params()
+    yaml_params = {k: v for k, v in OmegaConf.to_container(cfg.solver).items() if k != "_target_"}
+    assert yaml_params == {k: defaults[k] for k in yaml_params}  # the YAML states the defaults
+
+
+@pytest.mark.parametrize("preset, solvers, datasets, kernel", [
+    ("fw_paper", "cvm,fw,mfw", PAPER_DATASETS, "rbf"),
+    ("fw_poly", "fw,mfw", "w1a,w3a,w5a,w7a,w8a", "poly"),
+])
+def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel):
+    cfg = composed(f"+experiment={preset}", hydra=True)
+    check_typed_parts(cfg)
+    params = cfg.hydra.sweeper.params
+    assert (params.solver, params.dataset, params.seed) == (solvers, datasets, "0,1,2,3,4")
+    assert cfg.kernel.name == kernel and cfg.tracking.experiment == preset
+    if kernel == "poly":
+        assert (cfg.kernel.degree, cfg.kernel.coef0) == (2, 0.0)
+    first_dataset = datasets.split(",")[0]
+    for solver in solvers.split(","):
+        build_estimator(composed(f"+experiment={preset}", f"solver={solver}",
+                                 f"dataset={first_dataset}"))
+    for dataset in datasets.split(","):
+        assert composed(f"+experiment={preset}", f"dataset={dataset}").dataset.name == dataset
+
+
+def test_a_tiny_fw_paper_sweep_runs_and_logs_the_l2svm_quantities(tmp_path):
+    store = tmp_path / "mlflow.db"
+    assert train(store, "-m", "+experiment=fw_paper", "solver=cvm,mfw", "dataset=breast_cancer",
+                 "seed=0", "tracking.log_model=false") == 0
+    found = [run for run in runs(store, "fw_paper") if "solver" in run.data.tags]  # the jobs
+    assert sorted(r.data.tags["solver"] for r in found) == ["cvm", "mfw"]
+    for run in found:
+        metrics = run.data.metrics
+        assert run.info.status == "FINISHED" and run.data.tags["svmlab.converged"] == "true"
+        assert metrics["test_accuracy"] > 0.9
+        assert metrics["objective_l2svm"] == pytest.approx(metrics["trace/objective_l2svm_dual"],
+                                                           rel=1e-3)
+        assert 0 <= metrics["trace/cache_hit_rate"] <= 1 and metrics["trace/kernel_evals"] > 0

@@ -1,0 +1,174 @@
+"""One FW/MFW step at a time against a dense K~ (properties 1-4 and 6-8 of the Frank-Wolfe spec):
+simplex feasibility, incremental G and R, the radius updates (with the corrected away-step sign),
+the invariant sum alpha gamma^2 = r^2, exact line searches, the closed forms, away and drop steps.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+from svmlab.core import meb_solvers as meb
+from test_frank_wolfe import POLY2, RBF, empty_state, ktilde, problem
+
+NEVER_STOP = -1.0  # delta+ >= 0 under a full scan, so a tolerance of -1 never stops
+
+
+class Run:
+    """The numba state of a full-scan FW/MFW run, advanced one step at a time."""
+
+    def __init__(self, X, y, C, params, seed=0):
+        self.kx, self.D, self.buf, self.lru, self.st = empty_state(X, y, C, **params)
+        self.delta2 = self.D.max()
+        self.Q = ktilde(X, y, C, **params)
+        meb.seed_rng(seed)
+        self.buf, self.q, self.R = meb.init_random_meb(self.buf, self.lru, self.kx, self.D,
+                                                       self.st, 20, 1e-13 * self.delta2)
+        self.trace = np.empty((8, len(meb.TRACE_COLUMNS)))
+
+    def alpha(self):
+        out = np.zeros(len(self.D))
+        out[self.st[0][: self.q]] = self.st[1][: self.q]
+        return out
+
+    def step(self, away, refresh_every=0):
+        """One step; returns its type (meb.TOWARD, AWAY or DROP)."""
+        self.buf, self.q, self.R, steps, _, self.trace, _, kind = meb.run_frank_wolfe(
+            self.buf, self.lru, self.kx, self.D, self.delta2, self.st, self.q, self.R, away,
+            NEVER_STOP, 0, False, 1, refresh_every, time.CLOCK_MONOTONIC, 0, self.trace, 0,
+            0, meb.INITIAL)
+        assert steps == 1
+        return kind
+
+
+def check_state(run):
+    """Properties 1 and 2: simplex, A = {alpha > 0}, slots consistent, G and R exact."""
+    core, alpha, G, pos = (a for a in run.st)
+    q = run.q
+    assert np.all(alpha[:q] > 0) and np.all(alpha[q:] == 0)
+    assert abs(alpha[:q].sum() - 1) <= 1e-12
+    assert np.array_equal(pos[core[:q]], np.arange(q))
+    assert np.sum(pos >= 0) == q
+    full = run.alpha()
+    np.testing.assert_allclose(G[:q], (run.Q @ full)[core[:q]], rtol=1e-10)
+    assert run.R == pytest.approx(full @ run.Q @ full, rel=1e-10)
+
+
+@pytest.mark.parametrize("params", [RBF, POLY2], ids=["rbf", "poly2"])
+def test_every_step_is_feasible_exact_and_optimal_on_its_segment(params):
+    X, y = problem()
+    run = Run(X, y, 4.0, params)
+    Q, delta2 = run.Q, run.delta2
+    normalised = params is RBF
+    seen = set()
+    for _ in range(150):
+        a = run.alpha()
+        G, R = Q @ a, a @ Q @ a
+        r2 = delta2 - R
+        gamma2 = delta2 + R - 2 * G
+        active = np.flatnonzero(a > 0)
+        i, j = np.argmin(G), active[np.argmax(G[active])]
+        d_plus, d_minus = gamma2[i] / r2 - 1, 1 - gamma2[j] / r2
+        if normalised:  # property 4
+            assert a @ gamma2 == pytest.approx(r2, rel=1e-12)
+        assert d_plus >= 0 and d_minus >= -1e-12
+        q_before = run.q
+        kind = run.step(away=True)
+        seen.add(kind)
+        check_state(run)
+        new = run.alpha()
+        R_new = new @ Q @ new
+        expect_away = d_minus > d_plus and len(active) >= 2
+        assert (kind in (meb.AWAY, meb.DROP)) == expect_away  # property 8: the choice rule
+        if kind == meb.TOWARD:
+            d = np.eye(len(a))[i] - a
+            lam_max = 1.0
+            other = next(k for k in active if k != i) if len(active) > 1 else None
+            lam = 1 - new[other] / a[other] if other is not None else new[i]
+            assert run.q >= q_before  # property 9: FW never shrinks A
+            if normalised:  # properties 3 and 7
+                assert lam == pytest.approx(d_plus / (2 * (1 + d_plus)), rel=1e-8)
+                assert lam < 0.5
+                assert delta2 - R_new == pytest.approx(
+                    r2 * (1 + d_plus ** 2 / (4 * (1 + d_plus))), rel=1e-12)
+        else:
+            d = a - np.eye(len(a))[j]
+            lam_max = a[j] / (1 - a[j])
+            other = next(k for k in active if k != j)
+            lam = new[other] / a[other] - 1
+            assert lam <= lam_max * (1 + 1e-12)
+            assert (kind == meb.DROP) == (new[j] == 0)  # dropped weights are exactly 0
+            assert run.q == q_before - (kind == meb.DROP)
+            if normalised:
+                assert lam == pytest.approx(min(d_minus / (2 * (1 - d_minus)), lam_max),
+                                            rel=1e-8)
+                corrected = (1 + lam) * r2 - lam * (1 + lam) * (1 - d_minus) * r2
+                misprinted = (1 + lam) * r2 - lam * (1 + lam) * (d_minus - 1) * r2
+                assert delta2 - R_new == pytest.approx(corrected, rel=1e-12)
+                assert delta2 - R_new != pytest.approx(misprinted, rel=1e-6)
+        # property 6: g(a + lam d) is the maximum of g on [0, lam_max]; 0 slope inside
+        grid = np.linspace(0, lam_max, 501)
+        g = delta2 - np.einsum("ki,ij,kj->k", a + grid[:, None] * d, Q, a + grid[:, None] * d)
+        assert delta2 - R_new >= g.max() - 1e-13 * delta2
+        if 0 < lam < lam_max * (1 - 1e-9):
+            slope = -2 * d @ Q @ (a + lam * d)
+            assert abs(slope) <= 1e-9 * delta2
+    assert {meb.TOWARD, meb.AWAY, meb.DROP} <= seen
+
+
+def test_refresh_recomputes_the_incremental_state_exactly():
+    X, y = problem(seed=1)
+    run = Run(X, y, 100.0, RBF)
+    for _ in range(40):
+        run.step(away=True, refresh_every=1)
+        check_state(run)
+        assert abs(run.st[1][: run.q].sum() - 1) <= 1e-15 * run.q
+
+
+def test_a_two_point_core_with_an_inner_point_forces_a_drop_step():
+    """Linear kernel, one dimension: z_b = 3 z_a (plus the constant and 1/C terms), so the
+    segment's point nearest the origin is z_a; from alpha = (0.6, 0.4) MFW steps away from b
+    (delta- > delta+) and the line search reaches the bound: b leaves the core with alpha 0."""
+    X, y = np.array([[1.0], [3.0]]), np.ones(2)
+    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear")
+    Q = ktilde(X, y, 1e6, kernel="linear")
+    core, alpha, G, pos = st
+    core[:2], alpha[:2], pos[:] = [0, 1], [0.6, 0.4], [0, 1]
+    G[:2] = Q @ alpha[:2]
+    R = alpha[:2] @ G[:2]
+    buf, q, R, _, _, _, _, kind = meb.run_frank_wolfe(
+        buf, lru, kx, D, D.max(), st, 2, R, True, NEVER_STOP, 0, False, 1, 0,
+        time.CLOCK_MONOTONIC, 0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL)
+    assert kind == meb.DROP and q == 1
+    assert core[0] == 0 and alpha[0] == pytest.approx(1, abs=1e-15) and pos[1] == -1
+    assert alpha[1] == 0.0
+    assert R == pytest.approx(Q[0, 0], rel=1e-12)
+
+
+def test_plain_fw_takes_only_toward_steps_and_keeps_every_point():
+    X, y = problem()
+    run = Run(X, y, 4.0, RBF)
+    members = set(run.st[0][: run.q])
+    for _ in range(60):
+        assert run.step(away=False) == meb.TOWARD
+        check_state(run)
+        now = set(run.st[0][: run.q])
+        assert members <= now
+        members = now
+
+
+def test_a_full_toward_step_collapses_the_core_to_the_new_point():
+    """Non-normalised kernel: from alpha = e_b with z_b = 3 z_a, the exact FW step towards a
+    is lam = 1 (K~_ab >= D_a), which leaves A = {a} with R = D_a (a third, larger point sets
+    Delta^2)."""
+    X, y = np.array([[1.0], [3.0], [4.0]]), np.ones(3)
+    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear")
+    core, alpha, G, pos = st
+    core[0], alpha[0], pos[1] = 1, 1.0, 0
+    G[0] = D[1]
+    buf, q, R, _, _, _, _, kind = meb.run_frank_wolfe(
+        buf, lru, kx, D, D.max(), st, 1, D[1], True, NEVER_STOP, 0, False, 1, 0,
+        time.CLOCK_MONOTONIC, 0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL)
+    assert kind == meb.TOWARD and q == 1
+    assert (core[0], alpha[0], G[0], R) == (0, 1.0, D[0], D[0])
+    assert (pos[0], pos[1], pos[2]) == (0, -1, -1)
