@@ -37,3 +37,18 @@ def test_a_signal_outside_writes_is_raised_at_once():
     finally:
         signals.restore()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_logged_figure_is_closed(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from svmlab.plotting import convergence_figure
+    from svmlab.tracking import Tracker
+
+    before = len(plt.get_fignums())
+    with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "figures") as tracker:
+        for _ in range(3):
+            figure = convergence_figure({"iteration": [0, 1], "time_s": [0.0, 0.1],
+                                         "objective_hinge_l2": [2.0, 1.0]}, "trace")
+            tracker.log_figure(figure, "trace/convergence.png")
+    assert len(plt.get_fignums()) == before

@@ -336,7 +336,14 @@ class Tracker:
 
     @_store_write
     def log_figure(self, figure, artifact_file: str) -> None:
-        self.client.log_figure(self.run_id, figure, artifact_file)
+        """Log a matplotlib figure as an image and close it (a sweep runs many jobs in one
+        process: open figures would accumulate)."""
+        import matplotlib.pyplot as plt
+
+        try:
+            self.client.log_figure(self.run_id, figure, artifact_file)
+        finally:
+            plt.close(figure)
 
     @_store_write
     def log_model(self, estimator, X_example, name: str = "model") -> None:
