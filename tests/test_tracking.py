@@ -3,6 +3,7 @@
 import os
 import signal
 
+import numpy as np
 import pytest
 
 from svmlab.tracking import DeferredSignals, Terminated
@@ -48,7 +49,8 @@ def test_a_logged_figure_is_closed(tmp_path):
     before = len(plt.get_fignums())
     with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "figures") as tracker:
         for _ in range(3):
-            figure = convergence_figure({"iteration": [0, 1], "time_s": [0.0, 0.1],
-                                         "objective_hinge_l2": [2.0, 1.0]}, "trace")
+            columns = {"iteration": np.arange(2), "time_s": np.array([0.0, 0.1]),
+                       "objective_hinge_l2": np.array([2.0, 1.0])}
+            figure = convergence_figure(columns, "trace")
             tracker.log_figure(figure, "trace/convergence.png")
     assert len(plt.get_fignums()) == before
