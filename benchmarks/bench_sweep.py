@@ -12,12 +12,16 @@ the medians and the ratio (target: joblib at least 1.7x faster), then the per-jo
 - inside a job: its wall time (data, fit, evaluation, MLflow logging) and the share that is not
   the fit itself (the jobs' outcomes and their ``fit_time_s``).
 
-    python benchmarks/bench_sweep.py [--jobs 48] [--repeats 3]
+    python benchmarks/bench_sweep.py [--jobs 48] [--repeats 3] [--job "solver=nesvm"]
+
+``--job`` replaces the job's overrides (default: ``solver=liblinear tracking.log_model=false``),
+for example ``--job ""`` to sweep the default job (NESVM, model logged).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import re
 import statistics
 import subprocess
@@ -49,15 +53,15 @@ def timed(command: list[str], **kwargs) -> float:
     return time.perf_counter() - start
 
 
-def sweep(folder: Path, jobs: int, launcher: list[str]) -> tuple[float, float]:
+def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple[float, float]:
     """One `svmlab train -m` sweep of `jobs` seeds into a new store in `folder`: the command's
     wall time, and the time from the sweep's start to its end (its summary line), which leaves
     out the launching process's own start."""
     seeds = ",".join(map(str, range(jobs)))
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "svmlab.cli", "train", "-m", *launcher,
-                          "solver=liblinear", "dataset=breast_cancer", f"seed={seeds}",
-                          "tracking.log_model=false", f"tracking.uri=sqlite:///{folder}/mlflow.db",
+                          *job, "dataset=breast_cancer", f"seed={seeds}",
+                          f"tracking.uri=sqlite:///{folder}/mlflow.db",
                           f"hydra.sweep.dir={folder}/multirun"],
                          cwd=folder, check=True, capture_output=True, text=True).stdout
     wall = time.perf_counter() - start
@@ -89,7 +93,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--job", default="solver=liblinear tracking.log_model=false",
+                        help="the overrides of every job")
     args = parser.parse_args()
+    job = shlex.split(args.job)
 
     launchers = {"basic": [], "joblib-2": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]}
     walls: dict[str, list[float]] = {name: [] for name in launchers}
@@ -100,7 +107,7 @@ def main() -> None:
             for name, launcher in launchers.items():
                 folder = Path(tmp) / f"{name}-{repeat}"
                 folder.mkdir()
-                wall, sweep_s = sweep(folder, args.jobs, launcher)
+                wall, sweep_s = sweep(folder, args.jobs, launcher, job)
                 walls[name].append(wall)
                 sweeps[name].append(sweep_s)
                 inside[name] = job_times(folder)
