@@ -61,10 +61,11 @@ def simplex_qp(Q, linear=None):
     raise AssertionError("reference QP did not reach its KKT conditions")
 
 
-def empty_state(X, y, C, kernel="rbf", gamma=0.5, degree=3, coef0=0.0):
-    """(kx, D, buf, lru, st): the numba-side data, diagonal, row cache and empty core list."""
+def empty_state(X, y, C, kernel="rbf", gamma=0.5, degree=3, coef0=0.0, full=False):
+    """(kx, D, buf, lru, st): the numba-side data, diagonal, row cache and empty core list; the
+    cache's rows span all points for the full-gradient mode (full)."""
     kx = kr.kernel_data(X, y, kernel, gamma, degree, coef0, C)
-    buf, lru = kr.new_cache(len(y), 1.0)
+    buf, lru = kr.new_cache(len(y), 1.0, len(y) if full else kr.FIRST_WIDTH)
     return kx, kr.diagonal(kx), buf, lru, meb.new_state(len(y))
 
 
@@ -334,12 +335,15 @@ def test_explicit_feature_map_of_the_linear_kernel(data):
                                atol=1e-12)
 
 
-def test_dense_and_csr_input_give_the_same_model(data):
+@pytest.mark.parametrize("sampling", ["random", "full"])
+@pytest.mark.parametrize("cutoff", [0.5, 1.5], ids=["read-as-dense", "read-as-csr"])
+def test_dense_and_csr_input_give_the_same_model(data, cutoff, sampling):
     X, y = data
-    X = np.where(np.abs(X) < 0.5, 0.0, X)
-    dense = ModifiedFrankWolfe(C=4.0, gamma=0.5, sample_size=20, random_state=0).fit(X, y)
-    sparse = ModifiedFrankWolfe(C=4.0, gamma=0.5, sample_size=20,
-                                random_state=0).fit(sp.csr_matrix(X), y)
+    X = np.where(np.abs(X) < cutoff, 0.0, X)
+    assert (np.count_nonzero(X) >= kr.DENSE_FROM * X.size) == (cutoff == 0.5)
+    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, eps=1e-6, random_state=0)
+    dense = ModifiedFrankWolfe(**kwargs).fit(X, y)
+    sparse = ModifiedFrankWolfe(**kwargs).fit(sp.csr_matrix(X), y)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
     np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_, rtol=1e-10)
     assert sp.issparse(sparse.support_vectors_)
@@ -370,11 +374,12 @@ def test_bad_parameters_are_named_with_the_allowed_values(data, bad, message):
         ModifiedFrankWolfe(**bad).fit(*data)
 
 
-def test_a_tiny_cache_gives_the_same_result_as_a_large_one(data):
+@pytest.mark.parametrize("sampling", ["random", "full"])
+def test_a_tiny_cache_gives_the_same_result_as_a_large_one(data, sampling):
     X, y = data
-    small = ModifiedFrankWolfe(C=4.0, gamma=0.5, sample_size=20, cache_mb=1e-3,
-                               random_state=0).fit(X, y)
-    large = ModifiedFrankWolfe(C=4.0, gamma=0.5, sample_size=20, random_state=0).fit(X, y)
+    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, random_state=0)
+    small = ModifiedFrankWolfe(cache_mb=1e-3, **kwargs).fit(X, y)
+    large = ModifiedFrankWolfe(**kwargs).fit(X, y)
     np.testing.assert_allclose(small.dual_coef_, large.dual_coef_, rtol=1e-9)
     assert small.n_kernel_evals_ > large.n_kernel_evals_
     assert small.cache_hit_rate_ < large.cache_hit_rate_

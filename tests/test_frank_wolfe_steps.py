@@ -14,16 +14,24 @@ from test_frank_wolfe import POLY2, RBF, empty_state, ktilde, problem
 NEVER_STOP = -1.0  # delta+ >= 0 under a full scan, so a tolerance of -1 never stops
 
 
-class Run:
-    """The numba state of a full-scan FW/MFW run, advanced one step at a time."""
+MODES = pytest.mark.parametrize("full", [False, True], ids=["core-rows", "full-gradient"])
 
-    def __init__(self, X, y, C, params, seed=0):
-        self.kx, self.D, self.buf, self.lru, self.st = empty_state(X, y, C, **params)
+
+class Run:
+    """The numba state of a full-scan FW/MFW run, advanced one step at a time: G kept on the
+    core slots with a scan through core rows (full False), or Gf kept for every point."""
+
+    def __init__(self, X, y, C, params, seed=0, full=False):
+        self.kx, self.D, self.buf, self.lru, self.st = empty_state(X, y, C, **params, full=full)
         self.delta2 = self.D.max()
         self.Q = ktilde(X, y, C, **params)
+        self.full = full
         meb.seed_rng(seed)
         self.buf, self.q, self.R = meb.init_random_meb(self.buf, self.lru, self.kx, self.D,
                                                        self.st, 20, 1e-13 * self.delta2)
+        self.Gf = np.empty(len(y) if full else 0)
+        if full:
+            self.R = meb.full_gradient(self.buf, self.lru, self.kx, self.st, self.q, self.Gf)
         self.trace = np.empty((8, len(meb.TRACE_COLUMNS)))
 
     def alpha(self):
@@ -36,13 +44,13 @@ class Run:
         self.buf, self.q, self.R, steps, _, self.trace, _, kind = meb.run_frank_wolfe(
             self.buf, self.lru, self.kx, self.D, self.delta2, self.st, self.q, self.R, away,
             NEVER_STOP, 0, False, 1, refresh_every, time.CLOCK_MONOTONIC, 0, self.trace, 0,
-            0, meb.INITIAL)
+            0, meb.INITIAL, self.Gf, self.full)
         assert steps == 1
         return kind
 
 
 def check_state(run):
-    """Properties 1 and 2: simplex, A = {alpha > 0}, slots consistent, G and R exact."""
+    """Properties 1 and 2: simplex, A = {alpha > 0}, slots consistent, G (and Gf) and R exact."""
     core, alpha, G, pos = (a for a in run.st)
     q = run.q
     assert np.all(alpha[:q] > 0) and np.all(alpha[q:] == 0)
@@ -51,13 +59,16 @@ def check_state(run):
     assert np.sum(pos >= 0) == q
     full = run.alpha()
     np.testing.assert_allclose(G[:q], (run.Q @ full)[core[:q]], rtol=1e-10)
+    if run.full:
+        np.testing.assert_allclose(run.Gf, run.Q @ full, rtol=1e-10)
     assert run.R == pytest.approx(full @ run.Q @ full, rel=1e-10)
 
 
+@MODES
 @pytest.mark.parametrize("params", [RBF, POLY2], ids=["rbf", "poly2"])
-def test_every_step_is_feasible_exact_and_optimal_on_its_segment(params):
+def test_every_step_is_feasible_exact_and_optimal_on_its_segment(params, full):
     X, y = problem()
-    run = Run(X, y, 4.0, params)
+    run = Run(X, y, 4.0, params, full=full)
     Q, delta2 = run.Q, run.delta2
     normalised = params is RBF
     seen = set()
@@ -116,38 +127,54 @@ def test_every_step_is_feasible_exact_and_optimal_on_its_segment(params):
     assert {meb.TOWARD, meb.AWAY, meb.DROP} <= seen
 
 
-def test_refresh_recomputes_the_incremental_state_exactly():
+@MODES
+def test_refresh_recomputes_the_incremental_state_exactly(full):
     X, y = problem(seed=1)
-    run = Run(X, y, 100.0, RBF)
+    run = Run(X, y, 100.0, RBF, full=full)
     for _ in range(40):
         run.step(away=True, refresh_every=1)
         check_state(run)
         assert abs(run.st[1][: run.q].sum() - 1) <= 1e-15 * run.q
 
 
-def test_a_two_point_core_with_an_inner_point_forces_a_drop_step():
+def one_step(buf, lru, kx, D, st, q, R, full):
+    """One MFW step from a hand-made state; returns (q, R, step type)."""
+    Gf = np.empty(len(D) if full else 0)
+    if full:
+        assert meb.full_gradient(buf, lru, kx, st, q, Gf) == pytest.approx(R, rel=1e-14)
+    _, q, R, steps, _, _, _, kind = meb.run_frank_wolfe(
+        buf, lru, kx, D, D.max(), st, q, R, True, NEVER_STOP, 0, False, 1, 0,
+        time.CLOCK_MONOTONIC, 0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL, Gf,
+        full)
+    assert steps == 1
+    if full:
+        np.testing.assert_allclose(Gf[st[0][:q]], st[2][:q], rtol=1e-14)
+    return q, R, kind
+
+
+@MODES
+def test_a_two_point_core_with_an_inner_point_forces_a_drop_step(full):
     """Linear kernel, one dimension: z_b = 3 z_a (plus the constant and 1/C terms), so the
     segment's point nearest the origin is z_a; from alpha = (0.6, 0.4) MFW steps away from b
     (delta- > delta+) and the line search reaches the bound: b leaves the core with alpha 0."""
     X, y = np.array([[1.0], [3.0]]), np.ones(2)
-    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear")
+    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear", full=full)
     Q = ktilde(X, y, 1e6, kernel="linear")
     core, alpha, G, pos = st
     core[:2], alpha[:2], pos[:] = [0, 1], [0.6, 0.4], [0, 1]
     G[:2] = Q @ alpha[:2]
     R = alpha[:2] @ G[:2]
-    buf, q, R, _, _, _, _, kind = meb.run_frank_wolfe(
-        buf, lru, kx, D, D.max(), st, 2, R, True, NEVER_STOP, 0, False, 1, 0,
-        time.CLOCK_MONOTONIC, 0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL)
+    q, R, kind = one_step(buf, lru, kx, D, st, 2, R, full)
     assert kind == meb.DROP and q == 1
     assert core[0] == 0 and alpha[0] == pytest.approx(1, abs=1e-15) and pos[1] == -1
     assert alpha[1] == 0.0
     assert R == pytest.approx(Q[0, 0], rel=1e-12)
 
 
-def test_plain_fw_takes_only_toward_steps_and_keeps_every_point():
+@MODES
+def test_plain_fw_takes_only_toward_steps_and_keeps_every_point(full):
     X, y = problem()
-    run = Run(X, y, 4.0, RBF)
+    run = Run(X, y, 4.0, RBF, full=full)
     members = set(run.st[0][: run.q])
     for _ in range(60):
         assert run.step(away=False) == meb.TOWARD
@@ -157,18 +184,17 @@ def test_plain_fw_takes_only_toward_steps_and_keeps_every_point():
         members = now
 
 
-def test_a_full_toward_step_collapses_the_core_to_the_new_point():
+@MODES
+def test_a_full_toward_step_collapses_the_core_to_the_new_point(full):
     """Non-normalised kernel: from alpha = e_b with z_b = 3 z_a, the exact FW step towards a
     is lam = 1 (K~_ab >= D_a), which leaves A = {a} with R = D_a (a third, larger point sets
     Delta^2)."""
     X, y = np.array([[1.0], [3.0], [4.0]]), np.ones(3)
-    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear")
+    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear", full=full)
     core, alpha, G, pos = st
     core[0], alpha[0], pos[1] = 1, 1.0, 0
     G[0] = D[1]
-    buf, q, R, _, _, _, _, kind = meb.run_frank_wolfe(
-        buf, lru, kx, D, D.max(), st, 1, D[1], True, NEVER_STOP, 0, False, 1, 0,
-        time.CLOCK_MONOTONIC, 0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL)
+    q, R, kind = one_step(buf, lru, kx, D, st, 1, D[1], full)
     assert kind == meb.TOWARD and q == 1
     assert (core[0], alpha[0], G[0], R) == (0, 1.0, D[0], D[0])
     assert (pos[0], pos[1], pos[2]) == (0, -1, -1)

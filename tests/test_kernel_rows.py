@@ -33,6 +33,49 @@ def test_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degree, c
     np.testing.assert_allclose(kr.diagonal(kx), Q.diagonal(), rtol=1e-13)
 
 
+@pytest.mark.parametrize("kernel, gamma, degree, coef0", KERNELS)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_long_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degree, coef0,
+                                                             layout):
+    """Rows of at least VECTOR_EXP_FROM values take the vectorised path (numpy's exp for rbf)."""
+    X, y = problem(m=300, n_features=6, seed=3)
+    X[np.abs(X) < 0.7] = 0.0
+    data = sp.csr_matrix(X) if layout == "csr" else X
+    kx = kr.kernel_data(data, y, kernel, gamma, degree, coef0, 2.5)
+    Q = ktilde(X, y, 2.5, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+    cols = np.random.default_rng(0).permutation(300)
+    out = np.full(300, np.nan)
+    assert kr.fill_row(kx, 17, cols, 10, 10 + kr.VECTOR_EXP_FROM, out) == kr.VECTOR_EXP_FROM
+    assert np.isnan(out[:10]).all() and np.isnan(out[10 + kr.VECTOR_EXP_FROM:]).all()
+    span = slice(10, 10 + kr.VECTOR_EXP_FROM)
+    np.testing.assert_allclose(out[span], Q[17, cols[span]], rtol=1e-13, atol=1e-14)
+    kr.fill_row(kx, 17, cols, 0, 300, out)
+    np.testing.assert_allclose(out, Q[17, cols], rtol=1e-13, atol=1e-14)
+
+
+def test_csr_input_is_read_as_dense_rows_from_a_quarter_of_nonzeros():
+    X = np.zeros((8, 4))
+    X[:, 0] = 1.0                                          # 8 of 32 entries: a quarter
+    dense = kr.rows_layout(sp.csr_matrix(X))
+    assert isinstance(dense, np.ndarray)
+    np.testing.assert_array_equal(dense, X)
+    X[0, 0] = 0.0                                          # 7 of 32: stays CSR
+    assert sp.issparse(kr.rows_layout(sp.csr_matrix(X)))
+    assert kr.rows_layout(X) is X
+
+
+def test_cache_of_full_width_rows_fits_the_budget():
+    X, y = sparse_problem()
+    kx = kr.kernel_data(X, y, "rbf", 0.7, 3, 0.0, 2.5)
+    buf, lru = kr.new_cache(40, 3 * 40 * 8 / 2**20, width=40)   # room for 3 rows of 40
+    assert buf.shape == (3, 40)
+    points = np.arange(40)
+    for i in (4, 5, 6, 7):
+        s = kr.cache_row(buf, lru, kx, i, points, 40)
+    np.testing.assert_allclose(buf[s], ktilde(X, y, 2.5, gamma=0.7)[7], rtol=1e-13)
+    assert lru[2][4] == -1 and tuple(lru[6]) == (160, 0)
+
+
 def cache_for(m, cache_mb):
     X, y = sparse_problem()
     kx = kr.kernel_data(X[:m], y[:m], "rbf", 0.7, 3, 0.0, 2.5)

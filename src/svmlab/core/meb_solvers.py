@@ -10,8 +10,11 @@ enclosing ball (MEB) view. The state is the core list (the active points, one sl
 
 and it is updated incrementally (exact line searches for any kernel; the paper's closed forms are
 the special case D_i = Delta^2). Removing a slot moves the last slot into it (`remove_slot`), and
-the row cache is remapped the same way. A trace row is recorded per iteration into a float64
-array with the columns TRACE_COLUMNS; time is read from the monotonic clock in nanoseconds.
+the row cache is remapped the same way. FW and MFW with full scans keep instead Gf = K~ alpha for
+every point, with cached rows over all points (`full_gradient`): a step then costs one kernel row
+of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient bookkeeping.
+A trace row is recorded per iteration into a float64 array with the columns TRACE_COLUMNS; time
+is read from the monotonic clock in nanoseconds.
 """
 
 import numpy as np
@@ -114,8 +117,9 @@ def append_point(buf, lru, st, q, i, g_i):
 
 
 @njit(cache=True)
-def remove_slot(buf, lru, st, q, p):
-    """Remove slot p (its alpha must be 0) by moving the last slot into it; returns q - 1."""
+def remove_slot(buf, lru, st, q, p, remap):
+    """Remove slot p (its alpha must be 0) by moving the last slot into it; returns q - 1.
+    With remap, cached rows (indexed by core slot) are moved the same way."""
     core, alpha, G, pos = st
     last = q - 1
     pos[core[p]] = -1
@@ -123,67 +127,127 @@ def remove_slot(buf, lru, st, q, p):
         core[p], alpha[p], G[p] = core[last], alpha[last], G[last]
         pos[core[p]] = p
     core[last], alpha[last], G[last] = -1, 0.0, 0.0
-    remove_core_slot(buf, lru, p, q)
+    if remap:
+        remove_core_slot(buf, lru, p, q)
     return last
 
 
 @njit(cache=True)
-def toward_step(buf, lru, kx, D, st, q, R, i, t):
+def remove_empty_slots(buf, lru, st, q, remap):
+    """Remove every slot whose alpha is exactly 0; returns the new q."""
+    for p in range(q - 1, -1, -1):
+        if st[1][p] == 0.0:
+            q = remove_slot(buf, lru, st, q, p, remap)
+    return q
+
+
+@njit(cache=True)
+def toward_lambda(R, t, d_i):
+    """Exact line search of alpha <- (1 - lam) alpha + lam e_i on [0, 1]; t = G_i, d_i = D_i."""
+    curv = d_i - 2.0 * t + R
+    return min(max((R - t) / curv, 0.0), 1.0) if curv > 0.0 else 0.0
+
+
+@njit(cache=True)
+def away_lambda(R, t, d_j, lam_max):
+    """Exact line search of alpha <- (1 + lam) alpha - lam e_j on [0, lam_max]; t = G_j."""
+    curv = d_j - 2.0 * t + R
+    return min(max((t - R) / curv, 0.0), lam_max) if curv > 0.0 else lam_max
+
+
+@njit(cache=True)
+def mixed_radius(R, t, d_i, lam):
+    """alpha^T K~ alpha after alpha <- (1 - lam) alpha + lam e_i (lam < 0: an away step)."""
+    return (1.0 - lam) ** 2 * R + 2.0 * lam * (1.0 - lam) * t + lam * lam * d_i
+
+
+@njit(cache=True)
+def move(buf, lru, kx, st, q, p, lam, Gf, points, full):
+    """alpha <- (1 - lam) alpha + lam e_p and G <- (1 - lam) G + lam K~(core[p], .), where
+    lam < 0 is an away step. G is the core slots' G (full False) or Gf over all points (full
+    True; the slots' G are then copied from it). Returns argmin Gf (full) or -1."""
+    core, alpha, Gs = st[0], st[1], st[2]
+    G, cols, n = (Gf, points, points.shape[0]) if full else (Gs, core, q)
+    row = buf[cache_row(buf, lru, kx, core[p], cols, n)]
+    for s in range(q):
+        alpha[s] *= 1.0 - lam
+    alpha[p] += lam
+    best_k, best = -1, np.inf
+    for k in range(n):
+        G[k] = (1.0 - lam) * G[k] + lam * row[k]
+        if G[k] < best:
+            best_k, best = k, G[k]
+    if not full:
+        return -1
+    for s in range(q):
+        Gs[s] = Gf[core[s]]
+    return best_k
+
+
+@njit(cache=True)
+def toward_step(buf, lru, kx, D, st, q, R, i, t, Gf, points, full):
     """FW step alpha <- (1 - lam) alpha + lam e_i with the exact line search; t = G_i.
 
-    Returns (buf, q, R, lam). lam = 1 (possible for non-normalised kernels) leaves A = {i}.
+    Returns (buf, q, R, argmin Gf). lam = 1 (possible for non-normalised kernels) leaves A = {i}.
     """
-    core, alpha, G, pos = st
-    num, curv = R - t, D[i] - 2.0 * t + R
-    lam = min(max(num / curv, 0.0), 1.0) if curv > 0.0 else 0.0
-    if lam == 1.0:
-        for p in range(q):
-            pos[core[p]] = -1
-            core[p], alpha[p], G[p] = -1, 0.0, 0.0
-        core[0], alpha[0], G[0], pos[i] = i, 1.0, D[i], 0
-        clear_rows(lru)
-        return buf, 1, D[i], lam
-    if pos[i] < 0:
+    lam = toward_lambda(R, t, D[i])
+    if st[3][i] < 0:
         buf, q = append_point(buf, lru, st, q, i, t)
-    row = buf[cache_row(buf, lru, kx, i, core, q)]
-    for p in range(q):
-        alpha[p] *= 1.0 - lam
-        G[p] = (1.0 - lam) * G[p] + lam * row[p]
-    alpha[pos[i]] += lam
-    R = (1.0 - lam) ** 2 * R + 2.0 * lam * (1.0 - lam) * t + lam * lam * D[i]
-    return buf, q, R, lam
+    i_min = move(buf, lru, kx, st, q, st[3][i], lam, Gf, points, full)
+    R = mixed_radius(R, t, D[i], lam)
+    if lam == 1.0:
+        q = remove_empty_slots(buf, lru, st, q, not full)
+    return buf, q, R, i_min
 
 
 @njit(cache=True)
-def away_step(buf, lru, kx, D, st, q, R, p):
+def away_step(buf, lru, kx, D, st, q, R, p, Gf, points, full):
     """Away step alpha <- (1 + lam) alpha - lam e_j from slot p (j = core[p]), exact line search
     on [0, alpha_j / (1 - alpha_j)]; at the bound alpha_j becomes exactly 0 and the slot is
-    removed (drop step). Returns (q, R, lam, dropped)."""
-    core, alpha, G = st[0], st[1], st[2]
-    j, t, a = core[p], G[p], alpha[p]
+    removed (drop step). Returns (q, R, dropped, argmin Gf)."""
+    j, t, a = st[0][p], st[2][p], st[1][p]
     lam_max = a / (1.0 - a)
-    num, curv = t - R, D[j] - 2.0 * t + R
-    lam = min(max(num / curv, 0.0), lam_max) if curv > 0.0 else lam_max
-    row = buf[cache_row(buf, lru, kx, j, core, q)]
-    for s in range(q):
-        alpha[s] *= 1.0 + lam
-        G[s] = (1.0 + lam) * G[s] - lam * row[s]
-    alpha[p] -= lam
-    R = (1.0 + lam) ** 2 * R - 2.0 * lam * (1.0 + lam) * t + lam * lam * D[j]
+    lam = away_lambda(R, t, D[j], lam_max)
+    i_min = move(buf, lru, kx, st, q, p, -lam, Gf, points, full)
+    R = mixed_radius(R, t, D[j], -lam)
     dropped = lam >= lam_max
     if dropped:
-        alpha[p] = 0.0
-        q = remove_slot(buf, lru, st, q, p)
-    return q, R, lam, dropped
+        st[1][p] = 0.0
+        q = remove_slot(buf, lru, st, q, p, not full)
+    return q, R, dropped, i_min
 
 
 @njit(cache=True)
-def refresh(buf, lru, kx, st, q):
-    """Renormalise alpha to sum 1 and recompute G and R exactly from kernel rows; returns R."""
+def refresh(buf, lru, kx, st, q, Gf, full):
+    """Renormalise alpha to sum 1 and make G and R consistent with it: recomputed exactly from
+    the core rows (core slots' G), or rescaled by the same factor (Gf over all points, whose
+    exact recomputation would cost q full rows). Returns (R, argmin Gf or -1)."""
     core, alpha, G = st[0], st[1], st[2]
-    alpha[:q] /= alpha[:q].sum()
+    total = alpha[:q].sum()
+    alpha[:q] /= total
+    if not full:
+        for p in range(q):
+            G[p] = _dot(alpha, buf[cache_row(buf, lru, kx, core[p], core, q)], q)
+        return _dot(alpha, G, q), -1
+    Gf /= total
+    G[:q] /= total
+    return _dot(alpha, G, q), np.argmin(Gf)
+
+
+@njit(cache=True)
+def full_gradient(buf, lru, kx, st, q, Gf):
+    """Gf = K~ alpha over all points, from the full rows of the core points. The cached rows are
+    forgotten first: from here on they are rows over all points, not over the core slots."""
+    core, alpha, G = st[0], st[1], st[2]
+    clear_rows(lru)
+    points = np.arange(Gf.shape[0])
+    Gf[:] = 0.0
     for p in range(q):
-        G[p] = _dot(alpha, buf[cache_row(buf, lru, kx, core[p], core, q)], q)
+        row = buf[cache_row(buf, lru, kx, core[p], points, points.shape[0])]
+        for k in range(Gf.shape[0]):
+            Gf[k] += alpha[p] * row[k]
+    for p in range(q):
+        G[p] = Gf[core[p]]
     return _dot(alpha, G, q)
 
 
@@ -243,10 +307,7 @@ def init_random_meb(buf, lru, kx, D, st, n_init, tol_abs):
     for p in range(q):
         G[p] = _dot(alpha, buf[cache_row(buf, lru, kx, core[p], core, q)], q)
     R, _ = smo(buf, lru, kx, D, st, q, tol_abs, 1000 * q * q)
-    for p in range(q - 1, -1, -1):
-        if alpha[p] == 0.0:
-            q = remove_slot(buf, lru, st, q, p)
-    return buf, q, R
+    return buf, remove_empty_slots(buf, lru, st, q, True), R
 
 
 @njit(cache=True)
@@ -290,22 +351,30 @@ def record(trace, n_rows, iteration, clock_id, t0, R, delta_plus, q, step, lru):
 @njit(cache=True)
 def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size,
                     final_full_check, max_steps, refresh_every, clock_id, t0, trace, n_rows,
-                    first_iteration, last_step):
+                    first_iteration, last_step, Gf, full):
     """FW (away=False, Algorithm 2) or MFW (away=True, Algorithm 3) for up to max_steps steps.
 
-    Each iteration searches i* (sampled or full scan), records the current iterate with its
+    The toward vertex i* = argmin G is searched over sample_size random points (0: a scan of all
+    points through the core rows), or, with full, read off Gf = K~ alpha, which is then kept for
+    every point (from `full_gradient`): one full kernel row per step instead of the
+    sample_size x q values of a search. Each iteration records the current iterate with its
     delta+ = gamma^2(i*) / r^2 - 1, and stops when delta+ <= tol (with final_full_check, a
     sampled stop is confirmed by a full scan). MFW takes the away step from j* = argmax_A G
     when delta- > delta+ and |A| >= 2. Returns (buf, q, R, steps, converged, trace, n_rows,
     last_step).
     """
     alpha, G = st[1], st[2]
+    points = np.arange(Gf.shape[0] if full else 0)
+    i_min = np.argmin(Gf) if full else -1
     steps, converged = 0, False
     while True:
-        i, t = search_toward(buf, lru, kx, st, q, sample_size)
+        if full:
+            i, t = i_min, Gf[i_min]
+        else:
+            i, t = search_toward(buf, lru, kx, st, q, sample_size)
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
         delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        if delta_plus <= tol and final_full_check and sample_size > 0:
+        if delta_plus <= tol and final_full_check and sample_size > 0 and not full:
             i, t = search_toward(buf, lru, kx, st, q, 0)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
         trace, n_rows = record(trace, n_rows, first_iteration + steps, clock_id, t0, R,
@@ -318,14 +387,14 @@ def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size,
         p = np.argmax(G[:q])
         delta_minus = 1.0 - (delta2 + R - 2.0 * G[p]) / r2
         if away and q >= 2 and delta_minus > delta_plus and alpha[p] < NO_AWAY_ABOVE:
-            q, R, _, dropped = away_step(buf, lru, kx, D, st, q, R, p)
+            q, R, dropped, i_min = away_step(buf, lru, kx, D, st, q, R, p, Gf, points, full)
             last_step = DROP if dropped else AWAY
         else:
-            buf, q, R, _ = toward_step(buf, lru, kx, D, st, q, R, i, t)
+            buf, q, R, i_min = toward_step(buf, lru, kx, D, st, q, R, i, t, Gf, points, full)
             last_step = TOWARD
         steps += 1
         if refresh_every > 0 and steps % refresh_every == 0:
-            R = refresh(buf, lru, kx, st, q)
+            R, i_min = refresh(buf, lru, kx, st, q, Gf, full)
     return buf, q, R, steps, converged, trace, n_rows, last_step
 
 

@@ -85,10 +85,11 @@ class MEBSVMClassifier(KernelSVMClassifier):
 
     def _fit(self, X, y, trace):
         self._gamma = resolve_gamma(self.gamma, X)
-        kx = kr.kernel_data(X, y, self.kernel, self._gamma, self.degree, self.coef0, self.C)
+        kx = kr.kernel_data(kr.rows_layout(X), y, self.kernel, self._gamma, self.degree,
+                            self.coef0, self.C)
         D = kr.diagonal(kx)
         delta2 = float(D.max())
-        buf, lru = kr.new_cache(X.shape[0], self.cache_mb)
+        buf, lru = kr.new_cache(X.shape[0], self.cache_mb, self._row_width(X.shape[0]))
         st = meb.new_state(X.shape[0])
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         clock = time.CLOCK_MONOTONIC
@@ -102,6 +103,10 @@ class MEBSVMClassifier(KernelSVMClassifier):
             buf, lru, kx, D, delta2, st, q, R, clock, t0, rows)
         self._record(trace, dict(zip(meb.TRACE_COLUMNS, rows[:n_rows].T)), delta2, t_base)
         self._recover(X, y, st, q, R, delta2, converged)
+
+    def _row_width(self, n_points: int) -> int:
+        """Columns of a cached row to start with: rows over the core slots grow with the core."""
+        return kr.FIRST_WIDTH
 
     @property
     def _sample_size(self) -> int:
@@ -158,8 +163,9 @@ class FrankWolfe(MEBSVMClassifier):
     Parameters: C; kernel, gamma, degree, coef0 (as in LIBSVM); eps, the MEB accuracy (stop when
     delta+ <= (1 + eps)^2 - 1); init 'random_meb' (MEB of 20 class-balanced random points) or
     'two_point'; sampling 'random' (sample_size i.i.d. uniform candidates per iteration, 59 in
-    the paper) or 'full' (every point: deterministic, and the stop certifies
-    g(alpha*) <= (1 + tol) g(alpha)); final_full_check (confirm a sampled stop with a full scan);
+    the paper) or 'full' (every point: G = K~ alpha is kept for all points, one kernel row over
+    all points per step; deterministic, and the stop certifies g(alpha*) <= (1 + tol) g(alpha));
+    final_full_check (confirm a sampled stop with a full scan);
     cache_mb, the kernel row cache budget; max_iter, the cap on steps; refresh_every, the steps
     between exact recomputations of G and R (0: never); random_state.
     """
@@ -179,12 +185,20 @@ class FrankWolfe(MEBSVMClassifier):
         self.final_full_check = final_full_check
         self.refresh_every = refresh_every
 
+    def _row_width(self, n_points: int) -> int:
+        """A full scan keeps G for every point: its cached rows span all points."""
+        return n_points if self.sampling == "full" else kr.FIRST_WIDTH
+
     def _solve(self, buf, lru, kx, D, delta2, st, q, R, clock, t0, rows):
         tol = (1.0 + self.eps) ** 2 - 1.0
+        full = self.sampling == "full"
+        Gf = np.empty(len(D) if full else 0)
+        if full:
+            R = meb.full_gradient(buf, lru, kx, st, q, Gf)
         buf, q, R, _, converged, rows, n_rows, _ = meb.run_frank_wolfe(
             buf, lru, kx, D, delta2, st, q, R, self.away_steps, tol, self._sample_size,
             self.final_full_check, self.max_iter, self.refresh_every, clock, t0, rows, 0, 0,
-            meb.INITIAL)
+            meb.INITIAL, Gf, full)
         return buf, q, R, converged, rows, n_rows
 
 
