@@ -269,6 +269,23 @@ def test_final_full_check_gives_the_full_scan_certificate(data):
     assert np.all(est.delta2_ + R - 2 * G <= (1 + eps) ** 2 * (est.delta2_ - R) * (1 + 1e-12))
 
 
+def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
+    """The runs share their random draws up to the first sampled stop of the 1-round run, where
+    the 30-round run must draw 29 more samples first: it cannot stop earlier."""
+    X, y = data
+    Q = ktilde(X, y, 4.0)
+    runs = {rounds: ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=1e-6, sample_size=2,
+                                       sampling_rounds=rounds, random_state=0).fit(X, y)
+            for rounds in (1, 30)}
+    assert runs[30].n_iter_ > runs[1].n_iter_
+    gaps = {}
+    for rounds, est in runs.items():
+        alpha = full_alpha(est, len(y))
+        G, R = Q @ alpha, alpha @ Q @ alpha
+        gaps[rounds] = (est.delta2_ + R - 2 * G.min()) / (est.delta2_ - R) - 1
+    assert gaps[30] < gaps[1]
+
+
 def test_random_meb_start_solves_the_class_balanced_20_point_qp(data):
     """Property 18: 20 distinct points, 10 per class, alpha = the 20-point MEB, I_0 = {alpha>0}."""
     X, y = data

@@ -349,7 +349,7 @@ def record(trace, n_rows, iteration, clock_id, t0, R, delta_plus, q, step, lru):
 
 
 @njit(cache=True)
-def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size,
+def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size, rounds,
                     final_full_check, max_steps, refresh_every, clock_id, t0, trace, n_rows,
                     first_iteration, last_step, Gf, full):
     """FW (away=False, Algorithm 2) or MFW (away=True, Algorithm 3) for up to max_steps steps.
@@ -358,14 +358,15 @@ def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size,
     points through the core rows), or, with full, read off Gf = K~ alpha, which is then kept for
     every point (from `full_gradient`): one full kernel row per step instead of the
     sample_size x q values of a search. Each iteration records the current iterate with its
-    delta+ = gamma^2(i*) / r^2 - 1, and stops when delta+ <= tol (with final_full_check, a
-    sampled stop is confirmed by a full scan). MFW takes the away step from j* = argmax_A G
+    delta+ = gamma^2(i*) / r^2 - 1, and stops when delta+ <= tol; a sampled stop needs `rounds`
+    samples in a row without a violator, and with final_full_check a full scan too. MFW takes the away step from j* = argmax_A G
     when delta- > delta+ and |A| >= 2. Returns (buf, q, R, steps, converged, trace, n_rows,
     last_step).
     """
     alpha, G = st[1], st[2]
     points = np.arange(Gf.shape[0] if full else 0)
     i_min = np.argmin(Gf) if full else -1
+    sampled = sample_size > 0 and not full
     steps, converged = 0, False
     while True:
         if full:
@@ -374,7 +375,12 @@ def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size,
             i, t = search_toward(buf, lru, kx, st, q, sample_size)
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
         delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        if delta_plus <= tol and final_full_check and sample_size > 0 and not full:
+        for _ in range(rounds - 1 if sampled else 0):  # more samples before a sampled stop
+            if delta_plus > tol:
+                break
+            i, t = search_toward(buf, lru, kx, st, q, sample_size)
+            delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
+        if delta_plus <= tol and final_full_check and sampled:
             i, t = search_toward(buf, lru, kx, st, q, 0)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
         trace, n_rows = record(trace, n_rows, first_iteration + steps, clock_id, t0, R,

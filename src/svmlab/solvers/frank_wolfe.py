@@ -165,23 +165,28 @@ class FrankWolfe(MEBSVMClassifier):
     'two_point'; sampling 'random' (sample_size i.i.d. uniform candidates per iteration, 59 in
     the paper) or 'full' (every point: G = K~ alpha is kept for all points, one kernel row over
     all points per step; deterministic, and the stop certifies g(alpha*) <= (1 + tol) g(alpha));
-    final_full_check (confirm a sampled stop with a full scan);
+    sampling_rounds, the samples in a row without a violator that a sampled stop needs (1 in the
+    paper); final_full_check (confirm a sampled stop with a full scan);
     cache_mb, the kernel row cache budget; max_iter, the cap on steps; refresh_every, the steps
-    between exact recomputations of G and R (0: never); random_state.
+    between renormalisations of alpha, with G and R recomputed from kernel rows (random) or
+    rescaled (full) (0: never); random_state.
     """
 
     away_steps = False
     _parameter_constraints: ClassVar[dict] = {
         **MEBSVMClassifier._parameter_constraints,
+        "sampling_rounds": [Interval(Integral, 1, None, closed="left")],
         "final_full_check": ["boolean"],
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=1e-6,
-                 init="random_meb", sampling="random", sample_size=59, final_full_check=False,
-                 cache_mb=200.0, max_iter=1_000_000, refresh_every=1000, random_state=None):
+                 init="random_meb", sampling="random", sample_size=59, sampling_rounds=1,
+                 final_full_check=False, cache_mb=200.0, max_iter=1_000_000, refresh_every=1000,
+                 random_state=None):
         super().__init__(C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
                          cache_mb, max_iter, random_state)
+        self.sampling_rounds = sampling_rounds
         self.final_full_check = final_full_check
         self.refresh_every = refresh_every
 
@@ -197,7 +202,7 @@ class FrankWolfe(MEBSVMClassifier):
             R = meb.full_gradient(buf, lru, kx, st, q, Gf)
         buf, q, R, _, converged, rows, n_rows, _ = meb.run_frank_wolfe(
             buf, lru, kx, D, delta2, st, q, R, self.away_steps, tol, self._sample_size,
-            self.final_full_check, self.max_iter, self.refresh_every, clock, t0, rows, 0, 0,
+            self.sampling_rounds, self.final_full_check, self.max_iter, self.refresh_every, clock, t0, rows, 0, 0,
             meb.INITIAL, Gf, full)
         return buf, q, R, converged, rows, n_rows
 
