@@ -13,7 +13,10 @@ No n x n matrix is ever formed.
 The data are read through `svmlab.core.linear_ops.Rows` (CSR, or dense rows as a flat buffer).
 `kernel_data` bundles them with the kernel parameters into the tuple `kx` the numba code takes:
 (data, indices, indptr, dense, squared row norms, y, kernel code, gamma, coef0, degree, 1/C,
-a zeroed work vector of n_features for the sparse scatter).
+a zeroed work vector of n_features for the sparse scatter, the CSC arrays data, row indices and
+column pointers of sparse X, and a zeroed accumulator of n_points). Sparse dot products x_i . x_j
+over many j are taken column by column (the columns of x_i's nonzero features, accumulated),
+which costs the nonzeros of those columns instead of those of all the rows.
 """
 
 import math
@@ -46,9 +49,11 @@ def kernel_data(X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0:
     rows = Rows.of(X)
     squared_norms = rows.norms()[1]
     work = np.zeros(X.shape[1])
+    columns = Rows.of(X.T.tocsr()) if sp.issparse(X) else Rows.of(np.empty((0, 0)))
     return (rows.data, rows.indices, rows.indptr, rows.dense, squared_norms,
             np.ascontiguousarray(y, dtype=np.float64), KERNEL_CODES[kernel], float(gamma),
-            float(coef0), int(degree), 1.0 / float(C), work)
+            float(coef0), int(degree), 1.0 / float(C), work, columns.data, columns.indices,
+            columns.indptr, np.zeros(X.shape[0] if sp.issparse(X) else 0))
 
 
 def rows_layout(X):
@@ -103,7 +108,9 @@ def diagonal(kx):
 
 @njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
 def _dots(kx, i, cols, start, stop, out):
-    """out[t] = x_i . x_cols[t] for t in [start, stop) (reassociated sums, so they vectorise)."""
+    """out[t] = x_i . x_cols[t] for t in [start, stop) (reassociated sums, so they vectorise).
+    Sparse rows: a dot product per row through a scatter of x_i, or X x_i by columns when that
+    touches fewer nonzeros (long requests, few and short columns)."""
     data, indices, indptr, dense, work = kx[0], kx[1], kx[2], kx[3], kx[11]
     a, b = indptr[i], indptr[i + 1]
     if dense:
@@ -113,6 +120,18 @@ def _dots(kx, i, cols, start, stop, out):
             for k in range(b - a):
                 dot += data[a + k] * data[off + k]
             out[t] = dot
+        return
+    col_data, col_rows, col_ptr, acc = kx[12], kx[13], kx[14], kx[15]
+    by_columns = 0
+    for k in range(a, b):
+        by_columns += col_ptr[indices[k] + 1] - col_ptr[indices[k]]
+    if by_columns + acc.shape[0] < (stop - start) * (data.shape[0] / acc.shape[0]):
+        for k in range(a, b):  # acc = X x_i, one column of X per nonzero of x_i
+            for c in range(col_ptr[indices[k]], col_ptr[indices[k] + 1]):
+                acc[col_rows[c]] += data[k] * col_data[c]
+        for t in range(start, stop):
+            out[t] = acc[cols[t]]
+        acc[:] = 0.0
         return
     for k in range(a, b):
         work[indices[k]] = data[k]
