@@ -54,3 +54,28 @@ def test_a_logged_figure_is_closed(tmp_path):
             figure = convergence_figure(columns, "trace")
             tracker.log_figure(figure, "trace/convergence.png")
     assert len(plt.get_fignums()) == before
+
+
+@pytest.mark.parametrize("solver", ["mfw", "libsvm"])
+def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, solver):
+    """Its support vectors are a CSR matrix, a type skops does not trust by itself."""
+    import mlflow
+    import scipy.sparse as sp
+    from sklearn.datasets import make_classification
+
+    from svmlab.solvers.baselines import Libsvm
+    from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
+    from svmlab.tracking import Tracker
+
+    X, y = make_classification(80, 6, random_state=0)
+    X = sp.csr_matrix(np.where(np.abs(X) < 1.0, 0.0, X))
+    estimator = (ModifiedFrankWolfe(C=2.0, gamma=0.3, eps=1e-4, random_state=0)
+                 if solver == "mfw" else Libsvm(kernel="rbf", gamma=0.3)).fit(X, y)
+    assert sp.issparse(estimator.support_vectors_)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with Tracker(uri, "sparse") as tracker:
+        tracker.log_model(estimator, X[:5])
+        run_id = tracker.run_id
+    mlflow.set_tracking_uri(uri)
+    reloaded = mlflow.sklearn.load_model(f"runs:/{run_id}/model")
+    np.testing.assert_array_equal(reloaded.predict(X), estimator.predict(X))

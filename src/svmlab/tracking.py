@@ -353,7 +353,7 @@ class Tracker:
         mlflow.sklearn.log_model(estimator, name=name, signature=signature,
                                  input_example=example,
                                  pip_requirements=_model_requirements(estimator),
-                                 skops_trusted_types=_svmlab_types(estimator))
+                                 skops_trusted_types=_trusted_types(estimator))
 
     # -- the convergence trace -----------------------------------------------------------------
 
@@ -428,15 +428,20 @@ def _model_requirements(estimator) -> list[str]:
     return [f"{name}=={version(name)}" for name in names]
 
 
-def _svmlab_types(estimator) -> list[str]:
-    """svmlab's own classes in the model, which skops (MLflow's serializer) must be told to trust.
+TRUSTED_MODULES = ("svmlab.", "scipy.sparse.")  # scipy.sparse: support vectors of CSR input
+
+
+def _trusted_types(estimator) -> list[str]:
+    """The types in the model that skops (MLflow's serializer) must be told to trust: svmlab's
+    own classes, and scipy's sparse matrices (the support vectors of a model trained on CSR
+    input; skops stores them as arrays, which load without running code).
 
     Any other type skops does not know stays untrusted, so logging such a model still fails.
     """
     import skops.io
 
     found = skops.io.get_untrusted_types(data=skops.io.dumps(estimator))
-    return [name for name in found if name.startswith("svmlab.")]
+    return [name for name in found if name.startswith(TRUSTED_MODULES)]
 
 
 def _bulk_insert(store: SqlAlchemyStore, run_id: str, points: list[tuple]) -> None:
