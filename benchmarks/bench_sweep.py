@@ -1,16 +1,25 @@
-"""Sweep throughput: 48 small jobs with the joblib launcher (2 workers) against the basic launcher.
+"""Sweep throughput: 48 small jobs with 2 workers (svmlab's parallel launcher, Hydra's joblib
+launcher) against the basic launcher.
 
 Each job trains LIBLINEAR on the embedded breast_cancer data and logs to a fresh SQLite store,
 without the model (``tracking.log_model=false``), so the sweep machinery is what is measured.
-Both launchers run in the same invocation, alternating, ``--repeats`` times; the script prints
-the medians and the ratio (target: joblib at least 1.7x faster), then the per-job overhead:
+The three launchers run in the same invocation, alternating, ``--repeats`` times; the script
+prints the medians and the speed-ups over the basic launcher (target: at least 1.7x with two
+workers), then the per-job overhead:
 
 - interpreter start (``python -c pass``) and the imports of the training path, which a job pays
-  when it runs in a new process (submitit, SLURM) and a joblib worker pays once;
+  when it runs in a new process (submitit, SLURM), a joblib worker once, and the parallel
+  launcher's fork server once per sweep;
 - numba: compiling a small ``@njit(cache=True)`` CSR kernel against loading it from the cache
   that ``cache=True`` writes (every later process of a sweep loads instead of compiling);
+- composing one job's config (Hydra's ``load_sweep_config``, in this process), and Hydra's
+  check, in the launching process of every sweep, that all the jobs' configs compose (from
+  Hydra's debug log of the sweep);
 - inside a job: its wall time (data, fit, evaluation, MLflow logging) and the share that is not
-  the fit itself (the jobs' outcomes and their ``fit_time_s``).
+  the fit itself (the jobs' outcomes and their ``fit_time_s``);
+- outside the jobs: what a sweep costs per job beyond the jobs' own time (Hydra's check,
+  composing, Hydra's job set-up, starting workers, waiting), from the sweep time, the number of
+  workers and the median job.
 
     python benchmarks/bench_sweep.py [--jobs 48] [--repeats 3] [--job "solver=nesvm"]
 
@@ -21,8 +30,8 @@ for example ``--job ""`` to sweep the default job (NESVM, model logged).
 from __future__ import annotations
 
 import argparse
-import shlex
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -45,6 +54,11 @@ NUMBA_KERNEL = textwrap.dedent("""
                 out[i] += data[k] * x[indices[k]]
         return out
 """)
+LAUNCHERS = {"basic": [],  # name: overrides
+             "parallel-2": ["hydra/launcher=parallel", "hydra.launcher.n_jobs=2"],
+             "joblib-2": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]}
+WORKERS = {"basic": 1, "parallel-2": 2, "joblib-2": 2}
+SWEEPER_LOG = "hydra.verbose=hydra._internal.core_plugins.basic_sweeper"  # its debug line
 
 
 def timed(command: list[str], **kwargs) -> float:
@@ -53,20 +67,21 @@ def timed(command: list[str], **kwargs) -> float:
     return time.perf_counter() - start
 
 
-def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple[float, float]:
+def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple[float, ...]:
     """One `svmlab train -m` sweep of `jobs` seeds into a new store in `folder`: the command's
-    wall time, and the time from the sweep's start to its end (its summary line), which leaves
-    out the launching process's own start."""
+    wall time; the time from the sweep's start to its end (its summary line), which leaves out
+    the launching process's own start; and Hydra's check that every job's config composes."""
     seeds = ",".join(map(str, range(jobs)))
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "svmlab.cli", "train", "-m", *launcher,
                           *job, "dataset=breast_cancer", f"seed={seeds}",
                           f"tracking.uri=sqlite:///{folder}/mlflow.db",
-                          f"hydra.sweep.dir={folder}/multirun"],
+                          f"hydra.sweep.dir={folder}/multirun", SWEEPER_LOG],
                          cwd=folder, check=True, capture_output=True, text=True).stdout
     wall = time.perf_counter() - start
     (inside,) = re.findall(rf"{jobs} jobs: {jobs} finished.* in ([0-9.]+)s;", out)
-    return wall, float(inside)
+    (check,) = re.findall(rf"Validated configs of {jobs} jobs in ([0-9.]+) seconds", out)
+    return wall, float(inside), float(check)
 
 
 def job_times(folder: Path) -> tuple[list[float], list[float]]:
@@ -74,6 +89,24 @@ def job_times(folder: Path) -> tuple[list[float], list[float]]:
     outcomes = read_outcomes(folder / "multirun")
     return ([o["time_s"] for o in outcomes],
             [o["time_s"] - o["metrics"]["fit_time_s"] for o in outcomes])
+
+
+def composition_time(job: list[str], repeats: int = 20) -> float:
+    """Median time to compose one job's config from the sweep's, as every launcher does."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    import svmlab.train  # noqa: F401  (registers svmlab's schema)
+
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        config = compose("config", overrides=job, return_hydra_config=True)
+        loader = GlobalHydra.instance().config_loader()
+        times = []
+        for seed in range(repeats):
+            start = time.perf_counter()
+            loader.load_sweep_config(config, [*job, "dataset=breast_cancer", f"seed={seed}"])
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def numba_compile_and_load(folder: Path) -> tuple[float, float]:
@@ -98,39 +131,52 @@ def main() -> None:
     args = parser.parse_args()
     job = shlex.split(args.job)
 
-    launchers = {"basic": [], "joblib-2": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]}
-    walls: dict[str, list[float]] = {name: [] for name in launchers}
-    sweeps: dict[str, list[float]] = {name: [] for name in launchers}
-    inside: dict[str, tuple[list[float], list[float]]] = {}
+    walls: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
+    sweeps: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
+    checks: list[float] = []
+    inside: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in LAUNCHERS}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
-            for name, launcher in launchers.items():
+            for name, launcher in LAUNCHERS.items():
                 folder = Path(tmp) / f"{name}-{repeat}"
                 folder.mkdir()
-                wall, sweep_s = sweep(folder, args.jobs, launcher, job)
+                wall, sweep_s, check_s = sweep(folder, args.jobs, launcher, job)
                 walls[name].append(wall)
                 sweeps[name].append(sweep_s)
-                inside[name] = job_times(folder)
-                print(f"  {name:9s} repeat {repeat}: command {wall:.1f} s, sweep {sweep_s:.1f} s",
+                checks.append(check_s)
+                for pooled, found in zip(inside[name], job_times(folder)):
+                    pooled.extend(found)
+                print(f"  {name:10s} repeat {repeat}: command {wall:.1f} s, sweep {sweep_s:.1f} s",
                       flush=True)
         python_start = statistics.median(timed([sys.executable, "-c", "pass"]) for _ in range(5))
         imports = statistics.median(
             timed([sys.executable, "-c", "import svmlab.train, mlflow.sklearn"]) for _ in range(3))
         compile_s, load_s = numba_compile_and_load(Path(tmp))
+    compose_s = composition_time(job)
 
-    print(f"\n{args.jobs} jobs, median of {args.repeats} sweeps:")
+    print(f"\n{args.jobs} jobs, median of {args.repeats} sweeps; speed-up over basic "
+          f"(target >= 1.7x with 2 workers):")
     for label, times in (("`svmlab train -m` command", walls), ("sweep start to end", sweeps)):
-        basic, parallel = (statistics.median(times[n]) for n in launchers)
-        print(f"  {label}: basic {basic:.1f} s ({basic / args.jobs:.2f} s/job), joblib with 2 "
-              f"workers {parallel:.1f} s; speed-up {basic / parallel:.2f}x (target >= 1.7x)")
+        medians = {name: statistics.median(times[name]) for name in LAUNCHERS}
+        print(f"  {label}: " + ", ".join(
+            f"{name} {m:.1f} s" + ("" if name == "basic" else f" ({medians['basic'] / m:.2f}x)")
+            for name, m in medians.items()))
     print("\nper-job overhead:")
     print(f"  interpreter start                      {python_start:.2f} s")
     print(f"  imports (svmlab.train, mlflow.sklearn) {imports - python_start:.2f} s")
     print(f"  numba kernel: compile {compile_s:.2f} s, load from cache {load_s:.2f} s")
+    print(f"  composing one job's config             {compose_s:.3f} s")
+    print(f"  Hydra's check that all {args.jobs} configs compose, in the launching process: "
+          f"{statistics.median(checks):.2f} s (median of all sweeps)")
     for name, (wall, not_fit) in inside.items():
-        print(f"  inside a job ({name:8s}): median {statistics.median(wall):.3f} s, "
+        print(f"  inside a job ({name:10s}): median {statistics.median(wall):.3f} s, "
               f"of which not fitting (data, evaluation, MLflow logging) "
               f"{statistics.median(not_fit):.3f} s")
+    for name in LAUNCHERS:
+        per_job = statistics.median(sweeps[name]) * WORKERS[name] / args.jobs
+        print(f"  outside the jobs ({name:10s}): {per_job - statistics.median(inside[name][0]):.3f}"
+              f" s per job and worker (sweep time x {WORKERS[name]} / {args.jobs} jobs, less the "
+              f"median job)")
 
 
 if __name__ == "__main__":

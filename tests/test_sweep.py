@@ -10,20 +10,8 @@ import pytest
 from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
-from support.runs import runs, train, train_process
+from support.runs import PROGRESS, parent_and_children, runs, train, train_process
 from svmlab.train import config_digest
-
-PROGRESS = re.compile(r"^\[\s*(\d+)/(\d+)\] #(\d+) (.+?)  (FINISHED|FAILED|SKIPPED)  ", re.MULTILINE)
-
-
-def parent_and_children(store, sweep_dir=None):
-    """The parent run of the sweep in ``sweep_dir`` (else the last sweep) and its children."""
-    found = runs(store)
-    parents = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"
-               and (sweep_dir is None or r.data.tags["svmlab.sweep_dir"] == str(sweep_dir))]
-    parent = parents[-1]
-    children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    return parent, children
 
 
 def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(tmp_path, capsys):
@@ -91,11 +79,12 @@ def test_resume_must_be_a_boolean(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_two_parallel_sweeps_on_a_new_sqlite_store_lose_nothing(tmp_path):
-    """24 jobs, 2 launching processes x 2 joblib workers, all opening one new SQLite file."""
+@pytest.mark.parametrize("launcher", ["parallel", "joblib"])
+def test_two_parallel_sweeps_on_a_new_sqlite_store_lose_nothing(tmp_path, launcher):
+    """24 jobs, 2 launching processes x 2 workers, all opening one new SQLite file."""
     store = tmp_path / "mlflow.db"
     seeds = "seed=" + ",".join(map(str, range(12)))
-    parallel = ("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", seeds)
+    parallel = ("-m", f"hydra/launcher={launcher}", "hydra.launcher.n_jobs=2", seeds)
     models = train_process(store, *parallel, "solver=liblinear", "hydra.sweep.dir="
                            f"{tmp_path}/models", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     traces = train_process(store, *parallel, "solver=long_trace", "+solver.n_rows=1500",

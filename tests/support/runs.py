@@ -1,6 +1,7 @@
 """Run `svmlab train` against a temporary SQLite store, in-process or as a real subprocess."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,9 @@ from svmlab import cli
 
 SUPPORT_CONF = Path(__file__).parent / "conf"
 TESTS_DIR = Path(__file__).parents[1]
+# A sweep's progress line: done, total, job number, name, status
+PROGRESS = re.compile(r"^\[\s*(\d+)/(\d+)\] #(\d+) (.+?)  (FINISHED|FAILED|SKIPPED)  ",
+                      re.MULTILINE)
 
 
 def train_args(store: Path, *overrides: str) -> list[str]:
@@ -47,3 +51,13 @@ def runs(store: Path, experiment: str = "svmlab") -> list:
     if found is None:
         return []
     return client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+def parent_and_children(store: Path, sweep_dir: Path | None = None) -> tuple:
+    """The parent run of the sweep in ``sweep_dir`` (else the last sweep) and its children."""
+    found = runs(store)
+    parents = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"
+               and (sweep_dir is None or r.data.tags["svmlab.sweep_dir"] == str(sweep_dir))]
+    parent = parents[-1]
+    children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    return parent, children

@@ -1,0 +1,1 @@
+"""svmlab's Hydra launcher plugin: ``hydra/launcher=parallel`` (see ``parallel_launcher``)."""
