@@ -122,10 +122,12 @@ def _dots(kx, i, cols, start, stop, out):
             out[t] = dot
         return
     col_data, col_rows, col_ptr, acc = kx[12], kx[13], kx[14], kx[15]
-    by_columns = 0
-    for k in range(a, b):
-        by_columns += col_ptr[indices[k] + 1] - col_ptr[indices[k]]
-    if by_columns + acc.shape[0] < (stop - start) * (data.shape[0] / acc.shape[0]):
+    by_rows = (stop - start) * (data.shape[0] / acc.shape[0])
+    by_columns = acc.shape[0]  # zeroing the accumulator
+    if by_rows > by_columns:  # the columns could cost less (never for short requests): count
+        for k in range(a, b):
+            by_columns += col_ptr[indices[k] + 1] - col_ptr[indices[k]]
+    if by_columns < by_rows:
         for k in range(a, b):  # acc = X x_i, one column of X per nonzero of x_i
             for c in range(col_ptr[indices[k]], col_ptr[indices[k] + 1]):
                 acc[col_rows[c]] += data[k] * col_data[c]
