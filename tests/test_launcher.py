@@ -3,6 +3,7 @@
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -164,3 +165,26 @@ def test_a_wrong_launcher_setting_fails_at_composition(tmp_path, capsys, overrid
         train(tmp_path / "mlflow.db", *PARALLEL, override, *SMALL_JOB, "seed=0")
     assert message in capsys.readouterr().err
     assert runs(tmp_path / "mlflow.db") == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads a process's fds in /proc")
+def test_the_fork_server_leaves_the_callers_standard_streams_alone():
+    """A caller reading a sweep's output through a pipe gets its end when the sweep ends: the
+    fork server (which exits after the launching process, slowly once it has imported the
+    training path) writes to /dev/null; the workers get the real streams."""
+    probe = ("import os, multiprocessing.forkserver as fs; from svmlab import launcher; "
+             "launcher.start_fork_server(['json']); pid = fs._forkserver._forkserver_pid; "
+             "print(os.readlink(f'/proc/{pid}/fd/1'), os.readlink(f'/proc/{pid}/fd/2'))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert out.split() == [os.devnull, os.devnull]
+
+
+def test_launching_a_sweep_imports_neither_mlflow_nor_the_solvers():
+    """The launching process needs only the entry point; the jobs import the training path."""
+    probe = ("import sys, svmlab.cli, svmlab.train, svmlab.sweep, svmlab.launcher; "
+             "print(sorted(m for m in ('mlflow', 'sklearn', 'numba', 'matplotlib') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert out.strip() == "[]"

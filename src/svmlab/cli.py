@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import shlex
 import sys
@@ -26,6 +27,8 @@ def _train(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "train":  # everything after 'train' belongs to Hydra
+        return _train(argv[1:])
     parser = argparse.ArgumentParser(
         prog="svmlab", description="Reproducible, MLflow-tracked experiments with SVM solvers.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -33,11 +36,23 @@ def main(argv: list[str] | None = None) -> int:
                    help="train one configuration, or sweep with -m (Hydra overrides follow)")
     for module in SUBCOMMAND_MODULES:  # each registers its subcommands on `sub`
         importlib.import_module(module).add_parser(sub)
-    if argv and argv[0] == "train":  # everything after 'train' belongs to Hydra
-        return _train(argv[1:])
     args = parser.parse_args(argv)
     return args.func(args)
 
 
+def console() -> None:
+    """The ``svmlab`` command: ``main``, then an exit that skips the final garbage collection.
+
+    Once MLflow, scikit-learn and the solvers are imported, the interpreter's last collection
+    takes about a second; the process is ending, so every object still alive is frozen out of
+    it (``atexit`` hooks, which flush logs and end runs, still run).
+    """
+    try:
+        code = main()
+    finally:
+        gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -9,10 +9,11 @@ the job's config itself (``load_sweep_config``, as the basic launcher does) and 
 config, and the Hydra callbacks (``svmlab.sweep.SweepCallback``) are those of any launcher.
 
 Where the platform has a fork server (Linux, macOS), the workers are forked from it after it has
-imported the task function's module (for svmlab: MLflow, scikit-learn, the solvers): those
-imports are paid once rather than once per worker, and the fork server is started when the
-sweep is set up, so they run while Hydra checks, in the launching process, that every job's
-config composes. Elsewhere every worker is a new interpreter.
+imported the task function's module and the launcher's ``preload`` modules (for svmlab: MLflow,
+scikit-learn, the solvers): those imports are paid once rather than once per worker. The
+callback ``ForkServerStart`` starts the fork server as the sweep starts, so they run while the
+launching process creates the sweep's parent run and Hydra checks that every job's config
+composes. Elsewhere every worker is a new interpreter.
 
 Ctrl-C or SIGTERM in the launching process, or a job that raises past its task function (its
 config does not compose, a worker died), stops the sweep: the jobs not started are cancelled
@@ -21,9 +22,11 @@ and the workers get SIGTERM, so their running jobs end KILLED and each worker le
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import multiprocessing.reduction
+import multiprocessing.resource_tracker
 import os
 import sys
 from collections.abc import Sequence
@@ -32,12 +35,14 @@ from concurrent.futures import Future, wait
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, run_job, setup_globals
+from hydra.experimental.callback import Callback
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from joblib.externals.loky import ProcessPoolExecutor, cpu_count, wrap_non_picklable_objects
 from omegaconf import DictConfig, open_dict
 
 STOP_GRACE_S = 60  # how long stopped workers have to end their runs before they are killed
+LAUNCHER_TARGET = "hydra_plugins.svmlab_launcher.parallel_launcher.ParallelLauncher"
 
 
 def worker_count(n_jobs: int, jobs: int) -> int:
@@ -56,16 +61,56 @@ def module_name(function) -> str:
     return function.__module__
 
 
-def start_fork_server(preload: str) -> multiprocessing.context.BaseContext | None:
-    """Start the fork server, which imports ``preload`` in the background; the context that
-    forks workers from it (None where there is none: loky's own start method). A fork server
-    already running is reused with what it has imported."""
+def start_fork_server(preload: Sequence[str]) -> multiprocessing.context.BaseContext | None:
+    """Start the fork server, which imports the modules ``preload`` in the background; the
+    context that forks workers from it (None where there is none: loky's own start method). A
+    fork server already running is reused with what it has imported."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return None
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([preload])
-    multiprocessing.forkserver.ensure_running()
+    context.set_forkserver_preload(list(preload))
+    multiprocessing.resource_tracker.ensure_running()
+    with _streams_to_devnull():
+        multiprocessing.forkserver.ensure_running()
     return context
+
+
+@contextlib.contextmanager
+def _streams_to_devnull():
+    """Standard output and error go to /dev/null in processes started meanwhile.
+
+    The fork server inherits them and keeps them open until it has exited, which takes a
+    second or so once it has imported the training path: a caller reading the sweep's output
+    through a pipe would wait that long after the sweep has ended. Workers get the real
+    streams from ``StandardStream``.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(fd) for fd in (1, 2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            os.dup2(devnull, fd)
+        yield
+    finally:
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(devnull)
+
+
+class ForkServerStart(Callback):
+    """Hydra callback: in a sweep with this launcher, start the fork server as the sweep starts.
+
+    Hydra runs the callbacks' ``on_multirun_start`` before it creates the launcher; listed
+    before callbacks with slow starts (svmlab's SweepCallback imports MLflow to create the
+    parent run), it lets the fork server's imports run alongside them on another core.
+    """
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        launcher = config.hydra.launcher
+        if launcher.get("_target_") == LAUNCHER_TARGET:
+            start_fork_server(launcher.preload)
 
 
 class StandardStream:

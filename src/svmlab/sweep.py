@@ -15,6 +15,10 @@
 
 A sweep that never reaches its end (a configuration error found by Hydra before launching,
 Ctrl-C, SIGTERM) ends its parent run KILLED when the process exits.
+
+MLflow (about 2.5 s to import) is imported when the parent run is created, not with this module:
+Hydra creates every callback before it starts any, and ``svmlab.launcher.ForkServerStart`` starts
+the workers' imports first.
 """
 
 from __future__ import annotations
@@ -26,16 +30,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
-from mlflow import MlflowClient
-from mlflow.entities import RunStatus
 from omegaconf import DictConfig, OmegaConf
 
-from svmlab.tracking import ensure_experiment, resolved_uri, ui_command
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 STATE_DIR = ".svmlab"
 KEY_METRIC = "test_accuracy"
@@ -152,6 +155,10 @@ class SweepCallback(Callback):
             raise SystemExit(2) from exc
 
     def _start(self, config: DictConfig) -> None:
+        from mlflow import MlflowClient
+
+        from svmlab.tracking import ensure_experiment, resolved_uri
+
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         uri = resolved_uri(config.tracking.uri)
         experiment_id = ensure_experiment(uri, config.tracking.experiment)
@@ -211,6 +218,8 @@ class SweepCallback(Callback):
         for o in outcomes:
             if o["status"] == "FAILED":
                 print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
+        from svmlab.tracking import ui_command
+
         print(f"open the MLflow UI on this store:  {ui_command(self.uri)}", flush=True)
         if failed:
             raise SystemExit(1)
@@ -219,6 +228,8 @@ class SweepCallback(Callback):
         """End the parent run once; later calls (the exit hook after a normal end) do nothing."""
         if self.parent_run_id is None:
             return
+        from mlflow.entities import RunStatus
+
         atexit.unregister(self._end_parent)
         run_id, self.parent_run_id = self.parent_run_id, None
         self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))

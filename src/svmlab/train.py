@@ -3,6 +3,10 @@
 compose config -> check it -> start an MLflow run -> load data -> fit -> evaluate -> log.
 Run it as ``svmlab train [overrides]`` or ``python -m svmlab.train [overrides]``; with ``-m`` each
 job of the sweep is one child run of the sweep's parent run (see ``svmlab.sweep``).
+
+The training path (MLflow, scikit-learn, numba, matplotlib: about 4 s) is imported by the
+functions that train, not with this module: the launching process of a sweep with worker
+processes needs only the entry point, and starts its first job sooner.
 """
 
 from __future__ import annotations
@@ -23,12 +27,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import svmlab
-from svmlab import data, sweep
+from svmlab import sweep
 from svmlab.config import build_estimator, check_typed_parts, register_schema
 from svmlab.errors import ConfigError, SvmlabError
-from svmlab.evaluation import check_trace_finite, evaluate
-from svmlab.plotting import convergence_figure
-from svmlab.tracking import Tracker, find_finished_run, flatten
 
 register_schema()
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
@@ -113,6 +114,8 @@ def finished_before(cfg: DictConfig) -> str | None:
         raise ConfigError(f"resume must be true or false; got {resume!r}")
     if not resume:
         return None
+    from svmlab.tracking import find_finished_run
+
     return find_finished_run(cfg.tracking.uri, cfg.tracking.experiment,
                              {DIGEST_TAG: config_digest(cfg)})
 
@@ -133,6 +136,11 @@ def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
 
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     """Train, evaluate and log one configuration; returns the MLflow run id."""
+    from svmlab import data
+    from svmlab.evaluation import check_trace_finite, evaluate
+    from svmlab.plotting import convergence_figure
+    from svmlab.tracking import Tracker, flatten
+
     context = context or RunContext()
     check_typed_parts(cfg)
     estimator = build_estimator(cfg)

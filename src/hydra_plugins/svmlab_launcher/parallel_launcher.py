@@ -9,9 +9,9 @@ schema, and imports the machinery (:mod:`svmlab.launcher`) when a sweep uses it.
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
@@ -29,6 +29,8 @@ class ParallelLauncherConf:
 
     _target_: str = "hydra_plugins.svmlab_launcher.parallel_launcher.ParallelLauncher"
     n_jobs: int = -1  # worker processes; -1: one per CPU
+    # modules the workers' fork server imports besides the task function's, once for all workers
+    preload: List[str] = field(default_factory=list)
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="base_parallel",
@@ -39,8 +41,9 @@ class ParallelLauncher(Launcher):
     """Runs a sweep's jobs in ``n_jobs`` reused worker processes; each worker composes the
     configs of its jobs from their overrides (see :mod:`svmlab.launcher`)."""
 
-    def __init__(self, n_jobs: int = -1) -> None:
+    def __init__(self, n_jobs: int = -1, preload: Sequence[str] = ()) -> None:
         self.n_jobs = n_jobs
+        self.preload = list(preload)
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.task_function: TaskFunction | None = None
@@ -48,14 +51,15 @@ class ParallelLauncher(Launcher):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
-        """Start the fork server now: it imports what the jobs need while Hydra checks that
-        every job's config composes, before it launches them."""
+        """Start the fork server now, unless ``svmlab.launcher.ForkServerStart`` has: it imports
+        what the jobs need while Hydra checks that every job's config composes."""
         from svmlab import launcher
 
         self.config = config
         self.hydra_context = hydra_context
         self.task_function = task_function
-        self.context = launcher.start_fork_server(launcher.module_name(task_function))
+        self.context = launcher.start_fork_server(
+            [launcher.module_name(task_function), *self.preload])
 
     def launch(self, job_overrides: Sequence[Sequence[str]],
                initial_job_idx: int) -> Sequence[JobReturn]:
