@@ -7,9 +7,9 @@ The three launchers run in the same invocation, alternating, ``--repeats`` times
 prints the medians and the speed-ups over the basic launcher (target: at least 1.7x with two
 workers), then the per-job overhead:
 
-- interpreter start (``python -c pass``) and the imports of the training path, which a job pays
-  when it runs in a new process (submitit, SLURM), a joblib worker once, and the parallel
-  launcher's fork server once per sweep;
+- interpreter start (``python -c pass``) and the imports of the training path (the parallel
+  launcher's ``preload`` modules), which a job pays when it runs in a new process (submitit,
+  SLURM), a joblib worker once, and the parallel launcher's fork server once per sweep;
 - numba: compiling a small ``@njit(cache=True)`` CSR kernel against loading it from the cache
   that ``cache=True`` writes (every later process of a sweep loads instead of compiling);
 - composing one job's config (Hydra's ``load_sweep_config``, in this process), and Hydra's
@@ -30,6 +30,7 @@ for example ``--job ""`` to sweep the default job (NESVM, model logged).
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import re
 import shlex
 import statistics
@@ -39,6 +40,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+import yaml
 
 from svmlab.sweep import read_outcomes
 
@@ -82,6 +85,12 @@ def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple
     (inside,) = re.findall(rf"{jobs} jobs: {jobs} finished.* in ([0-9.]+)s;", out)
     (check,) = re.findall(rf"Validated configs of {jobs} jobs in ([0-9.]+) seconds", out)
     return wall, float(inside), float(check)
+
+
+def training_path() -> list[str]:
+    """The modules a job imports: those the parallel launcher's fork server preloads."""
+    launcher = importlib.resources.files("svmlab.conf") / "hydra" / "launcher" / "parallel.yaml"
+    return yaml.safe_load(launcher.read_text())["preload"]
 
 
 def job_times(folder: Path) -> tuple[list[float], list[float]]:
@@ -150,7 +159,7 @@ def main() -> None:
                       flush=True)
         python_start = statistics.median(timed([sys.executable, "-c", "pass"]) for _ in range(5))
         imports = statistics.median(
-            timed([sys.executable, "-c", "import svmlab.train, mlflow.sklearn"]) for _ in range(3))
+            timed([sys.executable, "-c", f"import {', '.join(training_path())}"]) for _ in range(3))
         compile_s, load_s = numba_compile_and_load(Path(tmp))
     compose_s = composition_time(job)
 
@@ -163,7 +172,7 @@ def main() -> None:
             for name, m in medians.items()))
     print("\nper-job overhead:")
     print(f"  interpreter start                      {python_start:.2f} s")
-    print(f"  imports (svmlab.train, mlflow.sklearn) {imports - python_start:.2f} s")
+    print(f"  imports of the training path           {imports - python_start:.2f} s")
     print(f"  numba kernel: compile {compile_s:.2f} s, load from cache {load_s:.2f} s")
     print(f"  composing one job's config             {compose_s:.3f} s")
     print(f"  Hydra's check that all {args.jobs} configs compose, in the launching process: "
