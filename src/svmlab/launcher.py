@@ -42,7 +42,6 @@ from joblib.externals.loky import ProcessPoolExecutor, cpu_count, wrap_non_pickl
 from omegaconf import DictConfig, open_dict
 
 STOP_GRACE_S = 60  # how long stopped workers have to end their runs before they are killed
-LAUNCHER_TARGET = "hydra_plugins.svmlab_launcher.parallel_launcher.ParallelLauncher"
 
 
 def worker_count(n_jobs: int, jobs: int) -> int:
@@ -108,8 +107,10 @@ class ForkServerStart(Callback):
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        from hydra_plugins.svmlab_launcher.parallel_launcher import ParallelLauncherConf
+
         launcher = config.hydra.launcher
-        if launcher.get("_target_") == LAUNCHER_TARGET:
+        if launcher.get("_target_") == ParallelLauncherConf._target_:
             start_fork_server(launcher.preload)
 
 

@@ -200,6 +200,8 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent_run_id is None:
             return
+        from svmlab.tracking import ui_command
+
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         outcomes = read_outcomes(sweep_dir)
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
@@ -218,8 +220,6 @@ class SweepCallback(Callback):
         for o in outcomes:
             if o["status"] == "FAILED":
                 print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
-        from svmlab.tracking import ui_command
-
         print(f"open the MLflow UI on this store:  {ui_command(self.uri)}", flush=True)
         if failed:
             raise SystemExit(1)
