@@ -14,6 +14,7 @@ within 1 pp.
     python benchmarks/bench_frank_wolfe.py                       # ijcnn1, w8a, a9a; 3 repeats
     python benchmarks/bench_frank_wolfe.py --datasets ijcnn1 --repeats 5 --solvers svc mfw
     python benchmarks/bench_frank_wolfe.py --solvers svc mfw_full --full-eps 2e-5
+    python benchmarks/bench_frank_wolfe.py --datasets w8a --C 32 --solvers svc mfw_full
 """
 
 import argparse
@@ -77,9 +78,9 @@ def _load(dataset: str, data_dir: str):
 
 def _fit_once(args) -> dict:
     """Child process: load, reset the peak RSS, fit, measure; one solver, one seed."""
-    dataset, solver, seed, data_dir, full_eps = args
+    dataset, C, solver, seed, data_dir, full_eps = args
     X_train, y_train, X_test, y_test = _load(dataset, data_dir)
-    C, gamma = SETTINGS[dataset]
+    gamma = SETTINGS[dataset][1]
     gamma = gamma or 1.0 / X_train.shape[1]
     if solver != "svc":  # load the numba cache on a tiny problem first (A17: exclude JIT time)
         warm = np.r_[np.flatnonzero(y_train > 0)[:100], np.flatnonzero(y_train < 0)[:100]]
@@ -108,6 +109,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--full-eps", type=float, default=1e-5,
                         help="eps of the full-scan variants mfw_full and fw_full")
+    parser.add_argument("--C", type=float, help="C on every dataset (default: "
+                        + ", ".join(f"{name} {C:g}" for name, (C, _) in SETTINGS.items()) + ")")
     parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA")
                         or "../shared/data/libsvm")
     args = parser.parse_args()
@@ -118,16 +121,16 @@ def main() -> None:
     print("dataset  solver  C      gamma     fit_s(median)  ratio_to_svc  test_acc  d_acc_pp  "
           "n_sv   peak_mb  notes")
     for dataset in args.datasets:
+        C, gamma = args.C or SETTINGS[dataset][0], SETTINGS[dataset][1]
         results = {solver: [] for solver in args.solvers}
         for seed in range(args.repeats):  # solvers interleaved: load changes hit all of them
             for solver in args.solvers:
                 with ctx.Pool(1) as pool:
                     results[solver].append(
                         pool.apply(_fit_once,
-                                   ((dataset, solver, seed, args.data_dir, args.full_eps),)))
+                                   ((dataset, C, solver, seed, args.data_dir, args.full_eps),)))
         base_t = statistics.median(r["fit_s"] for r in results.get("svc", [{"fit_s": np.nan}]))
         base_acc = statistics.median(r["acc"] for r in results.get("svc", [{"acc": np.nan}]))
-        C, gamma = SETTINGS[dataset]
         for solver, runs in results.items():
             t = statistics.median(r["fit_s"] for r in runs)
             acc = statistics.median(r["acc"] for r in runs)

@@ -21,6 +21,12 @@ workers), then the per-job overhead:
   composing, Hydra's job set-up, starting workers, waiting), from the sweep time, the number of
   workers and the median job.
 
+Then the CPU time of each sweep, all its processes together (the machine's busy time from
+``/proc/stat`` over the command; Linux only, and it counts anything else running at the time).
+n workers can at best divide a sweep's CPU time by n, so a launcher that spends more CPU than
+the basic one (the training path imported again in a fork server or in each worker, each worker
+warming up) is bounded by n x (basic CPU) / (its CPU) however well it overlaps its work.
+
     python benchmarks/bench_sweep.py [--jobs 48] [--repeats 3] [--job "solver=nesvm"]
 
 ``--job`` replaces the job's overrides (default: ``solver=liblinear tracking.log_model=false``),
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import os
 import re
 import shlex
 import statistics
@@ -61,7 +68,19 @@ LAUNCHERS = {"basic": [],  # name: overrides
              "parallel-2": ["hydra/launcher=parallel", "hydra.launcher.n_jobs=2"],
              "joblib-2": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]}
 WORKERS = {"basic": 1, "parallel-2": 2, "joblib-2": 2}
+CPU_SETTLE_S = 1.0
 SWEEPER_LOG = "hydra.verbose=hydra._internal.core_plugins.basic_sweeper"  # its debug line
+
+
+def busy_cpu_s() -> float | None:
+    """CPU seconds the machine has spent busy since boot (all cores; None off Linux)."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(field) for field in stat.readline().split()[1:]]
+    except OSError:
+        return None
+    idle, iowait, steal = ticks[3], ticks[4], ticks[7]
+    return (sum(ticks) - idle - iowait - steal) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(command: list[str], **kwargs) -> float:
@@ -73,8 +92,10 @@ def timed(command: list[str], **kwargs) -> float:
 def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple[float, ...]:
     """One `svmlab train -m` sweep of `jobs` seeds into a new store in `folder`: the command's
     wall time; the time from the sweep's start to its end (its summary line), which leaves out
-    the launching process's own start; and Hydra's check that every job's config composes."""
+    the launching process's own start; Hydra's check that every job's config composes; and
+    the machine's CPU time over the command (None off Linux)."""
     seeds = ",".join(map(str, range(jobs)))
+    cpu_before = busy_cpu_s()
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "svmlab.cli", "train", "-m", *launcher,
                           *job, "dataset=breast_cancer", f"seed={seeds}",
@@ -82,9 +103,11 @@ def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple
                           f"hydra.sweep.dir={folder}/multirun", SWEEPER_LOG],
                          cwd=folder, check=True, capture_output=True, text=True).stdout
     wall = time.perf_counter() - start
+    time.sleep(CPU_SETTLE_S)  # the fork server exits just after the command
+    cpu = None if cpu_before is None else busy_cpu_s() - cpu_before
     (inside,) = re.findall(rf"{jobs} jobs: {jobs} finished.* in ([0-9.]+)s;", out)
     (check,) = re.findall(rf"Validated configs of {jobs} jobs in ([0-9.]+) seconds", out)
-    return wall, float(inside), float(check)
+    return wall, float(inside), float(check), cpu
 
 
 def training_path() -> list[str]:
@@ -143,20 +166,24 @@ def main() -> None:
     walls: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
     sweeps: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
     checks: list[float] = []
+    cpus: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
     inside: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in LAUNCHERS}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for name, launcher in LAUNCHERS.items():
                 folder = Path(tmp) / f"{name}-{repeat}"
                 folder.mkdir()
-                wall, sweep_s, check_s = sweep(folder, args.jobs, launcher, job)
+                wall, sweep_s, check_s, cpu = sweep(folder, args.jobs, launcher, job)
                 walls[name].append(wall)
                 sweeps[name].append(sweep_s)
                 checks.append(check_s)
+                if cpu is not None:
+                    cpus[name].append(cpu)
                 for pooled, found in zip(inside[name], job_times(folder)):
                     pooled.extend(found)
-                print(f"  {name:10s} repeat {repeat}: command {wall:.1f} s, sweep {sweep_s:.1f} s",
-                      flush=True)
+                cpu_note = "" if cpu is None else f", CPU {cpu:.1f} s"
+                print(f"  {name:10s} repeat {repeat}: command {wall:.1f} s, sweep {sweep_s:.1f} s"
+                      f"{cpu_note}", flush=True)
         python_start = statistics.median(timed([sys.executable, "-c", "pass"]) for _ in range(5))
         imports = statistics.median(
             timed([sys.executable, "-c", f"import {', '.join(training_path())}"]) for _ in range(3))
@@ -186,6 +213,20 @@ def main() -> None:
         print(f"  outside the jobs ({name:10s}): {per_job - statistics.median(inside[name][0]):.3f}"
               f" s per job and worker (sweep time x {WORKERS[name]} / {args.jobs} jobs, less the "
               f"median job)")
+    print_cpu_bound(cpus)
+
+
+def print_cpu_bound(cpus: dict[str, list[float]]) -> None:
+    """Each launcher's CPU time per sweep and the speed-up it bounds (see the module's doc)."""
+    if not cpus["basic"]:
+        print("\nCPU time not measured: no /proc/stat")
+        return
+    basic = statistics.median(cpus["basic"])
+    print("\nCPU time of a sweep, all processes (median); bound on the speed-up over basic:")
+    for name, times in cpus.items():
+        cpu = statistics.median(times)
+        bound = "" if name == "basic" else f", at most {WORKERS[name] * basic / cpu:.2f}x"
+        print(f"  {name:10s} {cpu:.1f} s{bound}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """svmlab's parallel launcher (hydra/launcher=parallel): real sweeps with two worker processes."""
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -178,6 +179,19 @@ def test_the_fork_server_leaves_the_callers_standard_streams_alone():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=120).stdout
     assert out.split() == [os.devnull, os.devnull]
+
+
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(),
+                    reason="no fork server on this platform")
+def test_workers_are_forked_with_the_preloaded_objects_frozen():
+    """The fork server freezes what it imported before it forks, so that the workers' garbage
+    collections leave those objects (and the memory pages they share) alone."""
+    probe = ("import gc, json; from svmlab import launcher; "
+             "context = launcher.start_fork_server(['json']); "
+             "pool = context.Pool(1); print(pool.apply(gc.get_freeze_count)); pool.close()")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert int(out) > 0  # objects frozen; none without the freeze
 
 
 def test_launching_a_sweep_imports_neither_mlflow_nor_the_solvers():

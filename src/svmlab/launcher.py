@@ -61,13 +61,14 @@ def module_name(function) -> str:
 
 
 def start_fork_server(preload: Sequence[str]) -> multiprocessing.context.BaseContext | None:
-    """Start the fork server, which imports the modules ``preload`` in the background; the
-    context that forks workers from it (None where there is none: loky's own start method). A
-    fork server already running is reused with what it has imported."""
+    """Start the fork server, which imports the modules ``preload`` in the background and then
+    freezes them (``svmlab.frozen_imports``); the context that forks workers from it (None where
+    there is none: loky's own start method). A fork server already running is reused with what
+    it has imported."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return None
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(preload))
+    context.set_forkserver_preload([*preload, "svmlab.frozen_imports"])
     multiprocessing.resource_tracker.ensure_running()
     with _streams_to_devnull():
         multiprocessing.forkserver.ensure_running()
