@@ -23,9 +23,10 @@ workers), then the per-job overhead:
 
 Then the CPU time of each sweep, all its processes together (the machine's busy time from
 ``/proc/stat`` over the command; Linux only, and it counts anything else running at the time).
-n workers can at best divide a sweep's CPU time by n, so a launcher that spends more CPU than
-the basic one (the training path imported again in a fork server or in each worker, each worker
-warming up) is bounded by n x (basic CPU) / (its CPU) however well it overlaps its work.
+A sweep takes at least its CPU time divided by the machine's cores, so a launcher's speed-up
+over basic is at most (basic command time) x cores / (its CPU time), however well it overlaps
+its work: spending more CPU than the basic launcher (the training path imported again in a fork
+server or in each worker, each worker warming up) caps it below the number of cores.
 
     python benchmarks/bench_sweep.py [--jobs 48] [--repeats 3] [--job "solver=nesvm"]
 
@@ -213,19 +214,20 @@ def main() -> None:
         print(f"  outside the jobs ({name:10s}): {per_job - statistics.median(inside[name][0]):.3f}"
               f" s per job and worker (sweep time x {WORKERS[name]} / {args.jobs} jobs, less the "
               f"median job)")
-    print_cpu_bound(cpus)
+    print_cpu_bound(cpus, statistics.median(walls["basic"]))
 
 
-def print_cpu_bound(cpus: dict[str, list[float]]) -> None:
+def print_cpu_bound(cpus: dict[str, list[float]], basic_wall: float) -> None:
     """Each launcher's CPU time per sweep and the speed-up it bounds (see the module's doc)."""
     if not cpus["basic"]:
         print("\nCPU time not measured: no /proc/stat")
         return
-    basic = statistics.median(cpus["basic"])
-    print("\nCPU time of a sweep, all processes (median); bound on the speed-up over basic:")
+    cores = os.cpu_count()
+    print(f"\nCPU time of a sweep, all processes (median); bound on the speed-up over basic's "
+          f"command ({basic_wall:.1f} s) on {cores} cores:")
     for name, times in cpus.items():
         cpu = statistics.median(times)
-        bound = "" if name == "basic" else f", at most {WORKERS[name] * basic / cpu:.2f}x"
+        bound = "" if name == "basic" else f", at most {basic_wall * cores / cpu:.2f}x"
         print(f"  {name:10s} {cpu:.1f} s{bound}")
 
 
