@@ -78,9 +78,8 @@ def _load(dataset: str, data_dir: str):
 
 def _fit_once(args) -> dict:
     """Child process: load, reset the peak RSS, fit, measure; one solver, one seed."""
-    dataset, C, solver, seed, data_dir, full_eps = args
+    dataset, C, gamma, solver, seed, data_dir, full_eps = args
     X_train, y_train, X_test, y_test = _load(dataset, data_dir)
-    gamma = SETTINGS[dataset][1]
     gamma = gamma or 1.0 / X_train.shape[1]
     if solver != "svc":  # load the numba cache on a tiny problem first (A17: exclude JIT time)
         warm = np.r_[np.flatnonzero(y_train > 0)[:100], np.flatnonzero(y_train < 0)[:100]]
@@ -121,14 +120,14 @@ def main() -> None:
     print("dataset  solver  C      gamma     fit_s(median)  ratio_to_svc  test_acc  d_acc_pp  "
           "n_sv   peak_mb  notes")
     for dataset in args.datasets:
-        C, gamma = args.C or SETTINGS[dataset][0], SETTINGS[dataset][1]
+        C, gamma = SETTINGS[dataset]
+        C = C if args.C is None else args.C
         results = {solver: [] for solver in args.solvers}
         for seed in range(args.repeats):  # solvers interleaved: load changes hit all of them
             for solver in args.solvers:
+                task = (dataset, C, gamma, solver, seed, args.data_dir, args.full_eps)
                 with ctx.Pool(1) as pool:
-                    results[solver].append(
-                        pool.apply(_fit_once,
-                                   ((dataset, C, solver, seed, args.data_dir, args.full_eps),)))
+                    results[solver].append(pool.apply(_fit_once, (task,)))
         base_t = statistics.median(r["fit_s"] for r in results.get("svc", [{"fit_s": np.nan}]))
         base_acc = statistics.median(r["acc"] for r in results.get("svc", [{"acc": np.nan}]))
         for solver, runs in results.items():

@@ -104,8 +104,10 @@ def sweep(folder: Path, jobs: int, launcher: list[str], job: list[str]) -> tuple
                           f"hydra.sweep.dir={folder}/multirun", SWEEPER_LOG],
                          cwd=folder, check=True, capture_output=True, text=True).stdout
     wall = time.perf_counter() - start
-    time.sleep(CPU_SETTLE_S)  # the fork server exits just after the command
-    cpu = None if cpu_before is None else busy_cpu_s() - cpu_before
+    cpu = None
+    if cpu_before is not None:
+        time.sleep(CPU_SETTLE_S)  # the fork server exits just after the command
+        cpu = busy_cpu_s() - cpu_before
     (inside,) = re.findall(rf"{jobs} jobs: {jobs} finished.* in ([0-9.]+)s;", out)
     (check,) = re.findall(rf"Validated configs of {jobs} jobs in ([0-9.]+) seconds", out)
     return wall, float(inside), float(check), cpu

@@ -168,6 +168,12 @@ def test_a_wrong_launcher_setting_fails_at_composition(tmp_path, capsys, overrid
     assert runs(tmp_path / "mlflow.db") == []
 
 
+def python_output(code: str) -> str:
+    """What ``code`` prints, run in a new interpreter (a fresh fork server, a clean import)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120).stdout
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads a process's fds in /proc")
 def test_the_fork_server_leaves_the_callers_standard_streams_alone():
     """A caller reading a sweep's output through a pipe gets its end when the sweep ends: the
@@ -176,8 +182,7 @@ def test_the_fork_server_leaves_the_callers_standard_streams_alone():
     probe = ("import os, multiprocessing.forkserver as fs; from svmlab import launcher; "
              "launcher.start_fork_server(['json']); pid = fs._forkserver._forkserver_pid; "
              "print(os.readlink(f'/proc/{pid}/fd/1'), os.readlink(f'/proc/{pid}/fd/2'))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120).stdout
+    out = python_output(probe)
     assert out.split() == [os.devnull, os.devnull]
 
 
@@ -189,8 +194,7 @@ def test_workers_are_forked_with_the_preloaded_objects_frozen():
     probe = ("import gc, json; from svmlab import launcher; "
              "context = launcher.start_fork_server(['json']); "
              "pool = context.Pool(1); print(pool.apply(gc.get_freeze_count)); pool.close()")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120).stdout
+    out = python_output(probe)
     assert int(out) > 0  # objects frozen; none without the freeze
 
 
@@ -199,6 +203,5 @@ def test_launching_a_sweep_imports_neither_mlflow_nor_the_solvers():
     probe = ("import sys, svmlab.cli, svmlab.train, svmlab.sweep, svmlab.launcher; "
              "print(sorted(m for m in ('mlflow', 'sklearn', 'numba', 'matplotlib') "
              "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120).stdout
+    out = python_output(probe)
     assert out.strip() == "[]"
