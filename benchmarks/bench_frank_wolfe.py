@@ -45,7 +45,7 @@ def _status(field: str) -> int:
 def _estimator(solver: str, C: float, gamma: float, seed: int, full_eps: float):
     from sklearn.svm import SVC
 
-    from svmlab.solvers.cvm import CoreVectorMachine
+    from svmlab.solvers.frank_wolfe import CoreVectorMachine
     from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
 
     if solver == "svc":

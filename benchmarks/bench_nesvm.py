@@ -34,8 +34,8 @@ from sklearn.svm import LinearSVC
 
 from svmlab import data
 from svmlab.solvers.nesvm import NESVM, nesterov
-from svmlab.solvers.nesvm_problem import SmoothedSVM
-from svmlab.solvers.objectives import hinge_loss
+from svmlab.solvers.nesvm.problem import SmoothedSVM
+from svmlab.estimator.objectives import hinge_loss
 
 C_GRID = [10.0**k for k in range(-3, 4)]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from svmlab.core import meb_solvers as meb
-from svmlab.solvers.cvm import CoreVectorMachine
+from svmlab.solvers.frank_wolfe import loops as meb
+from svmlab.solvers.frank_wolfe import CoreVectorMachine
 from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
 from test_frank_wolfe import empty_state, full_alpha, ktilde, problem, simplex_qp
 

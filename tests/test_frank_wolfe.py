@@ -12,10 +12,10 @@ from sklearn.datasets import make_classification
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from svmlab.core import kernel_rows as kr
-from svmlab.core import meb_solvers as meb
+from svmlab.numerics import kernel_rows as kr
+from svmlab.solvers.frank_wolfe import loops as meb
 from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
-from svmlab.solvers.kernels import Kernel
+from svmlab.estimator.kernels import Kernel
 
 POLY2 = {"kernel": "poly", "degree": 2, "coef0": 0.0, "gamma": 0.5}
 RBF = {"kernel": "rbf", "gamma": 0.5}

@@ -7,8 +7,8 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from support.runs import runs, train
-from svmlab.config import build_estimator, check_typed_parts, register_schema
-from svmlab.solvers.cvm import CoreVectorMachine
+from svmlab.app.config import build_estimator, check_typed_parts, register_schema
+from svmlab.solvers.frank_wolfe import CoreVectorMachine
 from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
 
 register_schema()

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from svmlab.core import meb_solvers as meb
+from svmlab.solvers.frank_wolfe import loops as meb
 from test_frank_wolfe import POLY2, RBF, empty_state, ktilde, problem
 
 NEVER_STOP = -1.0  # delta+ >= 0 under a full scan, so a tolerance of -1 never stops

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from svmlab.core import kernel_rows as kr
+from svmlab.numerics import kernel_rows as kr
 from test_frank_wolfe import ktilde, problem
 
 KERNELS = [("linear", 1.0, 3, 0.0), ("rbf", 0.7, 3, 0.0), ("poly", 0.3, 3, 1.0),

@@ -19,7 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from svmlab.errors import DataError
 from svmlab.solvers.baselines import Libsvm
 from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
-from svmlab.solvers.multiclass import OneVsOneClassifier
+from svmlab.estimator.multiclass import OneVsOneClassifier
 
 SOLVERS = {
     "mfw": ModifiedFrankWolfe(C=10.0, eps=1e-4, sampling="full", random_state=0),

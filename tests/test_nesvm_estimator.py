@@ -16,11 +16,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from svmlab.config import build_estimator, register_schema
+from svmlab.app.config import build_estimator, register_schema
 from svmlab.data import load as load_dataset
 from svmlab.errors import ConfigError, DataError
 from svmlab.solvers.nesvm import NESVM, nesterov
-from svmlab.solvers.nesvm_problem import SmoothedSVM
+from svmlab.solvers.nesvm.problem import SmoothedSVM
 from test_nesvm_math import make_problem, rbf_matrix
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from svmlab.core.smoothing import huber, smoothed_hinge
-from svmlab.solvers.kernels import Kernel
-from svmlab.solvers.nesvm_problem import SmoothedSVM
+from svmlab.numerics.losses import huber, smoothed_hinge
+from svmlab.estimator.kernels import Kernel
+from svmlab.solvers.nesvm.problem import SmoothedSVM
 
 MODELS = ("csvm", "lpsvm", "lssvm")
 

@@ -6,9 +6,9 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from svmlab.solvers import nesvm
+from svmlab.solvers.nesvm import estimator as nesvm
 from svmlab.solvers.nesvm import NESVM, nesterov, schedule
-from svmlab.solvers.nesvm_problem import SmoothedSVM
+from svmlab.solvers.nesvm.problem import SmoothedSVM
 from test_nesvm_math import make_problem
 
 

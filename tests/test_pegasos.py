@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from svmlab.config import build_estimator
+from svmlab.app.config import build_estimator
 from svmlab.errors import ConfigError
 from svmlab.solvers.pegasos import Pegasos
 from test_nesvm_estimator import compose_config

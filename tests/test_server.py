@@ -1,21 +1,20 @@
 """A parallel sweep against a real tracking server (`svmlab server`) over HTTP, with a PostgreSQL
 and with a SQLite backend store; artifacts are served from the server's local folder."""
 
-import io
 import os
 import subprocess
 import sys
 
 import mlflow
 import numpy as np
-import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
 from support.runs import TESTS_DIR, train_args
 from support.servers import postgres_bin, postgres_cluster, tracking_server
 from svmlab import data
-from svmlab.server import server_command
+from svmlab.tracking.queries import load_trace
+from svmlab.tracking.server import server_command
 
 
 def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProcess:
@@ -23,7 +22,7 @@ def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProc
     folder.mkdir(exist_ok=True)
     args = [a for a in train_args(folder / "unused.db", *overrides)
             if not a.startswith("tracking.uri=")]
-    return subprocess.run([sys.executable, "-m", "svmlab.cli", *args, f"tracking.uri={url}"],
+    return subprocess.run([sys.executable, "-m", "svmlab.app.cli", *args, f"tracking.uri={url}"],
                           env=os.environ | {"PYTHONPATH": str(TESTS_DIR)}, cwd=folder,
                           capture_output=True, text=True, timeout=600, check=False)
 
@@ -66,8 +65,7 @@ def test_parallel_sweep_over_http_logs_every_run_history_and_model(server):
         run_id = run.info.run_id
         assert run.info.status == "FINISHED"
         assert run.info.artifact_uri.startswith("mlflow-artifacts:")  # served, not a local path
-        trace = pd.read_csv(io.StringIO(mlflow.artifacts.load_text(
-            f"{run.info.artifact_uri}/trace/trace.csv")))
+        trace = load_trace(url, run_id)
         for column in trace.columns.drop("iteration"):
             history = client.get_metric_history(run_id, f"trace/{column}")
             assert sorted(m.step for m in history) == sorted(trace["iteration"]), column
@@ -89,7 +87,7 @@ def test_server_command_listens_on_loopback_with_served_artifacts(tmp_path):
 
 def test_server_refuses_an_unreachable_database_at_once(refused_url):
     port = refused_url.rsplit(":", 1)[1]
-    done = subprocess.run([sys.executable, "-m", "svmlab.cli", "server", "--backend-store-uri",
+    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
                            f"postgresql://mlflow@127.0.0.1:{port}/mlflow"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode != 0

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 
 from svmlab.errors import DataError, TrainingError
 from svmlab.solvers.baselines import Liblinear, Libsvm
-from svmlab.solvers.models import LinearSVMClassifier
+from svmlab.estimator.models import LinearSVMClassifier
 
 
 class MeanDifference(LinearSVMClassifier):

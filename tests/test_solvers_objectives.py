@@ -12,7 +12,7 @@ from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
 from svmlab.solvers.baselines import Liblinear, Libsvm
-from svmlab.solvers.objectives import primal_objectives
+from svmlab.estimator.objectives import primal_objectives
 
 C = 0.7
 

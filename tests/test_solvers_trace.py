@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from svmlab.solvers.base import Trace
+from svmlab.estimator.base import Trace
 
 
 def test_append_records_rows_and_calls_back_with_each_row():

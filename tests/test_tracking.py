@@ -6,7 +6,7 @@ import signal
 import numpy as np
 import pytest
 
-from svmlab.tracking import DeferredSignals, Terminated
+from svmlab.tracking.runs import DeferredSignals, Terminated
 
 
 @pytest.mark.parametrize("sig, raised", [(signal.SIGTERM, Terminated),
@@ -43,8 +43,8 @@ def test_a_signal_outside_writes_is_raised_at_once():
 def test_a_logged_figure_is_closed(tmp_path):
     import matplotlib.pyplot as plt
 
-    from svmlab.plotting import convergence_figure
-    from svmlab.tracking import Tracker
+    from svmlab.tracking.figures import convergence_figure
+    from svmlab.tracking.runs import Tracker
 
     before = len(plt.get_fignums())
     with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "figures") as tracker:
@@ -65,7 +65,7 @@ def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, 
 
     from svmlab.solvers.baselines import Libsvm
     from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
-    from svmlab.tracking import Tracker
+    from svmlab.tracking.runs import Tracker
 
     X, y = make_classification(80, 6, random_state=0)
     X = sp.csr_matrix(np.where(np.abs(X) < 1.0, 0.0, X))

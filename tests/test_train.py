@@ -42,7 +42,7 @@ def test_params_are_the_flattened_resolved_config(libsvm_run):
     assert params["dataset.name"] == "breast_cancer"
     assert params["seed"] == "3"
     assert params["tracking.experiment"] == "svmlab"
-    assert "paths.data_dir" in params and "tracking.flush_rows" in params
+    assert "paths.data_dir" in params and "tracking.log_model" in params
 
 
 def test_final_metrics_and_objectives(libsvm_run):
@@ -63,7 +63,7 @@ def test_artifacts(libsvm_run):
     paths = {a.path for a in client.list_artifacts(run.info.run_id)}
     paths |= {a.path for d in ("config", "trace")
               for a in client.list_artifacts(run.info.run_id, d)}
-    assert {"config/config.yaml", "config/overrides.yaml", "trace/trace.csv",
+    assert {"config/config.yaml", "config/overrides.yaml", "trace/trace.parquet",
             "trace/convergence.png"} <= paths
     overrides = mlflow.artifacts.load_text(f"{run.info.artifact_uri}/config/overrides.yaml")
     assert "kernel=rbf" in overrides and "solver.C=2" in overrides
@@ -96,18 +96,27 @@ def test_model_reloads_and_predicts_what_the_run_measured(libsvm_run):
     assert np.mean(pyfunc_pred == dataset.y_test) == run.data.metrics["test_accuracy"]
 
 
-def test_long_trace_is_logged_completely_as_metric_history(tmp_path):
+def test_long_trace_is_an_artifact_and_a_log_spaced_history(tmp_path):
+    """The whole trace is the artifact; the metric history keeps at most 1000 log-spaced rows,
+    the first and the last among them."""
+    from svmlab.tracking.queries import load_trace
+
     store = tmp_path / "mlflow.db"
     assert train(store, "solver=long_trace", "+solver.n_rows=10000", "tracking.log_model=false") == 0
     (run,) = runs(store)
     client = MlflowClient(f"sqlite:///{store}")
+    trace = load_trace(f"sqlite:///{store}", run.info.run_id)
+    np.testing.assert_array_equal(trace["iteration"], np.arange(10_000))
+    np.testing.assert_allclose(trace["objective_hinge_l2"], 1.0 / (np.arange(10_000) + 1))
     history = client.get_metric_history(run.info.run_id, "trace/objective_hinge_l2")
-    steps = np.array([m.step for m in history])
-    values = np.array([m.value for m in history])[np.argsort(steps)]
-    np.testing.assert_array_equal(np.sort(steps), np.arange(10_000))
-    np.testing.assert_allclose(values, 1.0 / (np.arange(10_000) + 1))
-    assert len(client.get_metric_history(run.info.run_id, "trace/gap")) == 10_000
-    assert len(client.get_metric_history(run.info.run_id, "trace/time_s")) == 10_000
+    steps = np.sort([m.step for m in history])
+    assert len(steps) <= 1000 and steps[0] == 0 and steps[-1] == 9_999
+    assert len(np.unique(steps)) == len(steps)
+    gaps = np.diff(steps)
+    assert gaps[0] == 1 and gaps[-1] > 10  # dense at the start, sparse at the end (log-spaced)
+    for m in history:
+        assert m.value == pytest.approx(1.0 / (m.step + 1))
+    assert len(client.get_metric_history(run.info.run_id, "trace/time_s")) == len(steps)
     assert run.data.metrics["trace/objective_hinge_l2"] == pytest.approx(1e-4)
     assert run.data.tags["svmlab.converged"] == "false"
 
@@ -136,16 +145,14 @@ def test_nan_in_the_trace_fails_the_run_with_the_reason(tmp_path, capsys):
 def test_interrupted_run_ends_killed_not_running(tmp_path, sig, status):
     store = tmp_path / "mlflow.db"
     create_store(store)
-    proc = train_process(store, "solver=slow", "tracking.flush_rows=1")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until the run is training and tracing
-        found = runs(store)
-        if found and "trace/objective_hinge_l2" in found[0].data.metrics:
-            break
-        time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the run never started tracing")
+    started = tmp_path / "started"
+    proc = train_process(store, "solver=slow", f"+solver.started_file={started}")
+    deadline = time.monotonic() + 300
+    while not started.exists():  # wait until the run is training
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail("the run never started training")
+        time.sleep(0.2)
     proc.send_signal(sig)
     assert proc.wait(timeout=60) != 0
     (run,) = runs(store)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
-from svmlab import cli
+from svmlab.app import cli
 
 SUPPORT_CONF = Path(__file__).parent / "conf"
 TESTS_DIR = Path(__file__).parents[1]
@@ -35,7 +35,7 @@ def train(store: Path, *overrides: str) -> int:
 def train_process(store: Path, *overrides: str, **popen) -> subprocess.Popen:
     """`svmlab train` as a child process (for signals and for the real console script)."""
     env = os.environ | {"PYTHONPATH": str(TESTS_DIR)}
-    return subprocess.Popen([sys.executable, "-m", "svmlab.cli", *train_args(store, *overrides)],
+    return subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", *train_args(store, *overrides)],
                             env=env, text=True, **popen)
 
 

@@ -64,7 +64,7 @@ def tracking_server(backend_store_uri: str, artifacts: Path):
     log = open(artifacts.parent / f"server-{port}.log", "w")
     env = os.environ | {"PYTHONPATH": str(TESTS_DIR)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "svmlab.cli", "server", "--backend-store-uri", backend_store_uri,
+        [sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri", backend_store_uri,
          "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -1,12 +1,13 @@
 """Solvers that exist to exercise the training path: long traces, slow fits, NaN traces."""
 
 import time
+from pathlib import Path
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from svmlab.solvers.models import LinearSVMClassifier
+from svmlab.estimator.models import LinearSVMClassifier
 
 
 class _ZeroModel(LinearSVMClassifier):
@@ -38,16 +39,20 @@ class LongTrace(_ZeroModel):
 
 
 class Slow(_ZeroModel):
-    """Records a row every `interval` seconds for `duration` seconds: a run to interrupt."""
+    """Records a row every 0.05 s for `duration` seconds: a run to interrupt. With
+    `started_file`, that file is created when the fit starts."""
 
     _parameter_constraints = _ZeroModel._parameter_constraints | {
-        "duration": [Interval(Real, 0.0, None, closed="left")]}
+        "duration": [Interval(Real, 0.0, None, closed="left")], "started_file": [str, None]}
 
-    def __init__(self, C=1.0, duration=120.0):
+    def __init__(self, C=1.0, duration=120.0, started_file=None):
         self.C = C
         self.duration = duration
+        self.started_file = started_file
 
     def _fit(self, X, y, trace):
+        if self.started_file:
+            Path(self.started_file).touch()
         k = 0
         while trace.elapsed() < self.duration:
             trace.append(k, trace.elapsed(), objective_hinge_l2=1.0 / (k + 1))

@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # the command draws into files only
 from svmlab.analysis import compare, notebooks, posthoc, report, run, table, wilcoxon
 from svmlab.errors import SvmlabError
+from svmlab.tracking.store import absolute_uri
 
 
 def add_parser(subparsers) -> None:
@@ -144,7 +145,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 def notebook_parameters(request: run.Request, options: compare.Options) -> dict:
     """The significance-report notebook's parameters for this request."""
-    return {"tracking_uri": run.absolute_uri(request.tracking_uri),
+    return {"tracking_uri": absolute_uri(request.tracking_uri),
             "experiments": request.experiments, "filter_string": request.filter_string,
             "csv": request.csv,
             "measures": [f"{m.name}:{m.direction}:{m.rope:g}" for m in request.measures],

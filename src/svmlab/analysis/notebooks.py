@@ -6,8 +6,8 @@ from pathlib import Path
 
 from svmlab.errors import SvmlabError
 
-#: The notebooks of a source checkout: <repository>/notebooks.
-NOTEBOOK_DIR = Path(__file__).resolve().parents[3] / "notebooks"
+#: The notebooks shipped inside the package.
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 SIGNIFICANCE_REPORT = NOTEBOOK_DIR / "significance_report.ipynb"
 CONVERGENCE = NOTEBOOK_DIR / "convergence.ipynb"
 

@@ -3,18 +3,13 @@ convergence curves, write the report files and log them as a run of the analysis
 
 from __future__ import annotations
 
-import os
 import tempfile
-import time
 import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import mlflow
 import pandas as pd
-from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
 
 from svmlab.analysis import compare, notebooks, report, select
 from svmlab.analysis.table import DEFAULT_MEASURES, Measure, parse_measure
@@ -70,10 +65,12 @@ def traces(selection: select.Selection, objective: str | None = None,
 
     ``objective`` is a trace column (``objective_hinge_l2``); by default the objective column
     that most of the runs logged."""
+    from svmlab.tracking import queries
+
     if not selection.run_ids:
         return None, {}
-    client = MlflowClient(tracking_uri)
-    logged = {run_id: set(client.get_run(run_id).data.metrics) for run_id in selection.run_ids}
+    logged = {run_id: queries.logged_metrics(tracking_uri, run_id)
+              for run_id in selection.run_ids}
     if objective is None:
         counts = Counter(k for keys in logged.values() for k in keys
                          if k.startswith("trace/objective"))
@@ -84,18 +81,13 @@ def traces(selection: select.Selection, objective: str | None = None,
     for row in selection.long.itertuples():
         if f"trace/{objective}" not in logged[row.run_id]:
             continue
-        value = _history(client, row.run_id, f"trace/{objective}")
-        time_s = _history(client, row.run_id, "trace/time_s")
+        value = queries.metric_history(tracking_uri, row.run_id, f"trace/{objective}")
+        time_s = queries.metric_history(tracking_uri, row.run_id, "trace/time_s")
         frame = value.rename("value").to_frame().join(time_s.rename("time_s"), how="left")
         frame = frame.rename_axis("iteration").reset_index()
         frame["treatment"], frame["run_id"] = row.treatment, row.run_id
         frames.setdefault(row.block, []).append(frame)
     return objective, {block: pd.concat(f, ignore_index=True) for block, f in frames.items()}
-
-
-def _history(client: MlflowClient, run_id: str, key: str) -> pd.Series:
-    points = client.get_metric_history(run_id, key)
-    return pd.Series({p.step: p.value for p in points}, dtype=float).sort_index()
 
 
 def execute(request: Request, options: compare.Options | None = None, *,
@@ -118,50 +110,21 @@ def execute(request: Request, options: compare.Options | None = None, *,
 def _log(folder: Path, request: Request, options: compare.Options, analysis: Analysis,
          curves: dict, objective: str | None, experiment: str, run_name: str | None,
          notebook: dict | None) -> tuple[str, dict]:
-    """Write the report into ``folder`` and log it as one run, ended FAILED if anything raises.
+    """Write the report into ``folder`` and log it as one run, ended FAILED if anything raises
+    (under ``mlflow run``, the project's run)."""
+    from svmlab.tracking.runs import Tracker
 
-    Under ``mlflow run`` (MLFLOW_RUN_ID set) the project's run is used and left to its launcher.
-    """
-    client = MlflowClient(request.tracking_uri)
-    run_id = os.environ.get("MLFLOW_RUN_ID")
-    own = run_id is None
-    if own:
-        found = client.get_experiment_by_name(experiment)
-        experiment_id = (found.experiment_id if found is not None
-                         else client.create_experiment(experiment))
-        run_id = client.create_run(experiment_id, run_name=run_name).info.run_id
-    try:
+    with Tracker(request.tracking_uri, experiment, run_name) as tracker:
         summary = report.write(folder, analysis.selection, analysis.measures, options, curves,
                                objective)
         summary["warnings"] = analysis.warnings
-        params = [Param(k, str(v)) for k, v in _params(request, options, objective).items()]
-        for i in range(0, len(params), 100):  # MLflow takes 100 params a batch
-            client.log_batch(run_id, params=params[i:i + 100])
-        now = int(time.time() * 1000)
-        client.log_batch(run_id, metrics=[Metric(k, v, now, 0)
-                                          for k, v in _metrics(analysis).items()],
-                         tags=[RunTag(k, v)
-                               for k, v in _tags(request, analysis.selection).items()])
+        tracker.log_params(_params(request, options, objective))
+        tracker.log_metrics(_metrics(analysis))
+        tracker.set_tags(_tags(request, analysis.selection))
         if notebook is not None:
             notebooks.execute(output_dir=folder / "notebook", **notebook)
-        client.log_artifacts(run_id, str(folder))
-    except BaseException:
-        if own:
-            client.set_terminated(run_id, "FAILED")
-        raise
-    if own:
-        client.set_terminated(run_id)
-    return run_id, summary
-
-
-def absolute_uri(uri: str | None) -> str:
-    """``uri`` (or MLflow's current one) with a relative SQLite path made absolute, so that a
-    notebook executed elsewhere opens the same store."""
-    uri = uri or mlflow.get_tracking_uri()
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri[len(prefix):].startswith("/"):
-        return prefix + str(Path(uri[len(prefix):]).resolve())
-    return uri
+        tracker.log_artifacts(folder)
+    return tracker.run_id, summary
 
 
 def _tags(request: Request, selection: select.Selection) -> dict:

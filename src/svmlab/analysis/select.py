@@ -8,9 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
-
 from svmlab.errors import SvmlabError
 
 KEY_COLUMNS = ("block", "treatment", "repetition")
@@ -68,16 +65,10 @@ def _finished_runs(experiments: list[str], filter_string: str,
                    tracking_uri: str | None) -> tuple[pd.DataFrame, dict]:
     """The FINISHED runs of the experiments that match the filter, and how many others there
     were by status. A sweep's parent run summarises its jobs and is skipped."""
-    client = MlflowClient(tracking_uri)
-    known = {e.name: e.experiment_id for e in client.search_experiments()}
-    unknown = [name for name in experiments if name not in known]
-    if unknown:
-        raise SvmlabError(f"unknown experiment(s) {', '.join(unknown)}; the store "
-                          f"{client.tracking_uri} has: {', '.join(sorted(known)) or 'none'}")
-    try:
-        runs = search_runs(client, [known[name] for name in experiments], filter_string)
-    except MlflowException as exc:
-        raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
+    from svmlab.tracking import queries
+
+    ids = queries.experiment_ids(tracking_uri, experiments)
+    runs = queries.search_runs(tracking_uri, ids, filter_string)
     if runs.empty:
         raise SvmlabError(f"no runs in {', '.join(experiments)} match the filter "
                           f"{filter_string!r}")
@@ -89,23 +80,6 @@ def _finished_runs(experiments: list[str], filter_string: str,
         raise SvmlabError(f"no FINISHED runs among the {len(finished)} selected ({excluded})")
     return runs[finished], excluded
 
-
-def search_runs(client: MlflowClient, experiment_ids: list[str],
-                filter_string: str = "") -> pd.DataFrame:
-    """One row per run: run_id, experiment_id, status and columns 'params.X', 'tags.X',
-    'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global store)."""
-    rows, token = [], None
-    while True:
-        page = client.search_runs(experiment_ids, filter_string, page_token=token,
-                                  order_by=["attributes.start_time ASC"])
-        rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
-                  "status": r.info.status,
-                  **{f"params.{k}": v for k, v in r.data.params.items()},
-                  **{f"tags.{k}": v for k, v in r.data.tags.items()},
-                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()}} for r in page]
-        token = page.token
-        if not token:
-            return pd.DataFrame(rows)
 
 def from_csv(path: str | Path, measures: list[str]) -> Selection:
     """A table with columns block, treatment, optional repetition, and one column per measure."""

@@ -1,6 +1,2 @@
-"""svmlab solvers: binary scikit-learn classifiers, one module per paper.
-
-Every solver subclasses `base.SVMClassifier` (usually through `models.LinearSVMClassifier` or
-`models.KernelSVMClassifier`), records its convergence in a `base.Trace`, and reports the
-objective values of `objectives`, so that runs of different solvers compare.
-"""
+"""svmlab's solver families, one package each (nesvm, pegasos, frank_wolfe, ...) plus the library
+baselines. A family imports the estimator and numerics layers, never another family."""

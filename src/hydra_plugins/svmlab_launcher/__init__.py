@@ -1,1 +1,0 @@
-"""svmlab's Hydra launcher plugin: ``hydra/launcher=parallel`` (see ``parallel_launcher``)."""

@@ -1,0 +1,145 @@
+"""Typed configuration schema and the checks that run before any training.
+
+Hydra composes ``conf/``; the schema registered here makes the fixed parts of the tree typed and
+closed (a misspelt key or a wrong type fails at composition). The open parts, the solver and the
+dataset, are checked against their own definitions: the solver's ``__init__`` signature and
+scikit-learn parameter constraints, and the dataset registry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from svmlab.errors import ConfigError
+
+KERNELS = ("linear", "rbf", "poly")
+GAMMA_RULES = ("scale", "auto")
+
+
+@dataclass
+class KernelConfig:
+    """The kernel group: name and the parameters of rbf/poly kernels."""
+
+    name: str = "linear"
+    gamma: Any = "scale"
+    degree: int = 3
+    coef0: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in KERNELS:
+            raise ConfigError(_unknown("kernel", self.name, KERNELS))
+        gamma_ok = self.gamma in GAMMA_RULES or (
+            isinstance(self.gamma, Real) and not isinstance(self.gamma, bool) and self.gamma > 0
+        )
+        if not gamma_ok:
+            raise ConfigError(
+                f"kernel.gamma must be a positive number or one of {list(GAMMA_RULES)} "
+                f"(auto = 1/n_features, scale = 1/(n_features * Var(X))); got {self.gamma!r}"
+            )
+        if self.degree < 1:
+            raise ConfigError(f"kernel.degree must be an integer >= 1; got {self.degree}")
+
+
+@dataclass
+class PathsConfig:
+    data_dir: str | None = None
+    cache_dir: str | None = None
+
+
+@dataclass
+class TrackingConfig:
+    uri: str | None = None
+    experiment: str = "svmlab"
+    run_name: str | None = None
+    log_model: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.experiment:
+            raise ConfigError("tracking.experiment must be a non-empty experiment name")
+
+
+@dataclass
+class SvmlabConfig:
+    """Root schema. ``solver`` and ``dataset`` stay open: their keys belong to their group file."""
+
+    seed: int = 0
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    kernel: KernelConfig = field(default_factory=KernelConfig)
+    solver: Any = None
+    dataset: Any = None
+
+
+def register_schema() -> None:
+    """Make ``svmlab_schema`` available to the defaults list of ``conf/config.yaml``."""
+    ConfigStore.instance().store(name="svmlab_schema", node=SvmlabConfig)
+
+
+def _unknown(what: str, value: Any, allowed) -> str:
+    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}.{hint}"
+
+
+def check_typed_parts(cfg: DictConfig) -> None:
+    """Run the value checks of the typed parts (kernel, tracking, seed)."""
+    for key, schema in (("kernel", KernelConfig), ("tracking", TrackingConfig)):
+        schema(**OmegaConf.to_container(cfg[key], resolve=True))
+    if cfg.seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer; got {cfg.seed}")
+
+
+def solver_class(cfg: DictConfig) -> type:
+    """The estimator class named by ``solver._target_``, checked to be an svmlab solver."""
+    from svmlab.estimator.base import SVMClassifier
+
+    target = cfg.solver.get("_target_") if isinstance(cfg.solver, DictConfig) else None
+    if not target:
+        raise ConfigError("the solver config has no _target_ naming its estimator class")
+    try:
+        cls = get_class(target)
+    except Exception as exc:  # hydra wraps import errors of every kind
+        raise ConfigError(f"solver._target_ {target!r} cannot be imported: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, SVMClassifier)):
+        raise ConfigError(f"solver._target_ {target!r} is not a svmlab.estimator.base.SVMClassifier")
+    return cls
+
+
+def build_estimator(cfg: DictConfig):
+    """Instantiate the configured solver with the kernel and seed, and validate its parameters.
+
+    Raises ConfigError for unknown solver keys, a kernel the solver cannot use, or a value
+    outside the solver's parameter constraints, before any data is loaded.
+    """
+    cls = solver_class(cfg)
+    allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    solver_params = {k: v for k, v in OmegaConf.to_container(cfg.solver, resolve=True).items()
+                     if k != "_target_"}
+    for key in solver_params:
+        if key not in allowed:
+            raise ConfigError(_unknown(f"key solver.{key} for {cls.__name__}", key, allowed))
+    kernel = OmegaConf.to_container(cfg.kernel, resolve=True)
+    if kernel["name"] not in cls.supported_kernels:
+        raise ConfigError(
+            f"solver {cls.__name__} cannot use kernel {kernel['name']!r}; "
+            f"it supports: {', '.join(cls.supported_kernels)}"
+        )
+    extra = {"random_state": cfg.seed} if "random_state" in allowed else {}
+    if "kernel" in allowed:
+        extra |= {"kernel": kernel["name"]} | {
+            k: kernel[k] for k in ("gamma", "degree", "coef0") if k in allowed
+        }
+    estimator = instantiate(cfg.solver, _convert_="all", **extra)
+    try:
+        estimator._validate_params()
+    except ValueError as exc:
+        raise ConfigError(f"invalid solver parameter: {exc}") from exc
+    return estimator

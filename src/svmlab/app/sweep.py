@@ -1,0 +1,217 @@
+"""Sweeps: the parent run of a Hydra multirun, progress lines, the summary and the exit status.
+
+``SweepCallback`` is a Hydra callback (``hydra.callbacks.svmlab_sweep`` in ``conf/config.yaml``):
+
+- ``on_multirun_start`` (the launching process, before any job): creates the store and the
+  experiment once, opens the sweep's parent run (overrides, launcher, number of jobs) and writes
+  ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id. A file, not
+  an environment variable, because jobs may run in other processes or on other machines
+  (joblib, submitit); the sweep folder is the one thing Hydra gives them all.
+- ``on_job_end`` (wherever the job ran): writes the job's outcome to
+  ``<sweep dir>/.svmlab/jobs/<job number>.json`` and prints one progress line.
+- ``on_multirun_end`` (the launching process): counts the outcomes, logs them to the parent run
+  (metrics ``jobs_*``, artifact ``jobs.tsv``), ends it FINISHED (no failure) or FAILED, prints
+  the summary and exits with status 1 when any job failed.
+
+A sweep that never reaches its end (a configuration error found by Hydra before launching,
+Ctrl-C, SIGTERM) ends its parent run KILLED when the process exits.
+
+MLflow (about 2.5 s to import) is imported when the parent run is created, through
+``svmlab.tracking.sweeps``, not with this module.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock
+from hydra.core.utils import JobReturn
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+if TYPE_CHECKING:
+    from svmlab.tracking.sweeps import ParentRun
+
+STATE_DIR = ".svmlab"
+KEY_METRIC = "test_accuracy"
+STATUSES = ("FINISHED", "FAILED", "SKIPPED")
+
+
+def state_dir(sweep_dir: str | os.PathLike) -> Path:
+    return Path(sweep_dir) / STATE_DIR
+
+
+def read_state(sweep_dir: str | os.PathLike) -> dict:
+    """What ``on_multirun_start`` wrote for the jobs; {} outside an svmlab sweep."""
+    path = state_dir(sweep_dir) / "sweep.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def read_outcomes(sweep_dir: str | os.PathLike) -> list[dict]:
+    """The outcomes of the jobs that have ended, by job number."""
+    files = (state_dir(sweep_dir) / "jobs").glob("*.json")
+    return sorted((json.loads(f.read_text()) for f in files), key=lambda o: o["job_num"])
+
+
+def count_jobs(config: DictConfig) -> int | None:
+    """How many jobs Hydra's basic sweeper makes of the overrides (None for other sweepers)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    sweeper = config.hydra.sweeper
+    if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return None
+    params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+    try:
+        parsed = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
+        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
+    except Exception:  # e.g. glob() sweeps, which need Hydra's config loader: count unknown
+        return None
+
+
+def progress_line(outcome: dict, done: int, total: int | None) -> str:
+    """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job)."""
+    width = len(str(total)) if total else 1
+    count = f"[{done:>{width}}/{total if total else '?'}]"
+    metric = outcome["metrics"].get(KEY_METRIC)
+    detail = {"FINISHED": f"{KEY_METRIC}={metric:.4f}" if metric is not None else "",
+              "SKIPPED": f"FINISHED before as run {outcome['run_id']}",
+              "FAILED": outcome["error"] or ""}[outcome["status"]]
+    return (f"{count} #{outcome['job_num']} {outcome['name']}  {outcome['status']}  {detail}  "
+            f"{outcome['time_s']:.1f}s")
+
+
+def job_outcome(job_num: int, job_return: JobReturn) -> dict:
+    """The outcome ``train.run_job`` returned, or a FAILED outcome if the job raised anyway."""
+    try:
+        value = job_return.return_value  # re-raises what the job raised
+        if isinstance(value, dict):
+            return value
+        error = f"the job returned {value!r} instead of its outcome"
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return {"job_num": job_num, "overrides": job_return.overrides,
+            "name": " ".join(job_return.overrides or []), "status": "FAILED", "run_id": None,
+            "error": error, "metrics": {}, "time_s": 0.0}
+
+
+def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
+    """Store one job's outcome; returns how many jobs of the sweep have ended so far."""
+    jobs = state_dir(sweep_dir) / "jobs"
+    jobs.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(state_dir(sweep_dir) / "jobs.lock"), timeout=300):
+        partial = jobs / f".{outcome['job_num']}.json.part"
+        partial.write_text(json.dumps(outcome))
+        partial.replace(jobs / f"{outcome['job_num']}.json")
+        return len(list(jobs.glob("*.json")))
+
+
+def summary(outcomes: list[dict], total: int | None) -> dict[str, int]:
+    """Counts per status, and ``missing``: jobs that never reported (a crashed worker)."""
+    counts = {status.lower(): sum(o["status"] == status for o in outcomes) for status in STATUSES}
+    counts["missing"] = max(0, (total or len(outcomes)) - len(outcomes))
+    counts["total"] = total or len(outcomes)
+    return counts
+
+
+def jobs_table(outcomes: list[dict]) -> str:
+    """One tab-separated line per job: number, name, status, key metric, time, run id, error."""
+    lines = ["job\tname\tstatus\t" + KEY_METRIC + "\ttime_s\trun_id\terror"]
+    for o in outcomes:
+        metric = o["metrics"].get(KEY_METRIC, "")
+        lines.append(f"{o['job_num']}\t{o['name']}\t{o['status']}\t{metric}\t{o['time_s']:.3f}\t"
+                     f"{o['run_id'] or ''}\t{(o['error'] or '').replace(chr(10), ' ')}")
+    return "\n".join(lines) + "\n"
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"sweep received signal {signal.Signals(signum).name}")
+
+
+class SweepCallback(Callback):
+    """Parent run, progress and summary of an svmlab sweep (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.parent: ParentRun | None = None
+        self.started = 0.0
+        self.previous_sigterm = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            self._start(config)
+        except Exception as exc:  # Hydra would only warn and run the sweep with nobody counting
+            print(f"svmlab: error: cannot start the sweep: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            raise SystemExit(2) from exc
+
+    def _start(self, config: DictConfig) -> None:
+        from svmlab.tracking.sweeps import ParentRun
+
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        overrides = list(config.hydra.overrides.task)
+        launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
+        total = count_jobs(config)
+        self.parent = ParentRun(
+            config.tracking.uri, config.tracking.experiment, f"sweep {config.hydra.sweep.dir}",
+            str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
+                             "sweep.jobs": total},
+            OmegaConf.to_yaml(overrides))
+
+        state = state_dir(sweep_dir)
+        (state / "jobs").mkdir(parents=True, exist_ok=True)
+        for old in (state / "jobs").glob("*.json"):  # a previous sweep in the same folder
+            old.unlink()
+        (state / "sweep.json").write_text(json.dumps(
+            {"parent_run_id": self.parent.run_id, "jobs": total}))
+        print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
+              f"parent run {self.parent.run_id}", flush=True)
+        self.started = time.perf_counter()
+        self.previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        atexit.register(self._end_parent, "KILLED")
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        state = read_state(sweep_dir)
+        if not state:  # the callback's start did not run (store unreachable): nothing to report to
+            return
+        outcome = job_outcome(config.hydra.job.num, job_return)
+        done = record_outcome(sweep_dir, outcome)
+        print(progress_line(outcome, done, state["jobs"]), flush=True)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.parent is None or self.parent.run_id is None:
+            return
+        from svmlab.tracking.store import ui_command
+
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        outcomes = read_outcomes(sweep_dir)
+        counts = summary(outcomes, read_state(sweep_dir)["jobs"])
+        run_id = self.parent.run_id
+        failed = counts["failed"] + counts["missing"]
+        self._end_parent("FAILED" if failed else "FINISHED", counts, jobs_table(outcomes))
+        signal.signal(signal.SIGTERM, self.previous_sigterm or signal.SIG_DFL)
+
+        print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
+              f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"
+              + (f", {counts['missing']} never reported" if counts["missing"] else "")
+              + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
+        for o in outcomes:
+            if o["status"] == "FAILED":
+                print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
+        print(f"open the MLflow UI on this store:  {ui_command(self.parent.uri)}", flush=True)
+        if failed:
+            raise SystemExit(1)
+
+    def _end_parent(self, status: str, counts: dict | None = None,
+                    table: str | None = None) -> None:
+        """End the parent run once; later calls (the exit hook after a normal end) do nothing."""
+        atexit.unregister(self._end_parent)
+        if self.parent is not None:
+            self.parent.end(status, counts, table)

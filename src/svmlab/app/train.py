@@ -1,0 +1,230 @@
+"""Hydra entry point for one training run: the composition root, with no numerics of its own.
+
+compose config -> check it -> start an MLflow run -> load data -> fit -> evaluate -> log.
+Run it as ``svmlab train [overrides]`` or ``python -m svmlab.app.train [overrides]``; with ``-m`` each
+job of the sweep is one child run of the sweep's parent run (see ``svmlab.app.sweep``).
+
+The training path (MLflow, scikit-learn, numba, matplotlib: about 4 s) is imported by the
+functions that train, not with this module: the launching process of a sweep with worker
+processes needs only the entry point, and starts its first job sooner.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+import svmlab
+from svmlab.app import sweep
+from svmlab.app.config import build_estimator, check_typed_parts, register_schema
+from svmlab.errors import ConfigError, SvmlabError
+
+register_schema()
+# conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
+# keys are checked against that schema; Hydra 1.3 does that but warns on every composition.
+warnings.filterwarnings("ignore",
+                        message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore")
+
+DIGEST_TAG = "svmlab.config_sha256"  # identifies a run's exact resolved config (resume)
+
+
+@dataclass
+class RunContext:
+    """What Hydra knows about this job beyond the config: choices, overrides, sweep position.
+
+    ``run_name``, ``run_id`` and ``metrics`` are filled in by :func:`run` as they become known,
+    so that a sweep can report a job that failed half-way.
+    """
+
+    choices: dict = field(default_factory=dict)
+    overrides: list = field(default_factory=list)
+    sweep_dir: str | None = None
+    job_num: int | None = None
+    parent_run_id: str | None = None
+    run_name: str | None = None
+    run_id: str | None = None
+    metrics: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_hydra(cls) -> RunContext:
+        if not HydraConfig.initialized():
+            return cls()
+        hc = HydraConfig.get()
+        multirun = hc.mode == RunMode.MULTIRUN
+        sweep_dir = str(Path(hc.sweep.dir).resolve()) if multirun else None
+        return cls(
+            choices=dict(hc.runtime.choices),
+            overrides=list(hc.overrides.task),
+            sweep_dir=sweep_dir,
+            job_num=hc.job.num if multirun else None,
+            parent_run_id=sweep.read_state(sweep_dir).get("parent_run_id") if multirun else None,
+        )
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """The commit of the svmlab source tree when svmlab runs from a git checkout.
+
+    ``+dirty`` marks uncommitted changes; an installed copy (site-packages) has no commit, even
+    inside a checkout's virtual environment. Asked once per process (the code a process runs
+    does not change once imported), not once per job of a sweep.
+    """
+    source = Path(svmlab.__file__).resolve()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(source.parent), *args], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+
+    try:
+        git("ls-files", "--error-unmatch", source.name)
+        commit, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if status else "")
+
+
+def config_digest(cfg: DictConfig) -> str:
+    """sha256 of the resolved config, without ``resume`` and ``tracking.uri``.
+
+    Two runs with the same digest computed the same thing and were filed in the same
+    experiment; where the store lives (the URI) and whether a sweep resumes do not count.
+    """
+    tree = OmegaConf.to_container(cfg, resolve=True)
+    tree.pop("resume", None)
+    tree["tracking"].pop("uri", None)
+    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def finished_before(cfg: DictConfig) -> str | None:
+    """With ``+resume=true``: the id of a FINISHED run of this exact config, else None."""
+    resume = cfg.get("resume", False)
+    if not isinstance(resume, bool):
+        raise ConfigError(f"resume must be true or false; got {resume!r}")
+    if not resume:
+        return None
+    from svmlab.tracking.queries import find_finished_run
+
+    return find_finished_run(cfg.tracking.uri, cfg.tracking.experiment,
+                             {DIGEST_TAG: config_digest(cfg)})
+
+
+def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
+    return {
+        "solver": context.choices.get("solver") or type(estimator).__name__,
+        "dataset": cfg.dataset.name,
+        "kernel": cfg.kernel.name,
+        "seed": cfg.seed,
+        "svmlab.version": svmlab.__version__,
+        "svmlab.git_commit": git_commit(),
+        "svmlab.sweep_dir": context.sweep_dir,
+        "svmlab.job_num": context.job_num,
+        DIGEST_TAG: config_digest(cfg),
+    }
+
+
+def run(cfg: DictConfig, context: RunContext | None = None) -> str:
+    """Train, evaluate and log one configuration; returns the MLflow run id."""
+    from svmlab import data
+    from svmlab.app.evaluation import check_trace_finite, evaluate
+    from svmlab.tracking.figures import convergence_figure
+    from svmlab.tracking.runs import Tracker, flatten
+
+    context = context or RunContext()
+    check_typed_parts(cfg)
+    estimator = build_estimator(cfg)
+    dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
+    data.validate(**dataset_params)
+    tags = run_tags(cfg, context, estimator)
+    run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
+    context.run_name = run_name
+
+    tracking = cfg.tracking
+    with Tracker(tracking.uri, tracking.experiment, run_name,
+                 parent_run_id=context.parent_run_id) as tracker:
+        context.run_id = tracker.run_id
+        tracker.set_tags(tags)
+        tracker.log_params(flatten(OmegaConf.to_container(cfg, resolve=True)))
+        tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
+        tracker.log_text(OmegaConf.to_yaml(context.overrides), "config/overrides.yaml")
+
+        dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
+                            cache_dir=cfg.paths.cache_dir)
+        tracker.log_dataset(dataset)
+
+        start_ms = int(time.time() * 1000)
+        start = time.perf_counter()
+        estimator.fit(dataset.X_train, dataset.y_train)
+        fit_time_s = time.perf_counter() - start
+        check_trace_finite(estimator.trace_)
+        tracker.log_trace(estimator.trace_.columns(), start_ms)
+
+        if hasattr(estimator, "converged_"):  # iterative solvers say whether they converged
+            tracker.set_tags({"svmlab.converged": str(bool(estimator.converged_)).lower()})
+        metrics = evaluate(estimator, dataset, fit_time_s)
+        context.metrics = metrics
+        tracker.log_metrics(metrics, step=int(estimator.n_iter_))
+        tracker.log_figure(convergence_figure(estimator.trace_.columns(), run_name),
+                           "trace/convergence.png")
+        if tracking.log_model:
+            tracker.log_model(estimator, dataset.X_train[:5])
+
+    if context.sweep_dir is None:  # a sweep reports its jobs in one line each
+        print(f"run {tracker.run_id} FINISHED: {run_name}  "
+              f"test_accuracy={metrics['test_accuracy']:.4f}  fit_time_s={fit_time_s:.3f}")
+        print(f"open the MLflow UI on this store:  {tracker.ui_command}")
+    return tracker.run_id
+
+
+def run_job(cfg: DictConfig, context: RunContext) -> dict:
+    """One job of a sweep; its outcome for the sweep's report, never an exception.
+
+    A failing job must not stop the sweep: its run ends FAILED (the Tracker records the error)
+    and the outcome carries the error. Ctrl-C and SIGTERM still stop the sweep.
+    """
+    start = time.perf_counter()
+    outcome = {"job_num": context.job_num, "overrides": context.overrides, "error": None}
+    try:
+        previous = finished_before(cfg)
+        if previous:
+            outcome |= {"status": "SKIPPED", "run_id": previous}
+        else:
+            run(cfg, context)
+            outcome |= {"status": "FINISHED", "run_id": context.run_id}
+    except Exception as exc:
+        outcome |= {"status": "FAILED", "run_id": context.run_id,
+                    "error": f"{type(exc).__name__}: {exc}"}
+    return outcome | {"name": context.run_name or " ".join(context.overrides),
+                      "metrics": context.metrics, "time_s": time.perf_counter() - start}
+
+
+@hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> dict | None:
+    context = RunContext.from_hydra()
+    if context.sweep_dir is not None:
+        return run_job(cfg, context)
+    try:
+        previous = finished_before(cfg)
+        if previous:
+            print(f"run {previous} FINISHED before with this exact config: skipped (resume)")
+        else:
+            run(cfg, context)
+    except SvmlabError as exc:  # a user's mistake: one clear line, not a traceback
+        print(f"svmlab: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+r"""NESVM (Zhou, Tao and Wu, ICDM 2010): Nesterov's optimal method on smoothed SVM objectives.
+
+Implements spec 000 (`nesvm_problem` holds the objectives): C-SVM, LP-SVM and LS-SVM, linear
+(dense or CSR, never densified) or kernel (representer form f(x) = sum_j alpha_j k(x, x_j) + b),
+with the corrected Lipschitz constants, the paper's stopping rule and alternatives, and the
+corrected homotopy (continuation in mu) of Algorithm 2.
+
+One iteration (spec §2.6, Nesterov 2005 scheme 3.11), with g^k = grad F_mu(w^k):
+
+    y^k     = w^k - g^k / L
+    z^k     = w* - (1/L) sum_{i<=k} (i+1)/2 g^i             (w* = w^0, the prox-centre)
+    w^{k+1} = 2/(k+3) z^k + (k+1)/(k+3) y^k
+"""
+
+import math
+import warnings
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from svmlab.errors import ConfigError
+from svmlab.estimator.kernels import Kernel, resolve_gamma
+from svmlab.estimator.models import KernelSVMClassifier
+from svmlab.solvers.nesvm.problem import (
+    LIPSCHITZ_MODES,
+    MODELS,
+    TRUE_OBJECTIVE,
+    Evaluation,
+    SmoothedSVM,
+)
+from svmlab.estimator.objectives import least_squares_objectives
+
+STOP_RULES = ("paper", "rel", "grad")
+ITERATES = ("w", "y", "best")
+SCHEDULES = ("off", "harmonic", "geometric")
+GIB = 2**30
+
+
+def should_stop(rule: str, eps: float, ev: Evaluation, previous: float) -> bool:
+    """paper: |F_mu(w^k) - F_mu(w^{k-1})| < eps; rel: <= eps max(1, |F_mu|); grad: 1/2||g||^2 <= eps."""
+    if rule == "grad":
+        return 0.5 * float(ev.grad @ ev.grad) <= eps
+    change = abs(ev.smoothed - previous)
+    return change < eps if rule == "paper" else change <= eps * max(1.0, abs(ev.smoothed))
+
+
+def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop: str = "paper",
+             max_iter: int = 100_000, return_iterate: str = "w", on_iterate=None):
+    """Minimise F_mu from theta0 = w* (the prox-centre) with step 1/L.
+
+    `evaluate(theta)` returns an Evaluation; `on_iterate(k, theta, ev)` sees every evaluated
+    iterate w^k, k = 0, 1, ... The stopping test runs from k = 1 on, so there is at least one
+    update. Returns (theta, k, converged): the chosen iterate ('w': w^k, 'y': y^k = w^k - g^k/L,
+    'best': the evaluated w^j of least F_mu), the number of updates k and whether the rule held
+    before max_iter updates.
+    """
+    theta, wstar, G = theta0.copy(), theta0.copy(), np.zeros_like(theta0)
+    best, best_value, previous = theta, math.inf, math.nan
+    for k in range(max_iter + 1):
+        ev = evaluate(theta)
+        if on_iterate is not None:
+            on_iterate(k, theta, ev)
+        if ev.smoothed < best_value:
+            best, best_value = theta, ev.smoothed
+        converged = k >= 1 and should_stop(stop, eps, ev, previous)
+        if converged or k == max_iter:
+            break
+        previous = ev.smoothed
+        y = theta - ev.grad / L
+        G += 0.5 * (k + 1) * ev.grad
+        theta = (2.0 / (k + 3)) * (wstar - G / L) + ((k + 1) / (k + 3)) * y
+    chosen = {"w": theta, "y": theta - ev.grad / L, "best": best}[return_iterate]
+    return chosen, k, converged
+
+
+def schedule(start: float, target: float, kind: str, rho: float) -> list[float]:
+    """Smoothing values of a homotopy: harmonic max(start/(t+1), target) (Eq.44, corrected to end
+    at target) or geometric max(start rho^t, target); 'off' is [start]."""
+    if kind == "off":
+        return [start]
+    values, t = [], 0
+    while not values or values[-1] > target:
+        value = start / (t + 1) if kind == "harmonic" else start * rho**t
+        values.append(max(value, target))
+        t += 1
+    return values
+
+
+class NESVM(KernelSVMClassifier):
+    """NESVM: C-SVM, LP-SVM or LS-SVM by Nesterov's method on the smoothed primal.
+
+    Parameters (spec 000): model ('csvm', 'lpsvm', 'lssvm'); C (multiplies a sum over samples);
+    mu (hinge smoothing; LP-SVM: l1 smoothing) and nu (LP-SVM hinge smoothing); eps and stop
+    ('paper': |dF_mu| < eps, 'rel': |dF_mu| <= eps max(1, |F_mu|), 'grad': 1/2||grad||^2 <= eps,
+    C-SVM/LS-SVM, linear, without bias); fit_intercept (unregularised bias b, augmented rows);
+    lipschitz ('auto' = 'paper' for linear C-SVM/LP-SVM, 'tight' for kernels and LS-SVM; 'paper',
+    'trace', 'tight'; LS-SVM refuses 'paper': Eq.56 is not a Lipschitz constant); return_iterate
+    ('w', 'y', 'best'); max_iter (updates per NESVM run); homotopy ('off', 'harmonic',
+    'geometric'), mu_target, nu_target, rho (geometric ratio), inner_eps ('fixed': eps at every
+    stage; 'scaled': eps mu_t/mu_target before the last stage); kernel, gamma, degree, coef0;
+    max_kernel_gib (refuse an n x n kernel matrix above this size).
+
+    Fitted: with kernel='linear', the model is the one-vector expansion f(x) = 1 * (w . x) + b
+    (support_vectors_ = [w], dual_coef_ = [[1]]), so coef_ = w; with other kernels
+    support_vectors_ are the training rows with alpha_j != 0 and dual_coef_ their alpha_j.
+    converged_ (every stage met its stopping rule), lipschitz_ (L of the last stage), mu_stages_.
+    The trace has per iteration the smoothed objective, the true objective (named by
+    formulation), grad_norm, mu (and nu), and for linear C-SVM without bias dual_gap =
+    F(w) - D(C u(w)), an upper bound on F(w) - F*.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **KernelSVMClassifier._parameter_constraints,
+        "C": [Interval(Real, 0.0, None, closed="left")],
+        "model": [StrOptions(set(MODELS))],
+        "mu": [Interval(Real, 0.0, None, closed="neither")],
+        "nu": [Interval(Real, 0.0, None, closed="neither")],
+        "eps": [Interval(Real, 0.0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "lipschitz": [StrOptions({"auto", *LIPSCHITZ_MODES})],
+        "stop": [StrOptions(set(STOP_RULES))],
+        "return_iterate": [StrOptions(set(ITERATES))],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "homotopy": [StrOptions(set(SCHEDULES))],
+        "mu_target": [Interval(Real, 0.0, None, closed="neither")],
+        "nu_target": [Interval(Real, 0.0, None, closed="neither")],
+        "rho": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "inner_eps": [StrOptions({"fixed", "scaled"})],
+        "max_kernel_gib": [Interval(Real, 0.0, None, closed="neither")],
+    }
+
+    def __init__(self, C=1.0, *, model="csvm", mu=5.0, nu=5.0, eps=1e-3, fit_intercept=False,
+                 lipschitz="auto", stop="paper", return_iterate="w", max_iter=100_000,
+                 homotopy="off", mu_target=0.05, nu_target=0.05, rho=0.5, inner_eps="fixed",
+                 kernel="linear", gamma="scale", degree=3, coef0=0.0, max_kernel_gib=4.0):
+        self.C = C
+        self.model = model
+        self.mu = mu
+        self.nu = nu
+        self.eps = eps
+        self.fit_intercept = fit_intercept
+        self.lipschitz = lipschitz
+        self.stop = stop
+        self.return_iterate = return_iterate
+        self.max_iter = max_iter
+        self.homotopy = homotopy
+        self.mu_target = mu_target
+        self.nu_target = nu_target
+        self.rho = rho
+        self.inner_eps = inner_eps
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.max_kernel_gib = max_kernel_gib
+
+    def _validate_params(self) -> None:
+        """scikit-learn's check of each parameter, then of the combinations spec 000 excludes."""
+        super()._validate_params()
+        linear = self.kernel == "linear"
+        if self.model == "lssvm" and self.lipschitz == "paper":
+            raise ConfigError("lipschitz='paper' is invalid for model='lssvm': Eq.56 "
+                              "(1 + 2C max_i ||X_i||^2) underestimates the Lipschitz constant and "
+                              "the iteration diverges; use 'trace', 'tight' or 'auto'")
+        if self.stop == "grad" and (self.model == "lpsvm" or self.fit_intercept or not linear):
+            raise ConfigError("stop='grad' certifies F_mu - F_mu* only for a 1-strongly convex "
+                              "F_mu: model='csvm' or 'lssvm' with kernel='linear' and "
+                              "fit_intercept=false; use stop='paper' or 'rel'")
+        if self.model == "lpsvm" and not linear:
+            raise ConfigError("model='lpsvm' (l1-norm SVM) supports kernel='linear' only; "
+                              f"got kernel={self.kernel!r}")
+        if self.homotopy != "off" and self.model == "lssvm":
+            raise ConfigError("homotopy applies to the smoothed models 'csvm' and 'lpsvm'; "
+                              "model='lssvm' has no smoothing parameter: use homotopy='off'")
+
+    def lipschitz_mode(self) -> str:
+        """The Lipschitz mode used: 'auto' resolves as described in the class docstring."""
+        if self.lipschitz != "auto":
+            return self.lipschitz
+        return "tight" if self.model == "lssvm" or self.kernel != "linear" else "paper"
+
+    def _fit(self, X, y, trace):
+        linear = self.kernel == "linear"
+        self._gamma = resolve_gamma(self.gamma, X)
+        data = X if linear else self._kernel_matrix(X)
+        problem = SmoothedSVM(data, y, self.C, self.model, self.mu, self.nu,
+                              self.fit_intercept, kernel=not linear)
+        theta = self._homotopy(problem, trace)
+        w, b = problem.split(theta)
+        self.intercept_ = np.array([b])
+        if linear:
+            self.support_vectors_, self.dual_coef_ = w[None, :].copy(), np.ones((1, 1))
+        else:
+            self.support_ = np.flatnonzero(w)
+            self.support_vectors_ = X[self.support_]
+            self.dual_coef_ = w[self.support_][None, :]
+            self.n_support_ = len(self.support_)
+
+    def _kernel_matrix(self, X) -> np.ndarray:
+        """K(X, X), after checking that it fits in max_kernel_gib."""
+        n = X.shape[0]
+        size = 8 * n * n / GIB
+        if size > self.max_kernel_gib:
+            raise ConfigError(
+                f"NESVM with kernel={self.kernel!r} needs the {n} x {n} kernel matrix "
+                f"({size:.3g} GiB of float64), above max_kernel_gib={self.max_kernel_gib}; "
+                "raise solver.max_kernel_gib if the memory exists, train on fewer samples, "
+                "or use kernel=linear")
+        return Kernel(self.kernel, self._gamma, self.degree, self.coef0).matrix(X, X)
+
+    def _homotopy(self, problem: SmoothedSVM, trace) -> np.ndarray:
+        """Corrected Algorithm 2 (spec §3): stages at decreasing mu (and nu), each warm-started
+        with prox-centre w* = its start, L recomputed from the mu-free parts; 'off' = one stage."""
+        mode = self.lipschitz_mode()
+        reg, loss = problem.lipschitz_parts(mode)
+        mus = schedule(self.mu, self.mu_target, self.homotopy, self.rho)
+        nus = schedule(self.nu, self.nu_target, self.homotopy, self.rho)
+        stages = max(len(mus), len(nus)) if self.model == "lpsvm" else len(mus)
+        mus += [mus[-1]] * (stages - len(mus))
+        nus += [nus[-1]] * (stages - len(nus))
+        theta, done, self.converged_ = np.zeros(problem.dim), 0, True
+
+        for stage in range(stages):
+            problem.mu, problem.nu = mus[stage], nus[stage]
+            L = problem.combine_lipschitz(reg, loss)
+            last = stage == stages - 1
+            eps = self.eps if last or self.inner_eps == "fixed" else (
+                self.eps * problem.mu / self.mu_target)
+            record = self._recorder(problem, trace, done)
+            theta, k, converged = nesterov(problem.evaluate, theta, L, eps, self.stop,
+                                           self.max_iter, self.return_iterate, record)
+            done += k + 1
+            self.converged_ &= converged
+        self.lipschitz_, self.mu_stages_ = L, mus
+        if not self.converged_:
+            warnings.warn(f"NESVM reached max_iter={self.max_iter} before its stopping rule "
+                          f"(stop={self.stop!r}, eps={self.eps}) held; increase max_iter or eps",
+                          ConvergenceWarning, stacklevel=4)
+        return theta
+
+    def _recorder(self, problem: SmoothedSVM, trace, offset: int):
+        """Trace callback of one stage: iteration numbers continue across homotopy stages."""
+        true_name = TRUE_OBJECTIVE[self.model]
+        smoothing = {} if self.model == "lssvm" else {"mu": problem.mu}
+        if self.model == "lpsvm":
+            smoothing["nu"] = problem.nu
+
+        def record(k, theta, ev):
+            row = {true_name: ev.true, "grad_norm": float(np.linalg.norm(ev.grad)), **smoothing}
+            if self.model != "lssvm":
+                row["objective_smoothed"] = ev.smoothed
+            if ev.dual_gap is not None:
+                row["dual_gap"] = ev.dual_gap
+            trace.append(offset + k, trace.elapsed(), **row)
+
+        return record
+
+    def _objective_values(self, X, y_pm):
+        values = super()._objective_values(X, y_pm)
+        if self.model == "lssvm":
+            squared_l2, _ = self._regularizer_norms()
+            values |= least_squares_objectives(y_pm * self._decision_function(X), squared_l2,
+                                               self.C)
+        return values

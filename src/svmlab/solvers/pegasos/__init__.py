@@ -1,0 +1,5 @@
+"""Pegasos (Shalev-Shwartz et al.): stochastic sub-gradient C-SVM, NESVM's baseline."""
+
+from svmlab.solvers.pegasos.estimator import Pegasos
+
+__all__ = ["Pegasos"]

@@ -1,0 +1,83 @@
+"""Reading runs back: the searches that resume and the analysis stage need."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+
+from svmlab.errors import SvmlabError
+from svmlab.tracking.runs import TRACE_ARTIFACT
+from svmlab.tracking.store import resolved_uri
+
+
+def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str]) -> str | None:
+    """The id of a FINISHED run of ``experiment`` carrying all ``tags``, or None."""
+    client = MlflowClient(resolved_uri(uri))
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
+    runs = client.search_runs([found.experiment_id],
+                              " and ".join([*conditions, "attributes.status = 'FINISHED'"]),
+                              max_results=1)
+    return runs[0].info.run_id if runs else None
+
+
+def experiment_ids(uri: str | None, names: list[str]) -> list[str]:
+    """The ids of the named experiments; SvmlabError naming the unknown ones and the known."""
+    client = MlflowClient(resolved_uri(uri))
+    known = {e.name: e.experiment_id for e in client.search_experiments()}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SvmlabError(f"unknown experiment(s) {', '.join(unknown)}; the store "
+                          f"{client.tracking_uri} has: {', '.join(sorted(known)) or 'none'}")
+    return [known[name] for name in names]
+
+
+def search_runs(uri: str | None, experiment_ids: list[str],
+                filter_string: str = "") -> pd.DataFrame:
+    """One row per run: run_id, experiment_id, status and columns 'params.X', 'tags.X',
+    'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global store).
+
+    A filter MLflow cannot parse raises SvmlabError with MLflow's message.
+    """
+    client = MlflowClient(resolved_uri(uri))
+    rows, token = [], None
+    while True:
+        try:
+            page = client.search_runs(experiment_ids, filter_string, page_token=token,
+                                      order_by=["attributes.start_time ASC"])
+        except MlflowException as exc:
+            raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
+        rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
+                  "status": r.info.status,
+                  **{f"params.{k}": v for k, v in r.data.params.items()},
+                  **{f"tags.{k}": v for k, v in r.data.tags.items()},
+                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()}} for r in page]
+        token = page.token
+        if not token:
+            return pd.DataFrame(rows)
+
+
+def logged_metrics(uri: str | None, run_id: str) -> set[str]:
+    """The names of the metrics a run logged."""
+    return set(MlflowClient(resolved_uri(uri)).get_run(run_id).data.metrics)
+
+
+def metric_history(uri: str | None, run_id: str, key: str) -> pd.Series:
+    """A metric's history: value by step."""
+    points = MlflowClient(resolved_uri(uri)).get_metric_history(run_id, key)
+    return pd.Series({p.step: p.value for p in points}, dtype=float).sort_index()
+
+
+def load_trace(uri: str | None, run_id: str) -> pd.DataFrame:
+    """The whole convergence trace a run logged (``trace/trace.parquet``)."""
+    client = MlflowClient(resolved_uri(uri))
+    with tempfile.TemporaryDirectory() as folder:
+        path = client.download_artifacts(run_id, TRACE_ARTIFACT, folder)
+        return pd.read_parquet(Path(path))

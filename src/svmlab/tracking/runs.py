@@ -1,0 +1,298 @@
+"""One MLflow run at a time: :class:`Tracker`, used by training runs and analysis runs alike.
+
+A Tracker is a context manager around one MLflow run. It logs params, tags, the dataset as a
+run input, final metrics, the convergence trace, artifacts and the model. Whatever happens inside
+the block, the run ends: FINISHED, FAILED (exception, error recorded) or KILLED (Ctrl-C,
+SIGTERM); no run is left RUNNING.
+
+Everything goes through MLflow's public API. The convergence trace is written after the fit, off
+the solver's clock: the whole trace as the artifact ``trace/trace.parquet``, and at most
+``MAX_HISTORY_POINTS`` rows of it (log-spaced in the iteration, the first and the last always
+among them) as metric histories ``trace/<column>`` written with ``log_batch``; a history's step is
+the iteration and its timestamp the fit's start plus the solver's elapsed time, so the UI's
+relative-time axis is solver time.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import numpy as np
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.data.code_dataset_source import CodeDatasetSource
+from mlflow.data.meta_dataset import MetaDataset
+from mlflow.entities import Metric, Param, RunStatus, RunTag
+
+from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_command
+
+TRACE_PREFIX = "trace/"
+TRACE_ARTIFACT = "trace/trace.parquet"
+MAX_HISTORY_POINTS = 1000  # rows of a trace kept as metric histories
+MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call
+MAX_PARAMS = 100  # and on params per call
+ERROR_TAG = "svmlab.error"
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the process receives SIGTERM."""
+
+
+class DeferredSignals:
+    """SIGINT and SIGTERM as exceptions, held back while a store write is under way.
+
+    An exception raised in the middle of a database commit can leave MLflow's session unusable,
+    and then the run could not be ended; a signal that arrives during a write is raised as soon
+    as the outermost write completes. Signal handlers exist only in the main thread.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self._depth = 0
+        self._pending: int | None = None
+        self._previous: dict = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self._depth:
+            self._pending = signum
+        else:
+            raise self._interruption(signum)
+
+    @staticmethod
+    def _interruption(signum: int) -> KeyboardInterrupt:
+        if signum == signal.SIGINT:
+            return KeyboardInterrupt()
+        return Terminated(f"received signal {signal.Signals(signum).name}")
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold signals back for the duration of the block, then raise one that arrived."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        if not self._depth and self._pending is not None:
+            signum, self._pending = self._pending, None
+            raise self._interruption(signum)
+
+
+def _store_write(method):
+    """A Tracker method that writes to the store: not interrupted half-way by a signal."""
+
+    @functools.wraps(method)
+    def held_method(self, *args, **kwargs):
+        with self._signals.held():
+            return method(self, *args, **kwargs)
+
+    return held_method
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a nested mapping under its dotted key (lists keep their JSON form)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat |= flatten(value, dotted + ".")
+        else:
+            flat[dotted] = json.dumps(value) if isinstance(value, (list, dict)) else value
+    return flat
+
+
+def history_rows(iterations: np.ndarray, max_points: int = MAX_HISTORY_POINTS) -> np.ndarray:
+    """Indices of at most ``max_points`` rows of a trace, log-spaced in the iteration.
+
+    The rows nearest to (at or after) log-spaced targets between the first and the last
+    iteration; the first and the last row are always included.
+    """
+    n = len(iterations)
+    if n <= max_points:
+        return np.arange(n)
+    first, last = float(iterations[0]), float(iterations[-1])
+    targets = first - 1.0 + np.geomspace(1.0, last - first + 1.0, max_points - 1)
+    rows = np.searchsorted(iterations, targets, side="left")
+    return np.unique(np.concatenate([[0], np.minimum(rows, n - 1), [n - 1]]))
+
+
+class _SplitDataset(MetaDataset):
+    """A train/test dataset as an MLflow run input: name, source, digest and a shape profile."""
+
+    def __init__(self, dataset):
+        self._profile = {
+            "sha256": dataset.digest,
+            "n_train": dataset.n_train,
+            "n_test": dataset.n_test,
+            "n_features": dataset.n_features,
+            "classes": [str(c) for c in dataset.classes],
+            "sparse": bool(hasattr(dataset.X_train, "indptr")),
+        }
+        source = CodeDatasetSource({"source": dataset.source})
+        # The store keeps at most 36 characters of digest; the full sha256 is in the profile.
+        super().__init__(source=source, name=dataset.name, digest=dataset.digest[:32])
+
+    @property
+    def profile(self) -> dict:
+        return self._profile
+
+    def to_dict(self) -> dict[str, str]:
+        return super().to_dict() | {"profile": json.dumps(self._profile)}
+
+
+class Tracker:
+    """One MLflow run: ``with Tracker(uri, experiment, run_name) as tracker: ...``.
+
+    With ``parent_run_id`` the run is a child of that run (a sweep's jobs). Under ``mlflow run``
+    (``MLFLOW_RUN_ID`` set) the project's run is the one used.
+    """
+
+    def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
+                 parent_run_id: str | None = None):
+        self.uri = uri
+        self.experiment = experiment
+        self.run_name = run_name
+        self.parent_run_id = parent_run_id
+        self.run_id: str | None = None
+        self._start_ms = 0
+        self._signals = DeferredSignals()
+
+    # -- run lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> Tracker:
+        if self.uri:
+            mlflow.set_tracking_uri(self.uri)
+        self.client = MlflowClient()
+        project_run = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the project's run
+        experiment_id = (self.client.get_run(project_run).info.experiment_id if project_run
+                         else ensure_experiment(self.uri, self.experiment))
+        mlflow.set_experiment(experiment_id=experiment_id)
+        run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id)
+        self.run_id = run.info.run_id
+        self._start_ms = int(time.time() * 1000)
+        self._signals.install()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            with self._signals.held():  # the run must end, whatever arrives meanwhile
+                self._end(exc, tb)
+        finally:
+            self._signals.restore()
+        return False
+
+    def _end(self, exc: BaseException | None, tb) -> None:
+        status = RunStatus.to_string(RunStatus.FINISHED)
+        if exc is not None:
+            killed = isinstance(exc, KeyboardInterrupt)
+            status = RunStatus.to_string(RunStatus.KILLED if killed else RunStatus.FAILED)
+            self._record_error(exc, tb)
+        mlflow.end_run(status=status)
+
+    def _record_error(self, exc: BaseException, tb) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        try:
+            self.client.set_tag(self.run_id, ERROR_TAG, message[:5000])
+            text = "".join(traceback.format_exception(type(exc), exc, tb))
+            self.client.log_text(self.run_id, text, "error.txt")
+        except Exception:  # a store that is down must not keep the run from ending
+            pass
+
+    @property
+    def ui_command(self) -> str:
+        """The command that opens the MLflow UI on this run's store."""
+        return ui_command(mlflow.get_tracking_uri())
+
+    # -- what a run logs -----------------------------------------------------------------------
+
+    @_store_write
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        items = [Param(k, "None" if v is None else str(v)) for k, v in params.items()]
+        for i in range(0, len(items), MAX_PARAMS):
+            self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS])
+
+    @_store_write
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        items = [RunTag(k, str(v)) for k, v in tags.items() if v is not None]
+        self.client.log_batch(self.run_id, tags=items)
+
+    @_store_write
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
+        now = int(time.time() * 1000)
+        self._write([Metric(k, float(v), now, step) for k, v in metrics.items()])
+
+    @_store_write
+    def log_dataset(self, dataset) -> None:
+        again_if_duplicate(lambda: mlflow.log_input(_SplitDataset(dataset), context="training"))
+
+    @_store_write
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, text, artifact_file)
+
+    @_store_write
+    def log_artifacts(self, folder: str | os.PathLike, artifact_path: str | None = None) -> None:
+        self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+
+    @_store_write
+    def log_figure(self, figure, artifact_file: str) -> None:
+        """Log a matplotlib figure as an image and close it (a sweep runs many jobs in one
+        process: open figures would accumulate)."""
+        import matplotlib.pyplot as plt
+
+        try:
+            self.client.log_figure(self.run_id, figure, artifact_file)
+        finally:
+            plt.close(figure)
+
+    @_store_write
+    def log_trace(self, columns: Mapping[str, np.ndarray], start_ms: int | None = None) -> None:
+        """The convergence trace: the whole of it as ``trace/trace.parquet``, and at most
+        MAX_HISTORY_POINTS log-spaced rows as the histories ``trace/<column>``.
+
+        ``columns`` holds 'iteration', 'time_s' (solver seconds) and any float columns;
+        ``start_ms`` is the wall-clock time of the fit's start (default: the run's start).
+        """
+        frame = pd.DataFrame(dict(columns))
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / Path(TRACE_ARTIFACT).name
+            frame.to_parquet(path, index=False)
+            self.client.log_artifact(self.run_id, str(path), str(Path(TRACE_ARTIFACT).parent))
+        base_ms = self._start_ms if start_ms is None else start_ms
+        kept = frame.iloc[history_rows(frame["iteration"].to_numpy())]
+        steps = kept["iteration"].to_numpy(np.int64)
+        stamps = base_ms + np.round(1000.0 * kept["time_s"].to_numpy()).astype(np.int64)
+        self._write([Metric(TRACE_PREFIX + key, float(value), int(stamp), int(step))
+                     for key in kept.columns if key != "iteration"
+                     for value, stamp, step in zip(kept[key].to_numpy(), stamps, steps)])
+
+    def _write(self, metrics: list[Metric]) -> None:
+        for i in range(0, len(metrics), MAX_BATCH):
+            self.client.log_batch(self.run_id, metrics=metrics[i:i + MAX_BATCH])
+
+    @_store_write
+    def log_model(self, estimator, X_example, name: str = "model") -> None:
+        """Log the fitted estimator (scikit-learn flavor) with signature and input example."""
+        from svmlab.tracking.models import log_sklearn_model
+
+        log_sklearn_model(estimator, X_example, name)

@@ -1,0 +1,79 @@
+"""``svmlab server``: an MLflow tracking server for a team, on a SQL database.
+
+It runs ``mlflow server`` with a backend store (PostgreSQL for a team; SQLite works for one
+machine) and a local folder for artifacts, which the server serves itself: clients send models
+and files over HTTP (``--serve-artifacts``) and need no access to the server's disk. Everybody
+then trains with ``tracking.uri=http://<host>:<port>``.
+
+The store's schema is created before the server starts, once: ``mlflow server`` starts several
+worker processes, which would otherwise race to migrate a new database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from svmlab.tracking.store import store_lock
+
+SERVED_ARTIFACTS = "mlflow-artifacts:/"  # artifacts go through the server (--serve-artifacts)
+
+
+def server_command(backend_store_uri: str, artifacts: str | os.PathLike, host: str = "127.0.0.1",
+                   port: int = 5000, workers: int = 2) -> list[str]:
+    """The ``mlflow server`` command line (with this interpreter's MLflow)."""
+    return [sys.executable, "-m", "mlflow", "server",
+            "--backend-store-uri", backend_store_uri,
+            "--serve-artifacts", "--artifacts-destination", str(Path(artifacts).resolve()),
+            "--host", host, "--port", str(port), "--workers", str(workers)]
+
+
+def prepare_backend(backend_store_uri: str) -> None:
+    """Create or upgrade the store's schema now; a clear error if the database is unreachable."""
+    import sqlalchemy
+    from mlflow.exceptions import MlflowException
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if not backend_store_uri.startswith(("postgresql", "sqlite", "mysql", "mssql")):
+        raise SystemExit(f"svmlab server: error: --backend-store-uri must be a database URI "
+                         f"(postgresql://user@host:port/db or sqlite:///file.db); "
+                         f"got {backend_store_uri!r}")
+    try:
+        with sqlalchemy.create_engine(backend_store_uri).connect():  # once, not MLflow's retries
+            pass
+        with store_lock(backend_store_uri):  # the Default experiment's artifacts: the server's
+            SqlAlchemyStore(backend_store_uri, default_artifact_root=SERVED_ARTIFACTS)
+    except (MlflowException, SQLAlchemyError, ImportError) as exc:
+        raise SystemExit(f"svmlab server: error: cannot open the backend store "
+                         f"{backend_store_uri}: {str(exc).splitlines()[0]}") from None
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "server", help="run an MLflow tracking server (PostgreSQL or SQLite backend)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend-store-uri", default="sqlite:///mlflow.db",
+                        help="database of runs, e.g. postgresql://mlflow@127.0.0.1:5432/mlflow "
+                             "(default: sqlite:///mlflow.db)")
+    parser.add_argument("--artifacts-destination", default="mlartifacts",
+                        help="local folder the server keeps artifacts in (default: mlartifacts)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="interface to listen on (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="server worker processes (default: 2)")
+    parser.set_defaults(func=run_server)
+
+
+def run_server(args: argparse.Namespace) -> int:
+    """Prepare the store, then replace this process by ``mlflow server``."""
+    prepare_backend(args.backend_store_uri)
+    command = server_command(args.backend_store_uri, args.artifacts_destination, args.host,
+                             args.port, args.workers)
+    print(f"tracking server: http://{args.host}:{args.port}  "
+          f"(train with tracking.uri=http://{args.host}:{args.port})", flush=True)
+    os.execv(command[0], command)
+    return 0  # not reached: execv does not return

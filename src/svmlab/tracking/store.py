@@ -1,0 +1,129 @@
+"""The tracking store: its URI, its schema, experiments, and safe use by parallel processes.
+
+Several processes may share one store (the jobs of a parallel sweep). For a SQLite store the
+schema is created under a file lock beside the database file, so no two processes run MLflow's
+schema migration on a new database at once, and put in write-ahead-log mode; MLflow's own
+sessions wait up to 20 s for SQLite's write lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import mlflow
+from filelock import FileLock
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///...`` tracking URI; None for any other store."""
+    if not uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(uri).database
+    return Path(database).resolve() if database and database != ":memory:" else None
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Exclusive use of a SQLite store's file ``<db>.lock`` by this process (no-op otherwise)."""
+    path = sqlite_path(uri)
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{path}.lock", timeout=300):
+        yield
+
+
+def ui_command(uri: str) -> str:
+    """The command that opens the MLflow UI on the store at ``uri``."""
+    if uri.startswith(("http://", "https://")):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri {uri}"
+
+
+def resolved_uri(uri: str | None) -> str:
+    """``uri``, or MLflow's default tracking URI when it is None or empty."""
+    return uri or mlflow.get_tracking_uri()
+
+
+def absolute_uri(uri: str | None) -> str:
+    """``uri`` (or MLflow's current one) with a relative SQLite path made absolute, so that a
+    process started elsewhere (a notebook) opens the same store."""
+    uri = resolved_uri(uri)
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri[len(prefix):].startswith("/"):
+        return prefix + str(Path(uri[len(prefix):]).resolve())
+    return uri
+
+
+def prepare_store(uri: str) -> MlflowClient:
+    """A client of the store at ``uri``, whose schema it creates (or upgrades) if needed.
+
+    Call it under :func:`store_lock` when other processes may open the same new SQLite file.
+    """
+    client = MlflowClient(uri)
+    client.search_experiments(max_results=1)  # a SQL store runs its migrations when it opens
+    path = sqlite_path(uri)
+    if path is not None:
+        _write_ahead_log(path)
+    return client
+
+
+def _write_ahead_log(path: Path) -> None:
+    """Put a SQLite store in write-ahead-log mode (it stays so): readers no longer block the
+    writer and a commit is one append, so parallel jobs wait less for the lock. Local disks
+    only, as SQLite itself."""
+    with closing(sqlite3.connect(path, timeout=20)) as db:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError:  # busy: the store stays as it is, only slower
+            pass
+
+
+def ensure_experiment(uri: str | None, name: str) -> str:
+    """The id of experiment ``name``, creating the store's schema and the experiment if needed.
+
+    Safe when several processes call it at once: on SQLite the file lock serializes them; on a
+    tracking server a concurrent creation is answered RESOURCE_ALREADY_EXISTS, and then the
+    experiment is looked up again.
+    """
+    uri = resolved_uri(uri)
+    with store_lock(uri):
+        client = prepare_store(uri)
+        found = client.get_experiment_by_name(name)
+        if found is not None:
+            return found.experiment_id
+        try:
+            return client.create_experiment(name)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            return client.get_experiment_by_name(name).experiment_id
+
+
+def again_if_duplicate(call, attempts: int = 3):
+    """``call()``, tried again when a concurrent writer inserted the same row first.
+
+    MLflow looks a dataset up and inserts it if missing, in one transaction: two jobs logging
+    the same dataset at once (solver=a,b with the same seed, in parallel) both miss it, and the
+    second insert fails on the unique key (SQLite: "UNIQUE constraint failed", PostgreSQL:
+    "duplicate key value"). The transaction is rolled back; tried again, it finds the row.
+    """
+    for attempt in range(attempts):
+        try:
+            return call()
+        except MlflowException as exc:
+            text = str(exc).lower()
+            if attempt == attempts - 1 or not ("unique constraint" in text
+                                               or "duplicate key" in text):
+                raise
+            time.sleep(0.2 * (attempt + 1))

@@ -1,0 +1,44 @@
+"""The parent run of a sweep: created by the launching process, ended once with the outcome."""
+
+from __future__ import annotations
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunStatus
+
+from svmlab.tracking.store import ensure_experiment, resolved_uri
+
+ROLE_TAG = "svmlab.role"
+SWEEP_DIR_TAG = "svmlab.sweep_dir"
+
+
+class ParentRun:
+    """The sweep's parent run in experiment ``experiment`` of the store at ``uri``.
+
+    Its params record the overrides, the launcher and the number of jobs; ``end`` logs the
+    counts per outcome (metrics ``jobs_<status>``) and the jobs table, then ends the run.
+    """
+
+    def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
+                 params: dict, overrides_yaml: str):
+        self.uri = resolved_uri(uri)
+        experiment_id = ensure_experiment(self.uri, experiment)
+        self.client = MlflowClient(self.uri)
+        run = self.client.create_run(experiment_id, run_name=name,
+                                     tags={SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep"})
+        self.run_id: str | None = run.info.run_id
+        self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000])
+                                                   for k, v in params.items()])
+        self.client.log_text(self.run_id, overrides_yaml, "overrides.yaml")
+
+    def end(self, status: str, counts: dict[str, int] | None = None,
+            jobs_table: str | None = None) -> None:
+        """End the run once (FINISHED, FAILED or KILLED); later calls do nothing."""
+        if self.run_id is None:
+            return
+        run_id, self.run_id = self.run_id, None
+        if counts:
+            self.client.log_batch(run_id, metrics=[Metric(f"jobs_{k}", float(v), 0, 0)
+                                                   for k, v in counts.items()])
+        if jobs_table is not None:
+            self.client.log_text(run_id, jobs_table, "jobs.tsv")
+        self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))
