@@ -86,3 +86,12 @@ def libsvm_site(shared_libsvm):
     server.shutdown()
     server.server_close()
     thread.join()
+
+
+def pytest_configure(config):
+    """Register the test-only toy solver (support/toy.py): the conformance suite then runs over
+    it like over every solver of svmlab."""
+    from svmlab.estimator import registry
+
+    if "toy" not in registry.SOLVERS:
+        registry.register(registry.SolverEntry("toy", "support.toy.ToySVM", "toy"))

@@ -4,7 +4,6 @@ epsilon annealing and the rbf-only restriction."""
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from svmlab.solvers.frank_wolfe import loops as meb
 from svmlab.solvers.frank_wolfe import CoreVectorMachine
@@ -15,11 +14,6 @@ from test_frank_wolfe import empty_state, full_alpha, ktilde, problem, simplex_q
 @pytest.fixture(scope="module")
 def data():
     return problem()
-
-
-@parametrize_with_checks([CoreVectorMachine()])
-def test_scikit_learn_conformance(estimator, check):
-    check(estimator)
 
 
 def test_smo_solves_the_simplex_qp_on_a_core_set(data):

@@ -150,6 +150,7 @@ def test_homotopy_warm_starts_each_stage_and_recomputes_l(model, monkeypatch):
         return result
 
     monkeypatch.setattr(nesvm, "nesterov", recording)
+    monkeypatch.setattr(NESVM, "_warm_up", None)  # only the fit's own calls
     estimator = NESVM(C=0.5, model=model, mu=2.0, nu=1.0, mu_target=0.25, nu_target=0.5,
                       homotopy="harmonic", lipschitz="tight").fit(X, y)
     mus = [c[2] for c in calls]

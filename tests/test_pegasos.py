@@ -1,25 +1,18 @@
 """Pegasos: its update rule by hand, lambda = 1/(nC), projection, seeded sampling, dense = CSR,
 convergence to LIBLINEAR's hinge optimum, trace, config.
 
-check_estimator exclusions: none.
 """
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.svm import LinearSVC
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from svmlab.app.config import build_estimator
 from svmlab.errors import ConfigError
 from svmlab.solvers.pegasos import Pegasos
 from test_nesvm_estimator import compose_config
 from test_nesvm_math import make_problem
-
-
-@parametrize_with_checks([Pegasos(random_state=0), Pegasos(projection=False, random_state=0)])
-def test_scikit_learn_conformance(estimator, check):
-    check(estimator)
 
 
 def hand_pegasos(X, y, C, steps, seed, project=True):

@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from svmlab.estimator.certificates import Formulation
 from svmlab.estimator.models import LinearSVMClassifier
 
 
@@ -18,6 +19,12 @@ class _ZeroModel(LinearSVMClassifier):
     def _zero_model(self, n_features: int) -> None:
         self.coef_ = np.zeros((1, n_features))
         self.intercept_ = np.zeros(1)
+
+    def _formulation(self):
+        return Formulation("hinge")
+
+    def _stopping_rule(self):
+        return "a fixed number of trace rows"
 
 
 class LongTrace(_ZeroModel):
@@ -55,10 +62,11 @@ class Slow(_ZeroModel):
             Path(self.started_file).touch()
         k = 0
         while trace.elapsed() < self.duration:
-            trace.append(k, trace.elapsed(), objective_hinge_l2=1.0 / (k + 1))
+            trace.append(k, objective_hinge_l2=1.0 / (k + 1))
             k += 1
             time.sleep(0.05)
         self._zero_model(X.shape[1])
+        self.converged_ = True
 
 
 class NanTrace(_ZeroModel):
@@ -68,6 +76,7 @@ class NanTrace(_ZeroModel):
         self.C = C
 
     def _fit(self, X, y, trace):
-        trace.append(0, trace.elapsed(), objective_hinge_l2=1.0)
-        trace.append(1, trace.elapsed(), objective_hinge_l2=float("nan"))
+        trace.append(0, objective_hinge_l2=1.0)
+        trace.append(1, objective_hinge_l2=float("nan"))
         self._zero_model(X.shape[1])
+        self.converged_ = True

@@ -8,19 +8,24 @@ import time
 import numpy as np
 
 from svmlab.errors import TrainingError
+from svmlab.estimator.trace import GAP_PREFIXES
 
 
-def evaluate(estimator, dataset, fit_time_s: float) -> dict[str, float]:
+def evaluate(estimator, dataset) -> dict[str, float]:
     """Metrics every run reports, whatever the solver.
 
-    Objectives are evaluated on the training set and named by formulation (see
-    ``svmlab.estimator.objectives``), so runs of different solvers compare on the same quantity.
+    ``fit_time_s`` is the solver's own time and ``compile_time_s`` the warm-up before it (see
+    ``svmlab.estimator.base``). Objectives are evaluated on the training set and named by
+    formulation (``svmlab.estimator.objectives``), so runs of different solvers compare on the
+    same quantity; the certificate adds ``primal_``, ``dual_``, ``gap_`` and ``rel_gap_`` of the
+    solver's own formulation.
     """
     start = time.perf_counter()
     test_pred = estimator.predict(dataset.X_test)
     predict_time_s = time.perf_counter() - start
     metrics = {
-        "fit_time_s": fit_time_s,
+        "fit_time_s": estimator.fit_time_s_,
+        "compile_time_s": estimator.compile_time_s_,
         "predict_time_s": predict_time_s,
         "train_accuracy": float(np.mean(estimator.predict(dataset.X_train) == dataset.y_train)),
         "test_accuracy": float(np.mean(test_pred == dataset.y_test)),
@@ -29,6 +34,8 @@ def evaluate(estimator, dataset, fit_time_s: float) -> dict[str, float]:
     }
     if hasattr(estimator, "n_support_"):
         metrics["n_support"] = float(np.sum(estimator.n_support_))
+    if estimator.certificate_ is not None:
+        metrics |= estimator.certificate_.metrics()
     check_finite(metrics, "final metrics")
     return metrics
 
@@ -41,7 +48,9 @@ def check_finite(values: dict[str, float], what: str) -> None:
 
 
 def check_trace_finite(trace) -> None:
-    """Refuse a convergence trace with NaN or inf in any column."""
-    bad = sorted(k for k, col in trace.columns().items() if not np.all(np.isfinite(col)))
+    """Refuse a convergence trace with NaN or inf, except NaN in a gap column, which means the
+    gap was not computed at that row (``svmlab.estimator.trace``)."""
+    bad = sorted(k for k, col in trace.columns().items()
+                 if not np.all(np.isfinite(col) | (np.isnan(col) & k.startswith(GAP_PREFIXES))))
     if bad:
         raise TrainingError(f"the convergence trace contains NaN or inf in: {', '.join(bad)}")

@@ -1,70 +1,45 @@
 """The estimator contract shared by every svmlab solver (binary classification).
 
-`SVMClassifier.fit` does everything that is not numerics: parameter and input validation, the
-label mapping to +1/-1, the timer and trace, and the check of the learned model. A solver
-provides three hooks:
+`SVMClassifier.fit` does everything that is not numerics, the same way for every solver:
+parameter and input validation, the label mapping to +1/-1, compiling the solver's numba code
+(or loading it from numba's cache) on a tiny problem before the clock starts, the solver clock
+and trace, the check of the learned model, the optimality certificate after the clock stops,
+and the ConvergenceWarning when the solver's stopping rule did not hold. A solver provides:
 
     _fit(X, y, trace)        train on validated X (float64, dense or CSR with int32 indices) and
-                             y in {-1.0, +1.0}; record at least the final iteration in `trace`
+                             y in {-1.0, +1.0}; record at least the final iteration in `trace`;
+                             set converged_ (True only if its stated stopping rule held)
+    _stopping_rule()         that rule in words, with its tolerance (tags and warnings)
     _decision_function(X)    f(x) = w.phi(x) + b of the fitted model, float64 of shape (n,)
     _regularizer_norms()     (||w||_2^2, ||w||_1 or None) of the fitted model
+    _certificate(X, y)       the Certificate of its formulation (`certificates`), or None
+    _warm_up                 parameters of the warm-up fit, or None when nothing is compiled
 
-`models.LinearSVMClassifier` and `models.KernelSVMClassifier` provide the last two for linear
-models and kernel expansions, so a solver built on them writes only `_fit`.
+`models.LinearSVMClassifier` and `models.KernelSVMClassifier` provide the decision function,
+the norms and the certificate (from `_formulation()`) for linear models and kernel expansions.
 """
 
+from __future__ import annotations
+
+import time
+import warnings
 from abc import ABCMeta, abstractmethod
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import column_or_1d
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
 from svmlab.errors import DataError, TrainingError
+from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.objectives import primal_objectives
 from svmlab.estimator.trace import Trace
+from svmlab.estimator.validation import finite_csr_int32, listed, tiny_subset, two_classes
 
 __all__ = ["SVMClassifier", "Trace"]
-
-MAX_LISTED_LABELS = 10
-
-
-def _finite_csr_int32(X):
-    """Reject NaN/inf in X; give CSR input int32 indices (LIBSVM and LIBLINEAR refuse int64)."""
-    values = X.data if sp.issparse(X) else X
-    if not np.isfinite(values).all():
-        n_nan, n_inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
-        raise DataError(
-            f"X contains {n_nan} NaN and {n_inf} inf values; svmlab solvers need finite "
-            "feature values: drop or impute those entries"
-        )
-    if sp.issparse(X) and (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32):
-        if X.nnz > np.iinfo(np.int32).max:
-            raise DataError(f"X has {X.nnz} stored entries; CSR input is limited to 2**31 - 1")
-        X = type(X)((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                    shape=X.shape)
-    return X
-
-
-def _listed(labels: np.ndarray) -> str:
-    shown = ", ".join(repr(label) for label in labels[:MAX_LISTED_LABELS].tolist())
-    return f"[{shown}{', ...' if len(labels) > MAX_LISTED_LABELS else ''}]"
-
-
-def _two_classes(y: np.ndarray) -> np.ndarray:
-    """The sorted labels of y, which must take exactly two values."""
-    check_classification_targets(y)
-    classes = np.unique(y)
-    if len(classes) == 1:
-        raise DataError(f"y has 1 class (values found: {_listed(classes)}); a binary SVM "
-                        "needs samples of exactly two classes")
-    if len(classes) > 2:
-        raise DataError(f"Only binary classification is supported: y has {len(classes)} classes "
-                        f"(values found: {_listed(classes)}); svmlab solvers need exactly two")
-    return classes
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
@@ -76,29 +51,60 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
 
     supported_kernels: ClassVar[tuple[str, ...]] = ("linear",)
     _parameter_constraints: ClassVar[dict] = {}
+    #: parameter overrides of the warm-up fit that compiles the solver's numba code (or loads it
+    #: from numba's cache) before the clock starts; None: the solver compiles nothing
+    _warm_up: ClassVar[dict | None] = None
 
     def fit(self, X, y, callback=None):
-        """Train on (X, y); `callback(row)` receives each trace row (a dict) as it is recorded.
+        """Train on (X, y); `callback(row)` receives each trace row (a dict), off the clock.
 
-        Sets classes_ (the two labels, sorted), n_features_in_, trace_ (the Trace; its time_s
-        counts from the end of input validation) and n_iter_ (iteration of the last trace row).
-        Raises DataError for NaN/inf in X or y without exactly two classes, and TrainingError
-        if the learned model holds NaN/inf.
+        Sets classes_ (the two labels, sorted), n_features_in_, trace_, n_iter_ (iteration of
+        the last trace row), fit_time_s_ (the solver's time alone), compile_time_s_ (the
+        warm-up that compiled or loaded the solver's numba code), converged_, certificate_
+        (None where no certificate is computable). Raises DataError for NaN/inf in X or y
+        without exactly two classes, TrainingError if the learned model holds NaN/inf, and
+        warns (ConvergenceWarning) when the stopping rule did not hold.
         """
         self._validate_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=False)
-        X = _finite_csr_int32(X)
-        self.classes_ = _two_classes(y)
+        X = finite_csr_int32(X)
+        self.classes_ = two_classes(y)
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
+        self.compile_time_s_ = self._compile(X, y_pm)
         trace = Trace(callback)
+        trace.clock.start()
         self._fit(X, y_pm, trace)
+        self.fit_time_s_ = trace.clock.stop()
         if not len(trace):
             raise TrainingError(f"{type(self).__name__} recorded no iteration in its trace")
+        if not hasattr(self, "converged_"):
+            raise TypeError(f"{type(self).__name__}._fit must set converged_")
         self._check_finite_model()
         self.trace_ = trace
         self.n_iter_ = int(trace.columns()["iteration"][-1])
+        self.certificate_ = self._certificate(X, y_pm)
+        if not self.converged_:
+            warnings.warn(f"{type(self).__name__} stopped before its stopping rule held "
+                          f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
+                          ConvergenceWarning, stacklevel=2)
         return self
+
+    def _compile(self, X, y: np.ndarray) -> float:
+        """Seconds spent on a warm-up fit on a few rows of X (same types, same code paths)."""
+        if self._warm_up is None:
+            return 0.0
+        start = time.perf_counter()
+        rows = tiny_subset(y)
+        twin = clone(self).set_params(**self._warm_up)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            twin._fit(finite_csr_int32(X[rows]), y[rows], Trace())
+        return time.perf_counter() - start
+
+    def stopping_rule(self) -> str:
+        """The solver's stopping rule, in words, with its tolerance."""
+        return self._stopping_rule()
 
     def decision_function(self, X) -> np.ndarray:
         """f(x) = w.phi(x) + b; positive means classes_[1]."""
@@ -116,8 +122,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         check_consistent_length(X, y)
         unseen = np.setdiff1d(y, self.classes_)
         if len(unseen):
-            raise DataError(f"y contains labels {_listed(unseen)} the model was not trained on; "
-                            f"its classes are {_listed(self.classes_)}")
+            raise DataError(f"y contains labels {listed(unseen)} the model was not trained on; "
+                            f"its classes are {listed(self.classes_)}")
         return self._objective_values(X, np.where(y == self.classes_[1], 1.0, -1.0))
 
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
@@ -129,7 +135,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False,
                           ensure_all_finite=False)
-        return _finite_csr_int32(X)
+        return finite_csr_int32(X)
 
     def _check_finite_model(self) -> None:
         """Raise TrainingError if a learned float attribute holds NaN or inf."""
@@ -148,12 +154,20 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         """Train on validated X and y in {-1.0, +1.0}; record at least the final iteration."""
 
     @abstractmethod
+    def _stopping_rule(self) -> str:
+        """The stopping rule in words, with its tolerance."""
+
+    @abstractmethod
     def _decision_function(self, X) -> np.ndarray:
         """f(x) = w.phi(x) + b on validated X, float64 of shape (n_samples,)."""
 
     @abstractmethod
     def _regularizer_norms(self) -> tuple[float, float | None]:
         """(||w||_2^2, ||w||_1) of the fitted model; ||w||_1 is None where undefined."""
+
+    @abstractmethod
+    def _certificate(self, X, y: np.ndarray) -> Certificate | None:
+        """The optimality certificate of the fitted model on its training data, or None."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

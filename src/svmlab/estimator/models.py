@@ -1,9 +1,13 @@
 """The two model families of svmlab: a linear model and a kernel expansion.
 
-Each family turns its fitted attributes into the decision function and the regulariser norms,
-so a solver built on one of them only has to implement `_fit` and set those attributes.
+Each family turns its fitted attributes into the decision function, the regulariser norms and
+the optimality certificate, so a solver built on one of them implements `_fit`,
+`_stopping_rule` and `_formulation` (what it minimises), and sets those attributes.
 """
 
+from __future__ import annotations
+
+from abc import abstractmethod
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -11,10 +15,51 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.estimator.base import SVMClassifier
+from svmlab.estimator.certificates import (
+    Certificate,
+    Formulation,
+    KernelImage,
+    LinearImage,
+    certify,
+)
 from svmlab.estimator.kernels import KERNELS, Kernel
 
 
-class LinearSVMClassifier(SVMClassifier):
+class _CertifiedModel(SVMClassifier):
+    """The certificate of `_formulation()` for a model with weights or an expansion."""
+
+    def _formulation(self) -> Formulation:
+        """The problem the solver minimises (its loss, penalty and bias); a solver that
+        certifies its own formulation overrides `_certificate` instead."""
+        raise NotImplementedError(f"{type(self).__name__} names no Formulation")
+
+    def _solver_duals(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Dual points the solver produced itself (none by default)."""
+        return ()
+
+    def _certificate(self, X, y: np.ndarray) -> Certificate:
+        squared_l2, l1 = self._regularizer_norms()
+        return self._certify(X, y, y * self._decision_function(X), squared_l2, l1,
+                             float(self.intercept_[0]), self._dual_image(X, y),
+                             self._solver_duals(y))
+
+    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=()) -> Certificate:
+        """The certificate of a model with these margins, norms and bias under
+        `_formulation()`."""
+        form = self._formulation()
+        if form.penalty == "l2":
+            regulariser = 0.5 * squared_l2
+            regulariser += 0.5 * (b / form.bias_scale) ** 2 if form.bias == "penalised" else 0.0
+        else:
+            regulariser = l1 + (abs(b / form.bias_scale) if form.bias == "penalised" else 0.0)
+        return certify(form, self.C, margins, regulariser, image, duals)
+
+    @abstractmethod
+    def _dual_image(self, X, y: np.ndarray):
+        """The DualImage of the fitted model's feature map (see `certificates`)."""
+
+
+class LinearSVMClassifier(_CertifiedModel):
     """f(x) = coef_[0] . x + intercept_[0].
 
     `_fit` sets coef_ (shape (1, n_features)) and intercept_ (shape (1,), 0 without intercept).
@@ -27,8 +72,21 @@ class LinearSVMClassifier(SVMClassifier):
         w = self.coef_[0]
         return float(w @ w), float(np.abs(w).sum())
 
+    def _dual_image(self, X, y):
+        return self._linear_image(X, y, self.coef_[0], float(self.intercept_[0]))
 
-class KernelSVMClassifier(SVMClassifier):
+    def _linear_image(self, X, y, w: np.ndarray, b: float) -> LinearImage:
+        form = self._formulation()
+        return LinearImage(X, y, w, b, form.bias_scale if form.bias == "penalised" else None)
+
+    def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0
+                             ) -> Certificate:
+        """The certificate of the weights (w, b), e.g. an iterate, on (X, y)."""
+        return self._certify(X, y, y * (X @ w + b), float(w @ w), float(np.abs(w).sum()), b,
+                             self._linear_image(X, y, w, b))
+
+
+class KernelSVMClassifier(_CertifiedModel):
     """f(x) = sum_j dual_coef_[0, j] K(support_vectors_[j], x) + intercept_[0].
 
     A subclass has the parameters kernel, gamma, degree and coef0 (and merges the constraints
@@ -58,6 +116,12 @@ class KernelSVMClassifier(SVMClassifier):
         squared_l2 = float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a))
         l1 = float(np.abs(self.coef_).sum()) if self.kernel == "linear" else None
         return squared_l2, l1
+
+    def _dual_image(self, X, y):
+        if self.kernel == "linear":
+            return LinearImage(X, y, self.coef_[0], float(self.intercept_[0]))
+        return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0],
+                           float(self.intercept_[0]))
 
     @property
     def coef_(self) -> np.ndarray:

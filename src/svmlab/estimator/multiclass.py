@@ -12,7 +12,6 @@ with papers that report LIBSVM-style OVO:
 * the training time is the sum of the binary models' fit times.
 """
 
-import time
 from typing import ClassVar
 
 import numpy as np
@@ -22,7 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from svmlab.errors import DataError
-from svmlab.estimator.base import _finite_csr_int32, _listed
+from svmlab.estimator.validation import finite_csr_int32, listed
 from svmlab.estimator.kernels import resolve_gamma
 
 __all__ = ["OneVsOneClassifier"]
@@ -45,8 +44,8 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
 
     Fitted attributes: classes_ (sorted labels), pairs_ (list of (i, j) index pairs),
     estimators_ (the fitted binary models, in pairs_ order), pair_sizes_ (training rows of each
-    pair), fit_times_s_ (wall time of each binary fit), fit_time_s_ (their sum: the training time
-    of the multiclass model, which excludes input validation), gamma_ (the shared numeric gamma,
+    pair), fit_times_s_ (each binary fit's solver time, its fit_time_s_), fit_time_s_ (their
+    sum: the training time of the multiclass model), gamma_ (the shared numeric gamma,
     or None if the estimator has no gamma) and n_features_in_.
     """
 
@@ -60,12 +59,12 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
         self._validate_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=False)
-        X = _finite_csr_int32(X)
+        X = finite_csr_int32(X)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         n_classes = len(self.classes_)
         if n_classes < 2:
-            raise DataError(f"y has {n_classes} class (values found: {_listed(self.classes_)}); "
+            raise DataError(f"y has {n_classes} class (values found: {listed(self.classes_)}); "
                             "one-vs-one classification needs samples of at least two classes")
         template = clone(self.estimator)
         self.gamma_ = None
@@ -78,10 +77,8 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
         for i in range(n_classes):
             for j in range(i + 1, n_classes):
                 rows = np.flatnonzero((y_index == i) | (y_index == j))
-                model = clone(template)
-                start = time.perf_counter()
-                model.fit(X[rows], y[rows])
-                self.fit_times_s_.append(time.perf_counter() - start)
+                model = clone(template).fit(X[rows], y[rows])
+                self.fit_times_s_.append(model.fit_time_s_)
                 self.pairs_.append((i, j))
                 self.estimators_.append(model)
                 self.pair_sizes_.append(len(rows))
@@ -91,7 +88,7 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
     def votes(self, X) -> np.ndarray:
         """Votes of the binary models for each class: int array of shape (n_samples, K)."""
         check_is_fitted(self)
-        X = _finite_csr_int32(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+        X = finite_csr_int32(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                                             reset=False, ensure_all_finite=False))
         counts = np.zeros((X.shape[0], len(self.classes_)), dtype=np.int64)
         for (i, j), model in zip(self.pairs_, self.estimators_, strict=True):

@@ -1,92 +1,177 @@
-"""Convergence record of one fit, filled by the solver and read by tracking and analysis.
+"""The solver clock and the convergence record of one fit, filled by the solver.
 
-A solver reports progress only through its Trace (and the Trace's callback), so that solvers stay
-free of any tracking library.
+One definition of time for every solver: ``time_s`` (and the fit's ``fit_time_s_``) is the
+solver's own time, read from CLOCK_MONOTONIC since the solver started, with every pause
+excluded. Work that only the trace needs (objective values, certificates, the callback, progress
+lines, moving rows out of a numba loop's buffer) runs while the clock is paused. Compiled loops
+read the same clock (`svmlab.numerics.trace_buffer`).
+
+A solver reports progress only through its Trace, so that solvers stay free of any tracking
+library. Columns named ``rel_gap_*`` or ``gap_*`` hold certified gaps where the solver computed
+them and NaN in the other rows; every other column is finite.
 """
 
+from __future__ import annotations
+
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 
 REQUIRED_COLUMNS = ("iteration", "time_s")
+GAP_PREFIXES = ("rel_gap_", "gap_")
+PROGRESS_EVERY_S = 5.0  # wall seconds between two progress lines of a long fit
+progress_log = logging.getLogger("svmlab.progress")
+
+
+def _now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+class SolverClock:
+    """Solver time: CLOCK_MONOTONIC since ``start``, less the time spent in ``paused`` blocks.
+
+    ``state`` = [start_ns, paused_ns] is an int64 array that compiled loops read too.
+    """
+
+    def __init__(self):
+        self.state = np.zeros(2, np.int64)
+        self._depth = 0
+        self._paused_at = 0
+        self._stopped_at: int | None = None
+
+    def start(self) -> None:
+        self.state[:] = (_now_ns(), 0)
+        self._stopped_at = None
+
+    def stop(self) -> float:
+        """Freeze the clock; returns the solver time."""
+        self._stopped_at = _now_ns()
+        return self.elapsed()
+
+    def elapsed(self) -> float:
+        """Solver seconds so far (frozen while paused or stopped)."""
+        now = self._stopped_at or (self._paused_at if self._depth else _now_ns())
+        return (now - int(self.state[0]) - int(self.state[1])) * 1e-9
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Work inside the block does not count as solver time (nested blocks count once)."""
+        if self._depth == 0:
+            self._paused_at = _now_ns()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.state[1] += _now_ns() - self._paused_at
 
 
 class Trace:
-    """Convergence record: one row per iteration (or epoch).
+    """Convergence record: one row per recorded iteration (or epoch).
 
-    Columns: 'iteration' (int), 'time_s' (elapsed seconds since fit start), and any float columns
-    the solver adds (objective values named by formulation, gaps, ...). Every row has the same
-    columns. If a callback is given, it is called with each new row as a dict, in order.
-
-    The clock starts when the Trace is created; `SVMClassifier.fit` creates it after input
-    validation, just before the solver runs, so `elapsed()` measures the solver only.
-    The callback is not pickled: it is a live hook of the caller (for example an MLflow tracker),
-    not part of the record.
+    Columns: 'iteration' (int), 'time_s' (solver seconds) and the float columns the solver adds
+    (objective values named by formulation, gaps, ...); every row has the same columns. A
+    ``callback`` gets each new row as a dict, off the clock. A fit longer than PROGRESS_EVERY_S
+    logs a progress line to the logger ``svmlab.progress`` every PROGRESS_EVERY_S seconds.
     """
 
     def __init__(self, callback: Callable[[dict], object] | None = None):
         self.callback = callback
-        self._start = time.perf_counter()
-        self._columns: dict[str, list] = {name: [] for name in REQUIRED_COLUMNS}
+        self.clock = SolverClock()
+        self._chunks: dict[str, list[np.ndarray]] = {name: [] for name in REQUIRED_COLUMNS}
         self._value_names: tuple[str, ...] | None = None
+        self._rows = 0
+        self._last: dict[str, float] = {}
+        self._wall_start = time.monotonic()
+        self._last_progress = self._wall_start
 
     def elapsed(self) -> float:
-        """Seconds since the Trace was created (the solver's start)."""
-        return time.perf_counter() - self._start
+        """Solver seconds since the fit started."""
+        return self.clock.elapsed()
 
-    def append(self, iteration: int, time_s: float, **values: float) -> None:
-        """Append one row and pass it to the callback."""
-        self._check_names(tuple(values))
-        row = {"iteration": int(iteration), "time_s": float(time_s)}
-        row.update({name: float(value) for name, value in values.items()})
-        for name, value in row.items():
-            self._columns[name].append(value)
-        if self.callback is not None:
-            self.callback(row)
+    def paused(self):
+        """``with trace.paused(): ...`` for work only the trace needs."""
+        return self.clock.paused()
+
+    def append(self, iteration: int, **values: float) -> None:
+        """Record one row at the current solver time."""
+        time_s = self.elapsed()
+        with self.paused():
+            self._add({"iteration": [iteration], "time_s": [time_s],
+                       **{k: [v] for k, v in values.items()}})
 
     def extend(self, columns: dict[str, np.ndarray]) -> None:
-        """Append many rows given as equal-length columns (for solvers that record inside numba).
+        """Record many rows given as equal-length columns, 'time_s' included (rows recorded by
+        compiled code)."""
+        with self.paused():
+            self._add(columns)
 
-        The callback is called once per row, in order.
-        """
+    def drain(self, buffer, names: tuple[str, ...]) -> None:
+        """Move the rows of a numba loop's TraceBuffer (its columns after iteration and time_s
+        are ``names``) into the trace, and empty the buffer."""
+        with self.paused():
+            rows = buffer.rows[:buffer.meta[0]]
+            buffer.meta[0] = 0
+            self._add({"iteration": rows[:, 0], "time_s": rows[:, 1],
+                       **{name: rows[:, 2 + k] for k, name in enumerate(names)}})
+
+    def _add(self, columns: dict) -> None:
         missing = [name for name in REQUIRED_COLUMNS if name not in columns]
         if missing:
-            raise ValueError(f"Trace.extend needs the columns {list(REQUIRED_COLUMNS)}; "
+            raise ValueError(f"a trace row needs the columns {list(REQUIRED_COLUMNS)}; "
                              f"missing {missing}")
         lengths = {name: len(values) for name, values in columns.items()}
         if len(set(lengths.values())) > 1:
-            raise ValueError(f"Trace.extend needs columns of equal length; got {lengths}")
-        values = {name: np.asarray(col) for name, col in columns.items()
-                  if name not in REQUIRED_COLUMNS}
-        iterations, times = columns["iteration"], columns["time_s"]
-        for i in range(lengths["iteration"]):
-            self.append(iterations[i], times[i], **{name: col[i] for name, col in values.items()})
+            raise ValueError(f"trace columns must have equal lengths; got {lengths}")
+        self._check_names(tuple(k for k in columns if k not in REQUIRED_COLUMNS))
+        n = lengths["iteration"]
+        if not n:
+            return
+        chunk = {name: np.array(values, dtype=np.int64 if name == "iteration" else np.float64)
+                 for name, values in columns.items()}
+        for name, values in chunk.items():
+            self._chunks[name].append(values)
+        self._rows += n
+        self._last = {name: values[-1] for name, values in chunk.items()}
+        if self.callback is not None:
+            for i in range(n):
+                self.callback({name: values[i].item() for name, values in chunk.items()})
+        self._progress()
 
     def _check_names(self, names: tuple[str, ...]) -> None:
         if self._value_names is None:
             self._value_names = names
-            self._columns.update({name: [] for name in names})
+            self._chunks.update({name: [] for name in names})
         elif set(names) != set(self._value_names):
             raise ValueError(
                 f"every Trace row must have the same columns: expected "
                 f"{sorted(self._value_names)} besides {list(REQUIRED_COLUMNS)}, got {sorted(names)}"
             )
 
+    def _progress(self) -> None:
+        now = time.monotonic()
+        if now - self._last_progress < PROGRESS_EVERY_S or not progress_log.isEnabledFor(
+                logging.INFO):
+            return
+        self._last_progress = now
+        last = self._last
+        shown = [f"{k}={v:.6g}" for k, v in last.items()
+                 if k.startswith(("objective_", "rel_gap_")) and np.isfinite(v)]
+        progress_log.info("iteration %d  %s  solver %.1f s, wall %.1f s", last["iteration"],
+                          "  ".join(shown[:3]), last["time_s"], now - self._wall_start)
+
     def columns(self) -> dict[str, np.ndarray]:
         """Column name -> array ('iteration' int64, everything else float64)."""
-        return {
-            name: np.asarray(values, dtype=np.int64 if name == "iteration" else np.float64)
-            for name, values in self._columns.items()
-        }
+        dtype = {"iteration": np.int64}
+        return {name: np.concatenate(chunks) if chunks else np.empty(0, dtype.get(name, float))
+                for name, chunks in self._chunks.items()}
 
     def __len__(self) -> int:
-        return len(self._columns["iteration"])
-
-    def to_frame(self) -> pd.DataFrame:
-        """The record as a DataFrame, one row per recorded iteration."""
-        return pd.DataFrame(self.columns())
+        return self._rows
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

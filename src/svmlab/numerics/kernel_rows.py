@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, objmode
 
-from svmlab.numerics.rows import Rows
+from svmlab.numerics.rows import row_norms, rows_of
 
 KERNEL_CODES = {"linear": 0, "rbf": 1, "poly": 2}
 LINEAR, RBF, POLY = 0, 1, 2
@@ -46,10 +46,10 @@ def kernel_data(X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0:
     X is dense or CSR with int32 indices (CSR rows are read through a dense scatter of x_i, so
     their column order does not matter).
     """
-    rows = Rows.of(X)
-    squared_norms = rows.norms()[1]
+    rows = rows_of(X)
+    squared_norms = row_norms(rows)[1]
     work = np.zeros(X.shape[1])
-    columns = Rows.of(X.T.tocsr()) if sp.issparse(X) else Rows.of(np.empty((0, 0)))
+    columns = rows_of(X.T.tocsr()) if sp.issparse(X) else rows_of(np.empty((0, 0)))
     return (rows.data, rows.indices, rows.indptr, rows.dense, squared_norms,
             np.ascontiguousarray(y, dtype=np.float64), KERNEL_CODES[kernel], float(gamma),
             float(coef0), int(degree), 1.0 / float(C), work, columns.data, columns.indices,

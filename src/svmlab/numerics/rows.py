@@ -1,6 +1,6 @@
 """Row-wise numba kernels over CSR or dense (C-order) data, both read through one layout.
 
-`Rows` views a matrix as (data, indices, indptr): a CSR matrix as itself, a dense C-order array
+`Rows` (a NamedTuple numba reads by field) views a matrix as (data, indices, indptr): a CSR matrix as itself, a dense C-order array
 as its flat buffer with rows of equal length (no copy; column index = position in the row). The
 same loops therefore serve both, with the same summation order: dense and sparse inputs give
 bitwise identical results. Indices are unsigned (uint32 view of CSR's int32, uint64 row
@@ -11,7 +11,7 @@ loops about twice as fast.
 loss and its derivative, and the accumulation of the gradient, so each row is read once.
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,46 +23,40 @@ HINGE = 0    # loss: Nesterov-smoothed hinge, derivative u = clip(m / width, 0, 
 SQUARED = 1  # loss: m^2 (LS-SVM), derivative coefficient m (the factor 2 is the caller's)
 
 
-@dataclass(frozen=True)
-class Rows:
+class Rows(NamedTuple):
     """A matrix as rows: data[indptr[i]:indptr[i+1]] holds row i (CSR or dense C-order)."""
 
     data: np.ndarray     # float64
     indices: np.ndarray  # uint32 column indices (CSR), empty for dense rows
     indptr: np.ndarray   # uint64, n_rows + 1
     dense: bool
-    shape: tuple[int, int]
+    n_rows: int
+    n_cols: int
 
-    @classmethod
-    def of(cls, X) -> "Rows":
-        """Rows of a CSR matrix (int32 indices) or of a dense array (made C-contiguous)."""
-        n, p = X.shape
-        if sp.issparse(X):
-            return cls(X.data, X.indices.view(np.uint32), X.indptr.astype(np.uint64), False,
-                       (n, p))
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        return cls(X.reshape(-1), np.empty(0, np.uint32), np.arange(n + 1, dtype=np.uint64) * p,
-                   True, (n, p))
 
-    def norms(self) -> tuple[np.ndarray, np.ndarray]:
-        """(||X_i||_inf, ||X_i||_2^2) of every row."""
-        return row_norms(self.data, self.indptr)
+def rows_of(X) -> Rows:
+    """Rows of a CSR matrix (int32 indices) or of a dense array (made C-contiguous)."""
+    n, p = X.shape
+    if sp.issparse(X):
+        return Rows(X.data, X.indices.view(np.uint32), X.indptr.astype(np.uint64), False, n, p)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return Rows(X.reshape(-1), np.empty(0, np.uint32), np.arange(n + 1, dtype=np.uint64) * p,
+                True, n, p)
 
 
 @njit(cache=True)
-def row_norms(data, indptr):
+def row_norms(rows):
     """(max_j |X_ij|, sum_j X_ij^2) of every row."""
-    n = indptr.shape[0] - 1
-    inf_norm, sq_norm = np.zeros(n), np.zeros(n)
-    for i in range(n):
-        for k in range(indptr[i], indptr[i + 1]):
-            inf_norm[i] = max(inf_norm[i], abs(data[k]))
-            sq_norm[i] += data[k] * data[k]
+    inf_norm, sq_norm = np.zeros(rows.n_rows), np.zeros(rows.n_rows)
+    for i in range(rows.n_rows):
+        for k in range(rows.indptr[i], rows.indptr[i + 1]):
+            inf_norm[i] = max(inf_norm[i], abs(rows.data[k]))
+            sq_norm[i] += rows.data[k] * rows.data[k]
     return inf_norm, sq_norm
 
 
 @njit(cache=True, error_model="numpy")
-def loss_pass(data, indices, indptr, dense, y, w, b, width, kind, dots, s):
+def loss_pass(rows, y, w, b, width, kind, dots, s):
     """One pass over the rows at (w, b): loss sums and s = sum_i c_i y_i X_i.
 
     For row i: dots[i] = X_i.w, m_i = 1 - y_i (X_i.w + b), and c_i = u_i (HINGE, smoothing width
@@ -70,6 +64,7 @@ def loss_pass(data, indices, indptr, dense, y, w, b, width, kind, dots, s):
     Returns (sum smoothed loss, sum exact loss, sum c_i, sum y_i c_i); the exact loss is
     max(0, m_i) for HINGE and m_i^2 for SQUARED.
     """
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
     s[:] = 0.0
     smoothed, exact, sum_c, sum_yc = 0.0, 0.0, 0.0, 0.0
     for i in range(y.shape[0]):

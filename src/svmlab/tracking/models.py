@@ -32,13 +32,15 @@ def model_requirements(estimator) -> list[str]:
 
 
 def trusted_types(estimator) -> list[str]:
-    """The types in the model that skops (MLflow's serializer) must be told to trust: svmlab's
-    own classes, and scipy's sparse matrices (the support vectors of a model trained on CSR
-    input; skops stores them as arrays, which load without running code).
+    """The types in the model that skops (MLflow's serializer) must be told to trust: the
+    logged estimator's own class (a solver from outside svmlab too), svmlab's classes, and
+    scipy's sparse matrices (the support vectors of a model trained on CSR input; skops stores
+    them as arrays, which load without running code).
 
     Any other type skops does not know stays untrusted, so logging such a model still fails.
     """
     import skops.io
 
+    own = f"{type(estimator).__module__}.{type(estimator).__qualname__}"
     found = skops.io.get_untrusted_types(data=skops.io.dumps(estimator))
-    return [name for name in found if name.startswith(TRUSTED_MODULES)]
+    return [name for name in found if name == own or name.startswith(TRUSTED_MODULES)]

@@ -1,8 +1,9 @@
-"""LIBLINEAR and LIBSVM (through scikit-learn) as svmlab solvers, run and logged like the others.
+"""LIBLINEAR and LIBSVM (through scikit-learn) as svmlab solvers, run and certified like the
+others.
 
 scikit-learn exposes no per-iteration record of either library, so their trace has one row:
-iteration = n_iter_ reported by the library, time_s = wall time of the library's fit, and the
-objective values of the final model on the training data.
+iteration = n_iter_ reported by the library, time_s = the library's fit time, and the objective
+values of the final model on the training data (computed off the clock).
 """
 
 from numbers import Integral, Real
@@ -14,6 +15,7 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
+from svmlab.estimator.certificates import Formulation
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier, LinearSVMClassifier
 from svmlab.estimator.trace import Trace
@@ -28,8 +30,8 @@ LIBLINEAR_SOLVERS = {
 
 def _record_final_row(estimator, trace: Trace, n_iter: int, X, y: np.ndarray) -> None:
     """The one trace row of a library fit: its iteration count, time and training objectives."""
-    time_s = trace.elapsed()
-    trace.append(n_iter, time_s, **estimator._objective_values(X, y))
+    with trace.paused():
+        trace.append(n_iter, **estimator._objective_values(X, y))
 
 
 class Liblinear(LinearSVMClassifier):
@@ -46,8 +48,10 @@ class Liblinear(LinearSVMClassifier):
     (penalty='l1') to the objective. The reported objectives (bias unregularised, as for every
     svmlab solver) are evaluated at its solution but are not what it minimised, so they can
     exceed the optimum of the unregularised-bias problem; a large intercept_scaling narrows the
-    difference. n_iter_ is LIBLINEAR's own count (iterations of the chosen solver's outer loop).
-    The trace has a single row (see module docstring).
+    difference; its certificate is that of the problem it minimised (formulation
+    ``<loss>_<penalty>_penalised_bias``). n_iter_ is LIBLINEAR's own count (iterations of the
+    chosen solver's outer loop); converged_ means it stopped before max_iter. The trace has a
+    single row (see module docstring).
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -97,7 +101,15 @@ class Liblinear(LinearSVMClassifier):
         ).fit(X, y)
         self.coef_ = model.coef_
         self.intercept_ = np.atleast_1d(np.asarray(model.intercept_, dtype=np.float64))
+        self.converged_ = bool(model.n_iter_ < self.max_iter)
         _record_final_row(self, trace, model.n_iter_, X, y)
+
+    def _stopping_rule(self) -> str:
+        return f"LIBLINEAR's own stopping rule with tol={self.tol}, before max_iter={self.max_iter}"
+
+    def _formulation(self) -> Formulation:
+        bias = "penalised" if self.fit_intercept else "none"
+        return Formulation(self.loss, self.penalty, bias, self.intercept_scaling)
 
 
 class Libsvm(KernelSVMClassifier):
@@ -109,7 +121,9 @@ class Libsvm(KernelSVMClassifier):
     rule) and stored in _gamma. LIBSVM's SMO is deterministic, so there is no random_state.
     Fitted: support_ (indices into the training rows), support_vectors_ (CSR if X was CSR),
     dual_coef_ (y_j alpha_j, dense), intercept_, n_support_ (total number of support vectors),
-    and coef_ with the linear kernel. The trace has a single row (see module docstring).
+    and coef_ with the linear kernel; converged_ means SMO met its tolerance before max_iter.
+    Its certificate uses LIBSVM's own dual point. The trace has a single row (see module
+    docstring).
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -147,4 +161,17 @@ class Libsvm(KernelSVMClassifier):
         self.dual_coef_ = dual_coef.toarray() if sp.issparse(dual_coef) else dual_coef
         self.intercept_ = model.intercept_
         self.n_support_ = int(model.n_support_.sum())
+        self.converged_ = bool(self.max_iter < 0 or model.n_iter_.max() < self.max_iter)
         _record_final_row(self, trace, model.n_iter_.max(), X, y)
+
+    def _stopping_rule(self) -> str:
+        limit = "" if self.max_iter < 0 else f", before max_iter={self.max_iter}"
+        return f"LIBSVM's maximal KKT violation <= tol={self.tol}{limit}"
+
+    def _formulation(self) -> Formulation:
+        return Formulation("hinge", "l2", "free")
+
+    def _solver_duals(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        alpha = np.zeros(len(y))
+        alpha[self.support_] = np.abs(self.dual_coef_[0])
+        return (alpha,)

@@ -43,6 +43,12 @@ class CoreVectorMachine(MEBSVMClassifier):
         self.sampling_rounds = sampling_rounds
         self.eps_annealing = eps_annealing
 
+    def _stopping_rule(self) -> str:
+        scan = "a full scan" if self.sampling == "full" else (
+            f"{self.sampling_rounds} rounds of {self.sample_size} sampled points (uncertified)")
+        return (f"no point outside B(c, (1 + eps) r) with eps={self.eps} over {scan}, within "
+                f"max_iter={self.max_iter} added points")
+
     def _solve(self, buf, lru, kx, D, delta2, st, q, R, clock, t0, rows):
         buf, q, R, _, converged, rows, n_rows = meb.run_cvm(
             buf, lru, kx, D, delta2, st, q, R, self.eps, self.eps_annealing, self._sample_size,

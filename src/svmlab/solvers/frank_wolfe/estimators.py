@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.numerics import kernel_rows as kr
 from svmlab.solvers.frank_wolfe import loops as meb
+from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.objectives import l2svm_objective, primal_objectives
@@ -67,6 +68,7 @@ class MEBSVMClassifier(KernelSVMClassifier):
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
+    _warm_up: ClassVar[dict] = {"max_iter": 2}
 
     def __init__(self, C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
                  cache_mb, max_iter, random_state):
@@ -101,7 +103,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         rows = np.empty((FIRST_TRACE_ROWS, len(meb.TRACE_COLUMNS)))
         buf, q, R, converged, rows, n_rows = self._solve(
             buf, lru, kx, D, delta2, st, q, R, clock, t0, rows)
-        self._record(trace, dict(zip(meb.TRACE_COLUMNS, rows[:n_rows].T)), delta2, t_base)
+        with trace.paused():
+            self._record(trace, dict(zip(meb.TRACE_COLUMNS, rows[:n_rows].T)), delta2, t_base)
         self._recover(X, y, st, q, R, delta2, converged)
 
     def _row_width(self, n_points: int) -> int:
@@ -149,6 +152,13 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.rho_, self.delta2_, self.radius2_ = float(R), delta2, delta2 - float(R)
         self.converged_ = bool(converged)
 
+    def _certificate(self, X, y: np.ndarray) -> Certificate:
+        """The L2-SVM primal at the model against the dual value -R/2 of its alpha."""
+        squared_l2, _ = self._regularizer_norms()
+        primal = l2svm_objective(y * self._decision_function(X), squared_l2, self.intercept_[0],
+                                 self.C)
+        return Certificate("l2svm", primal, -0.5 * self.rho_, "solver")
+
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
         """The common objectives plus objective_l2svm, the formulation these solvers minimise."""
         squared_l2, l1 = self._regularizer_norms()
@@ -189,6 +199,13 @@ class FrankWolfe(MEBSVMClassifier):
         self.sampling_rounds = sampling_rounds
         self.final_full_check = final_full_check
         self.refresh_every = refresh_every
+
+    def _stopping_rule(self) -> str:
+        scan = ("a full scan" if self.sampling == "full" else
+                f"{self.sampling_rounds} sample(s) of {self.sample_size} points"
+                + (" confirmed by a full scan" if self.final_full_check else " (uncertified)"))
+        return (f"delta+ <= (1 + eps)^2 - 1 with eps={self.eps} over {scan}, within "
+                f"max_iter={self.max_iter} steps")
 
     def _row_width(self, n_points: int) -> int:
         """A full scan keeps G for every point: its cached rows span all points."""

@@ -13,15 +13,14 @@ One iteration (spec §2.6, Nesterov 2005 scheme 3.11), with g^k = grad F_mu(w^k)
 """
 
 import math
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
+from svmlab.estimator.certificates import Formulation
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.solvers.nesvm.problem import (
@@ -131,6 +130,7 @@ class NESVM(KernelSVMClassifier):
         "inner_eps": [StrOptions({"fixed", "scaled"})],
         "max_kernel_gib": [Interval(Real, 0.0, None, closed="neither")],
     }
+    _warm_up: ClassVar[dict] = {"max_iter": 2}
 
     def __init__(self, C=1.0, *, model="csvm", mu=5.0, nu=5.0, eps=1e-3, fit_intercept=False,
                  lipschitz="auto", stop="paper", return_iterate="w", max_iter=100_000,
@@ -235,10 +235,6 @@ class NESVM(KernelSVMClassifier):
             done += k + 1
             self.converged_ &= converged
         self.lipschitz_, self.mu_stages_ = L, mus
-        if not self.converged_:
-            warnings.warn(f"NESVM reached max_iter={self.max_iter} before its stopping rule "
-                          f"(stop={self.stop!r}, eps={self.eps}) held; increase max_iter or eps",
-                          ConvergenceWarning, stacklevel=4)
         return theta
 
     def _recorder(self, problem: SmoothedSVM, trace, offset: int):
@@ -249,14 +245,28 @@ class NESVM(KernelSVMClassifier):
             smoothing["nu"] = problem.nu
 
         def record(k, theta, ev):
-            row = {true_name: ev.true, "grad_norm": float(np.linalg.norm(ev.grad)), **smoothing}
-            if self.model != "lssvm":
-                row["objective_smoothed"] = ev.smoothed
-            if ev.dual_gap is not None:
-                row["dual_gap"] = ev.dual_gap
-            trace.append(offset + k, trace.elapsed(), **row)
+            with trace.paused():
+                row = {true_name: ev.true, "grad_norm": float(np.linalg.norm(ev.grad)),
+                       **smoothing}
+                if self.model != "lssvm":
+                    row["objective_smoothed"] = ev.smoothed
+                if ev.dual_gap is not None:
+                    row["dual_gap"] = ev.dual_gap
+                trace.append(offset + k, **row)
 
         return record
+
+    def _formulation(self) -> Formulation:
+        loss = "squared" if self.model == "lssvm" else "hinge"
+        return Formulation(loss, "l1" if self.model == "lpsvm" else "l2",
+                           "free" if self.fit_intercept else "none")
+
+    def _stopping_rule(self) -> str:
+        rule = {"paper": "|F_mu(w^k) - F_mu(w^k-1)| < eps",
+                "rel": "|F_mu(w^k) - F_mu(w^k-1)| <= eps max(1, |F_mu|)",
+                "grad": "1/2 ||grad F_mu||^2 <= eps"}[self.stop]
+        stages = "" if self.homotopy == "off" else " at every homotopy stage"
+        return f"{rule}{stages} with eps={self.eps}, within max_iter={self.max_iter} updates"
 
     def _objective_values(self, X, y_pm):
         values = super()._objective_values(X, y_pm)

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.utils import gen_batches
 
-from svmlab.numerics.rows import HINGE, SQUARED, Rows, loss_pass
+from svmlab.numerics.rows import HINGE, SQUARED, Rows, loss_pass, row_norms, rows_of
 from svmlab.numerics.losses import huber
 
 MODELS = ("csvm", "lpsvm", "lssvm")
@@ -54,18 +54,18 @@ class SmoothedSVM:
     rows: Rows = field(init=False)
 
     def __post_init__(self):
-        self.rows = Rows.of(self.X)
+        self.rows = rows_of(self.X)
         self.y = np.ascontiguousarray(self.y, dtype=np.float64)
-        inf_norm, self.sq_norm = self.rows.norms()
+        inf_norm, self.sq_norm = row_norms(self.rows)
         self.a = np.maximum(inf_norm, 1.0) if self.bias else inf_norm
-        self._dots = np.empty(self.rows.shape[0])
-        self._s = np.empty(self.rows.shape[1])
+        self._dots = np.empty(self.rows.n_rows)
+        self._s = np.empty(self.rows.n_cols)
         self._width = (None, None)
 
     @property
     def dim(self) -> int:
         """Length of theta."""
-        return self.rows.shape[1] + self.bias
+        return self.rows.n_cols + self.bias
 
     def split(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
         return (theta[:-1], float(theta[-1])) if self.bias else (theta, 0.0)
@@ -82,7 +82,7 @@ class SmoothedSVM:
         w, b = self.split(theta)
         rows, squared = self.rows, self.model == "lssvm"
         smoothed_loss, exact_loss, sum_c, sum_yc = loss_pass(
-            rows.data, rows.indices, rows.indptr, rows.dense, self.y, w, b, self.hinge_width(),
+            rows, self.y, w, b, self.hinge_width(),
             SQUARED if squared else HINGE, self._dots, self._s)
         if self.model == "lpsvm":
             reg_smoothed, reg_grad = huber(w, self.mu)

@@ -1,0 +1,299 @@
+r"""Optimality certificates: the primal value of a fitted model, a dual lower bound, and the gap.
+
+For the formulation a solver minimises, with margins m_i = y_i f(x_i), f(x) = w.phi(x) + b,
+losses summed with weight C, and the Fenchel dual over a in R^n:
+
+    loss           primal term          dual term                       a's domain
+    hinge          C max(0, 1 - m)      + a_i                           0 <= a_i <= C
+    squared_hinge  C max(0, 1 - m)^2    + a_i - a_i^2 / (4C)            a_i >= 0
+    squared        C (1 - m)^2          + a_i - a_i^2 / (4C)            a_i free (LS-SVM)
+
+    penalty  primal         dual term with v(a) = sum_i a_i y_i phi(x_i)
+    l2       1/2 ||w||^2    - 1/2 ||v(a)||^2
+    l1       ||w||_1        constraint ||v(a)||_inf <= 1 (linear models)
+
+The bias b is absent (``bias="none"``), free (``"free"``: the dual adds sum_i a_i y_i = 0) or
+penalised like a weight on a constant feature of value s (``"penalised"``, LIBLINEAR's
+intercept: phi(x) gains the coordinate s and w the coordinate b / s). Every feasible a gives
+D(a) <= P* <= P(w, b): the gap P - D bounds the model's suboptimality P - P*, and the relative
+gap (P - D) / |P| bounds (P - P*) / |P|.
+
+Dual points come from the solver when it has them (LIBSVM's dual coefficients, the budgeted
+solvers' alpha) and from the model itself: a_i = -C loss'(m_i), which is exact for the smooth
+losses at the optimum. For the hinge the points with m_i = 1 (free support vectors) get their
+a_i from the optimality condition w = v(a) by bounded least squares over the points whose
+margin lies within delta of 1, for a few delta; every candidate is then made feasible (the
+equality of a free bias by shrinking the heavier class, the l1 constraint by scaling) and
+scaled by the best factor t (D(t a) is a concave quadratic in t). The best candidate is kept.
+No library computes these certificates for arbitrary SVM models, hence this module.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear, minimize
+
+LOSSES = ("hinge", "squared_hinge", "squared")
+PENALTIES = ("l2", "l1")
+BIASES = ("none", "free", "penalised")
+FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
+MAX_KERNEL_FREE = 2000  # points in a kernel model's free set (a dense QP of this size)
+BALANCE_WEIGHT = 1e3  # weight of a free bias's equality in the free-set least squares
+
+
+@dataclass(frozen=True)
+class Formulation:
+    """What a solver minimises: its loss, its penalty and how it treats the bias."""
+
+    loss: str
+    penalty: str = "l2"
+    bias: str = "none"
+    bias_scale: float = 1.0  # s, for a penalised bias
+
+    def __post_init__(self):
+        if self.loss not in LOSSES or self.penalty not in PENALTIES or self.bias not in BIASES:
+            raise ValueError(f"unknown formulation {self}; losses {LOSSES}, penalties "
+                             f"{PENALTIES}, biases {BIASES}")
+
+    @property
+    def name(self) -> str:
+        """e.g. 'hinge_l2_bias': loss, penalty, and '_bias' (free) or '_penalised_bias'."""
+        suffix = {"none": "", "free": "_bias", "penalised": "_penalised_bias"}[self.bias]
+        return f"{self.loss}_{self.penalty}{suffix}"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """P, a dual lower bound D, gap = P - D and rel_gap = gap / |P| for one formulation."""
+
+    formulation: str
+    primal: float
+    dual: float
+    source: str  # where the dual point came from: 'solver' or 'model'
+
+    @property
+    def gap(self) -> float:
+        return self.primal - self.dual
+
+    @property
+    def rel_gap(self) -> float:
+        scale = abs(self.primal)
+        return self.gap / scale if scale > 0 else (0.0 if self.gap <= 0 else np.inf)
+
+    def metrics(self) -> dict[str, float]:
+        """``primal_<f>``, ``dual_<f>``, ``gap_<f>`` and ``rel_gap_<f>``."""
+        f = self.formulation
+        return {f"primal_{f}": self.primal, f"dual_{f}": self.dual, f"gap_{f}": self.gap,
+                f"rel_gap_{f}": self.rel_gap}
+
+
+def loss_sum(loss: str, margins: np.ndarray) -> float:
+    """sum_i loss(m_i) (without C)."""
+    r = 1.0 - margins
+    if loss == "hinge":
+        return float(np.maximum(r, 0.0).sum())
+    if loss == "squared_hinge":
+        return float(np.square(np.maximum(r, 0.0)).sum())
+    return float(r @ r)
+
+
+def loss_dual(loss: str, a: np.ndarray, C: float) -> float:
+    """The dual's loss term sum_i (a_i [- a_i^2 / 4C])."""
+    return float(a.sum()) if loss == "hinge" else float(a.sum() - (a @ a) / (4.0 * C))
+
+
+class DualImage(ABC):
+    """v(a) = sum_i a_i y_i phi(x_i) of a formulation's feature map, and the model's own w."""
+
+    def __init__(self, y: np.ndarray):
+        self.y = y
+
+    @abstractmethod
+    def squared_norm(self, a: np.ndarray) -> float:
+        """||v(a)||^2."""
+
+    def sup_norm(self, a: np.ndarray) -> float:
+        """||v(a)||_inf (l1 penalty: linear models only)."""
+        raise NotImplementedError("the l1 dual needs explicit features (a linear model)")
+
+    @abstractmethod
+    def fit_free(self, a: np.ndarray, free: np.ndarray, C: float, penalty: str,
+                 balanced: bool) -> np.ndarray:
+        """a with its entries on ``free`` chosen in [0, C] so that v(a) best matches the
+        model's optimality condition (l2: v(a) = w; l1: v(a)_j = sign(w_j) where w_j != 0),
+        and, if ``balanced`` (a free bias), sum_i a_i y_i = 0."""
+
+
+class LinearImage(DualImage):
+    """Linear features x (with a penalised bias: [x, s]); the model's weights w (and b / s)."""
+
+    def __init__(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
+                 bias_scale: float | None = None):
+        super().__init__(y)
+        self.A = X.T.multiply(y).tocsr() if sp.issparse(X) else (X * y[:, None]).T
+        self.w = w
+        if bias_scale is not None:  # the constant feature of a penalised bias
+            row = bias_scale * y[None, :]
+            self.A = sp.vstack([self.A, row]).tocsr() if sp.issparse(self.A) else \
+                np.vstack([self.A, row])
+            self.w = np.append(w, b / bias_scale)
+
+    def vector(self, a: np.ndarray) -> np.ndarray:
+        return np.asarray(self.A @ a).ravel()
+
+    def squared_norm(self, a):
+        v = self.vector(a)
+        return float(v @ v)
+
+    def sup_norm(self, a):
+        return float(np.abs(self.vector(a)).max(initial=0.0))
+
+    def fit_free(self, a, free, C, penalty, balanced):
+        fixed = a.copy()
+        fixed[free] = 0.0
+        rows = slice(None) if penalty == "l2" else np.flatnonzero(self.w)
+        target = self.w if penalty == "l2" else np.sign(self.w)
+        residual = (target - self.vector(fixed))[rows]
+        A_free = self.A[:, free][rows] if sp.issparse(self.A) else self.A[rows][:, free]
+        if balanced:  # the equality sum a_i y_i = 0 as a heavily weighted extra row
+            weight = BALANCE_WEIGHT * max(1.0, float(abs(A_free).max(initial=0.0)))
+            row = weight * self.y[free][None, :]
+            A_free = sp.vstack([A_free, row]).tocsr() if sp.issparse(A_free) else \
+                np.vstack([A_free, row])
+            residual = np.append(residual, -weight * (fixed @ self.y))
+        if A_free.shape[0] == 0:
+            return fixed
+        solution = lsq_linear(A_free, residual, bounds=(0.0, C), method="trf",
+                              lsmr_tol="auto", max_iter=200)
+        fixed[free] = np.clip(solution.x, 0.0, C)
+        return fixed
+
+
+class KernelImage(DualImage):
+    """Kernel features phi, through a kernel function K(A, B); the model f = sum_j c_j k(z_j, .)
+    + b with expansion points Z (support vectors, possibly not training points)."""
+
+    def __init__(self, X, y: np.ndarray, kernel, Z, coef: np.ndarray, b: float = 0.0):
+        super().__init__(y)
+        self.X, self.kernel, self.Z, self.coef, self.b = X, kernel, Z, coef, b
+
+    def squared_norm(self, a):
+        nz = np.flatnonzero(a)
+        if not len(nz):
+            return 0.0
+        c = (a * self.y)[nz]
+        return float(c @ self.kernel.dot(self.X[nz], self.X[nz], c))
+
+    def fit_free(self, a, free, C, penalty, balanced):
+        """The box QP min ||w - v(a)||^2 (+ a weighted (sum_i a_i y_i)^2 if ``balanced``)
+        over a_free, on at most MAX_KERNEL_FREE points."""
+        fixed = a.copy()
+        fixed[free] = 0.0
+        free = free[:MAX_KERNEL_FREE]
+        Xf, yf = self.X[free], self.y[free]
+        Q = self.kernel.matrix(Xf, Xf) * np.outer(yf, yf)
+        bound = np.flatnonzero(fixed)
+        # c_i = y_i (w(x_i) - v(fixed)(x_i)) for i in free
+        w_at = self.kernel.dot(Xf, self.Z, self.coef)
+        v_at = (self.kernel.dot(Xf, self.X[bound], (fixed * self.y)[bound]) if len(bound)
+                else np.zeros(len(free)))
+        c = yf * (w_at - v_at)
+        if balanced:
+            weight = BALANCE_WEIGHT ** 2 * max(1.0, float(np.abs(Q).max(initial=0.0)))
+            Q = Q + weight * np.outer(yf, yf)
+            c = c - weight * yf * (fixed @ self.y)
+        result = minimize(lambda t: (0.5 * t @ Q @ t - c @ t, Q @ t - c), np.zeros(len(free)),
+                          jac=True, method="L-BFGS-B", bounds=[(0.0, C)] * len(free),
+                          options={"maxiter": 500})
+        fixed[free] = np.clip(result.x, 0.0, C)
+        return fixed
+
+
+def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float,
+            image: DualImage, solver_duals: tuple[np.ndarray, ...] = ()) -> Certificate:
+    """The certificate of a model with ``margins`` and regulariser value ``regulariser``
+    (1/2||w||^2 or ||w||_1, including a penalised bias's part) for formulation ``form``.
+
+    ``solver_duals`` are dual points the solver produced itself; the model's own candidates
+    (see the module docstring) are always tried too, and the best lower bound is kept.
+    """
+    primal = regulariser + C * loss_sum(form.loss, margins)
+    if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
+        return Certificate(form.name, float(primal), 0.0, "model")
+    best, source = -np.inf, "model"
+    candidates = [(a, "solver") for a in solver_duals] + [
+        (a, "model") for a in _model_candidates(form, C, margins, image)]
+    for a, origin in candidates:
+        value = _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
+        if value > best:
+            best, source = value, origin
+    return Certificate(form.name, float(primal), float(best), source)
+
+
+def _model_candidates(form: Formulation, C: float, margins: np.ndarray, image: DualImage):
+    """a_i = -C loss'(m_i), and for the hinge the free-set refinements."""
+    r = 1.0 - margins
+    if form.loss == "squared_hinge":
+        yield 2.0 * C * np.maximum(r, 0.0)
+        return
+    if form.loss == "squared":
+        yield 2.0 * C * r
+        return
+    base = np.where(r > 0.0, C, 0.0)
+    yield base
+    scale = max(1.0, float(np.abs(margins).max(initial=0.0)))
+    seen = set()
+    for width in FREE_SET_WIDTHS:
+        free = np.flatnonzero(np.abs(r) <= width * scale)
+        free = free[np.argsort(np.abs(r[free]), kind="stable")]
+        key = len(free)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        yield image.fit_free(base, free, C, form.penalty, form.bias == "free")
+
+
+def _feasible(form: Formulation, a: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """a inside the dual's box, with sum a_i y_i = 0 for a free bias (the heavier class is
+    shrunk; for the LS-SVM's free-signed a, its mean is removed instead)."""
+    a = np.asarray(a, dtype=np.float64)
+    if form.loss != "squared":
+        a = np.maximum(a, 0.0)
+    if form.bias != "free":
+        return a
+    if form.loss == "squared":
+        return a - y * (a @ y) / len(y)
+    plus, minus = float(a[y > 0].sum()), float(a[y < 0].sum())
+    if plus == minus:
+        return a
+    heavy = 1.0 if plus > minus else -1.0
+    ratio = min(plus, minus) / max(plus, minus)
+    return np.where(y == heavy, a * ratio, a)
+
+
+def _best_scaled_dual(form: Formulation, C: float, a: np.ndarray, image: DualImage) -> float:
+    """max over t of D(t a) with t a feasible; D(t a) = t S - t^2 (T / 4C + Q / 2)."""
+    S = float(a.sum())
+    T = float(a @ a) if form.loss != "hinge" else 0.0
+    if form.penalty == "l2":
+        Q = image.squared_norm(a)
+        t_max = C / a.max() if form.loss == "hinge" and a.max() > 0 else np.inf
+    else:
+        Q = 0.0
+        sup = image.sup_norm(a)
+        t_max = 1.0 / sup if sup > 0 else np.inf
+        if form.loss == "hinge" and a.max() > 0:
+            t_max = min(t_max, C / a.max())
+    curvature = T / (4.0 * C) + 0.5 * Q
+    if curvature <= 0.0:
+        t = t_max if S > 0 else 0.0
+        if not np.isfinite(t):
+            return 0.0 if S == 0 else np.inf
+    else:
+        t = S / (2.0 * curvature)
+        t = min(max(t, 0.0 if form.loss != "squared" else -np.inf), t_max)
+    return t * S - t * t * curvature

@@ -1,0 +1,47 @@
+"""A toy solver outside svmlab, registered by the test suite: one module, one registry entry
+(`conftest.py`) and one YAML file (`support/conf/solver/toy.yaml`) give it the whole
+conformance suite.
+
+It minimises the squared-hinge C-SVM without bias, 1/2||w||^2 + C sum max(0, 1 - y x.w)^2, with
+scipy's L-BFGS, and reports scipy's own convergence flag.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.utils._param_validation import Interval
+
+from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.models import LinearSVMClassifier
+
+
+class ToySVM(LinearSVMClassifier):
+    _parameter_constraints = {"C": [Interval(Real, 0.0, None, closed="neither")],
+                              "max_iter": [Interval(Integral, 1, None, closed="left")],
+                              "tol": [Interval(Real, 0.0, None, closed="neither")]}
+
+    def __init__(self, C=1.0, max_iter=1000, tol=1e-10):
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _formulation(self):
+        return Formulation("squared_hinge")
+
+    def _stopping_rule(self):
+        return f"L-BFGS's projected gradient <= tol={self.tol}, within max_iter={self.max_iter}"
+
+    def _fit(self, X, y, trace):
+        Z = X.multiply(y[:, None]).tocsr() if hasattr(X, "tocsr") else X * y[:, None]
+
+        def objective(w):
+            r = np.maximum(0.0, 1.0 - Z @ w)
+            return 0.5 * w @ w + self.C * r @ r, w - 2.0 * self.C * (Z.T @ r)
+
+        result = minimize(objective, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B",
+                          options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 0.0})
+        self.coef_ = result.x[None, :]
+        self.intercept_ = np.zeros(1)
+        self.converged_ = bool(result.success)
+        trace.append(int(result.nit), objective_squared_hinge_l2=float(result.fun))

@@ -1,0 +1,164 @@
+"""Optimality certificates against exact optima from independent solvers (scipy's QP and LP
+solvers, closed forms): D(a) <= P* <= P(w) always, and the gap closes at the optimum."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog, minimize
+from sklearn.datasets import make_classification
+
+from svmlab.estimator.certificates import (
+    Certificate,
+    Formulation,
+    KernelImage,
+    LinearImage,
+    certify,
+)
+from svmlab.estimator.kernels import Kernel
+from svmlab.solvers.baselines import Liblinear, Libsvm
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, y01 = make_classification(60, 5, n_informative=4, n_redundant=0, flip_y=0.15,
+                                 class_sep=0.8, random_state=3)
+    return X, np.where(y01 == 1, 1.0, -1.0)
+
+
+def exact_dual(Q: np.ndarray, C: float, y: np.ndarray | None = None) -> np.ndarray:
+    """argmax sum a - 1/2 a'Qa over 0 <= a <= C (and y'a = 0 if y is given), by SLSQP."""
+    n = len(Q)
+    constraints = [{"type": "eq", "fun": lambda a: a @ y, "jac": lambda a: y}] if y is not None \
+        else []
+    result = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.full(n, C / 2),
+                      jac=True, bounds=[(0.0, C)] * n, constraints=constraints,
+                      method="SLSQP", options={"ftol": 1e-15, "maxiter": 2000})
+    return result.x
+
+
+def hinge_primal(X, y, w, b, C):
+    return 0.5 * w @ w + C * np.maximum(0.0, 1.0 - y * (X @ w + b)).sum()
+
+
+def linear_certificate(form, X, y, w, b, C, duals=()):
+    margins = y * (X @ w + b)
+    reg = 0.5 * w @ w if form.penalty == "l2" else np.abs(w).sum()
+    scale = form.bias_scale if form.bias == "penalised" else None
+    if form.bias == "penalised":
+        reg += 0.5 * (b / scale) ** 2 if form.penalty == "l2" else abs(b / scale)
+    return certify(form, C, margins, reg, LinearImage(X, y, w, b, scale), duals)
+
+
+@pytest.mark.parametrize("bias", ["none", "free"])
+def test_hinge_l2_gap_closes_at_the_exact_optimum_and_bounds_any_model(problem, bias):
+    X, y = problem
+    C = 0.7
+    Z = X * y[:, None]
+    a = exact_dual(Z @ Z.T, C, y if bias == "free" else None)
+    w = Z.T @ a
+    free = (a > 1e-6 * C) & (a < C * (1 - 1e-6))
+    b = float(np.median(y[free] - X[free] @ w)) if bias == "free" else 0.0
+    p_star = hinge_primal(X, y, w, b, C)
+    form = Formulation("hinge", "l2", bias)
+    at_optimum = linear_certificate(form, X, y, w, b, C)  # the model's own dual point only
+    assert at_optimum.dual <= p_star * (1 + 1e-9)
+    assert at_optimum.rel_gap < 1e-6
+    rng = np.random.default_rng(0)
+    for scale in (1e-3, 1e-1, 1.0):
+        w2 = w + scale * rng.normal(size=w.shape)
+        other = linear_certificate(form, X, y, w2, b, C)
+        assert other.primal == pytest.approx(hinge_primal(X, y, w2, b, C), rel=1e-12)
+        assert other.dual <= p_star * (1 + 1e-9)  # a lower bound
+        assert other.gap >= other.primal - p_star - 1e-9 * p_star  # bounds the suboptimality
+
+
+def test_libsvm_certificate_uses_its_dual_point_and_is_tight(problem):
+    X, y = problem
+    model = Libsvm(C=0.7, kernel="linear", tol=1e-10).fit(X, y)
+    cert = model.certificate_
+    assert cert.formulation == "hinge_l2_bias" and cert.source == "solver"
+    assert 0.0 <= cert.rel_gap < 1e-7
+    Z = X * y[:, None]
+    a = exact_dual(Z @ Z.T, 0.7, y)
+    d_star = a.sum() - 0.5 * a @ Z @ Z.T @ a
+    assert cert.dual <= d_star * (1 + 1e-9) and cert.primal >= d_star * (1 - 1e-9)
+
+
+def test_a_kernel_model_is_certified_with_or_without_the_solvers_dual(problem):
+    X, y = problem
+    model = Libsvm(C=2.0, kernel="rbf", gamma=0.3, tol=1e-10).fit(X, y)
+    assert model.certificate_.rel_gap < 1e-7
+    # from the model alone (free-set refinement in the RKHS): still a valid and tight bound
+    kernel = Kernel("rbf", 0.3, 3, 0.0)
+    margins = y * model.decision_function(X)
+    squared_l2, _ = model._regularizer_norms()
+    image = KernelImage(X, y, kernel, model.support_vectors_, model.dual_coef_[0],
+                        float(model.intercept_[0]))
+    alone = certify(Formulation("hinge", "l2", "free"), 2.0, margins, 0.5 * squared_l2, image)
+    assert alone.dual <= model.certificate_.primal * (1 + 1e-9)
+    assert alone.rel_gap < 1e-4
+
+
+@pytest.mark.parametrize("penalty", ["l2", "l1"])
+def test_liblinear_squared_hinge_with_penalised_bias_is_certified(problem, penalty):
+    X, y = problem
+    # tol 1e-8: tighter stopping rules are out of LIBLINEAR's reach in double precision (it then
+    # wanders away from the optimum until max_iter, and the certificate shows it)
+    model = Liblinear(C=0.5, penalty=penalty, dual=penalty == "l2", tol=1e-8, max_iter=100_000,
+                      intercept_scaling=2.0, random_state=0).fit(X, y)
+    assert model.converged_
+    cert = model.certificate_
+    assert cert.formulation == f"squared_hinge_{penalty}_penalised_bias"
+    assert -1e-9 <= cert.rel_gap < 1e-6
+
+
+def test_hinge_l1_certificate_against_the_lp_optimum(problem):
+    """min ||w||_1 + C sum xi, xi >= 1 - y_i x_i.w, xi >= 0 as an LP (HiGHS)."""
+    X, y = problem
+    n, d = X.shape
+    C = 0.3
+    Z = X * y[:, None]
+    # variables [w+ (d), w- (d), xi (n)] >= 0
+    cost = np.concatenate([np.ones(2 * d), C * np.ones(n)])
+    A_ub = np.hstack([-Z, Z, -np.eye(n)])
+    lp = linprog(cost, A_ub=A_ub, b_ub=-np.ones(n), bounds=(0, None), method="highs")
+    w = lp.x[:d] - lp.x[d:2 * d]
+    form = Formulation("hinge", "l1")
+    cert = linear_certificate(form, X, y, w, 0.0, C)
+    assert cert.primal == pytest.approx(lp.fun, rel=1e-9)
+    assert cert.dual <= lp.fun * (1 + 1e-9)
+    assert cert.rel_gap < 1e-6
+    worse = linear_certificate(form, X, y, 0.5 * w, 0.0, C)
+    assert worse.dual <= lp.fun * (1 + 1e-9) and worse.gap >= worse.primal - lp.fun - 1e-9
+
+
+def test_least_squares_certificate_against_the_closed_form(problem):
+    X, y = problem
+    C = 0.4
+    Z = X * y[:, None]
+    w = np.linalg.solve(np.eye(X.shape[1]) + 2 * C * Z.T @ Z, 2 * C * Z.T @ np.ones(len(y)))
+    cert = linear_certificate(Formulation("squared"), X, y, w, 0.0, C)
+    assert abs(cert.rel_gap) < 1e-12
+
+
+def test_sparse_and_dense_features_give_the_same_certificate(problem):
+    X, y = problem
+    model = Liblinear(C=0.5, loss="hinge", fit_intercept=False, tol=1e-4).fit(X, y)
+    w = model.coef_[0]
+    form = Formulation("hinge")
+    dense = linear_certificate(form, X, y, w, 0.0, 0.5)
+    sparse = linear_certificate(form, sp.csr_matrix(X), y, w, 0.0, 0.5)
+    assert sparse.primal == pytest.approx(dense.primal, rel=1e-12)
+    assert sparse.dual == pytest.approx(dense.dual, rel=1e-6)
+
+
+def test_zero_c_and_relative_gap_conventions():
+    X = np.eye(3)
+    y = np.array([1.0, -1.0, 1.0])
+    cert = certify(Formulation("hinge"), 0.0, y * (X @ np.zeros(3)), 0.0,
+                   LinearImage(X, y, np.zeros(3)))
+    assert (cert.primal, cert.dual, cert.gap, cert.rel_gap) == (0.0, 0.0, 0.0, 0.0)
+    assert Certificate("f", 2.0, 1.5, "model").metrics() == {
+        "primal_f": 2.0, "dual_f": 1.5, "gap_f": 0.5, "rel_gap_f": 0.25}
+    with pytest.raises(ValueError, match="unknown formulation"):
+        Formulation("logistic")

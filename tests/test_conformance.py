@@ -1,0 +1,168 @@
+"""The conformance suite: every registered solver (svmlab's and the test-only toy solver) meets
+the same contract. A new solver gets all of this by being registered.
+
+scikit-learn's estimator checks; its YAML file names the registered class; any two labels;
+dense input = CSR input; the same seed gives the same model; fit_time_s_ is the solver's time
+alone (a slow callback and the warm-up do not count); the certificate is a valid bound; a
+truncated fit warns and says it did not converge; the model logged to MLflow reloads and
+predicts identically.
+
+scikit-learn's checks run with no exclusions. The binary-only tag (classifier_tags.multi_class =
+False) makes them run the classifier checks on two classes and check the multiclass error
+message; scikit-learn itself skips check_array_api_input unless SCIPY_ARRAY_API=1 is set.
+"""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hydra import compose, initialize_config_module
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from support.runs import SUPPORT_CONF
+from svmlab.app.config import register_schema
+from svmlab.estimator import registry
+from svmlab.estimator.certificates import Certificate
+
+ENTRIES = list(registry.SOLVERS.values())
+CONF = __import__("svmlab.conf").conf.__path__[0]
+register_schema()
+
+
+def first(entry):
+    return entry.load()(**entry.checks[0])
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[::3]
+    X[np.abs(X) < 0.5] = 0.0  # sparse enough that CSR input stays sparse inside the solvers
+    return X, y[::3]
+
+
+@parametrize_with_checks([entry.load()(**params) for entry in ENTRIES for params in entry.checks])
+def test_scikit_learn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+def composed(*overrides):
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        return compose("config", overrides=[f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+                                            *overrides])
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_the_yaml_file_of_a_solver_names_its_registered_class(entry):
+    assert composed(f"solver={entry.name}").solver._target_ == entry.target
+
+
+def test_every_solver_yaml_file_is_a_registered_solver_or_a_preset_of_one():
+    from pathlib import Path
+
+    targets = {entry.target for entry in ENTRIES}
+    for path in sorted(Path(CONF, "solver").glob("*.yaml")):
+        assert composed(f"solver={path.stem}").solver._target_ in targets, path.name
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_any_two_labels_give_the_same_model(data, entry):
+    X, y01 = data
+    reference = first(entry).fit(X, np.where(y01 == 1, 1.0, -1.0)).decision_function(X)
+    for labels in ((0, 1), (2, 4), ("a", "b")):
+        model = first(entry).fit(X, np.array(labels)[y01])
+        np.testing.assert_array_equal(model.classes_, sorted(labels))
+        np.testing.assert_allclose(model.decision_function(X), reference, rtol=1e-10,
+                                   atol=1e-12)
+        assert set(model.predict(X)) <= set(labels)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_dense_and_csr_input_give_the_same_model(data, entry):
+    """The same model up to the solver's precision: sums in another order may send a sampled
+    solver down another path to a model of the same accuracy."""
+    X, y = data
+    dense = first(entry).fit(X, y)
+    sparse = first(entry).fit(sp.csr_matrix(X), y)
+    f = dense.decision_function(X)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), f, rtol=1e-4,
+                               atol=1e-4 * np.abs(f).max())
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_the_same_seed_gives_the_same_model(data, entry):
+    X, y = data
+    a, b = (first(entry).fit(X, y) for _ in range(2))
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_fit_time_is_the_solvers_time_alone(data, entry):
+    """A callback that sleeps 0.2 s in all is paused out of fit_time_s_, and so is the warm-up
+    that compiles the solver; the trace's times never exceed fit_time_s_."""
+    X, y = data
+    calls = []
+
+    def slow_callback(row):
+        calls.append(row)
+        if len(calls) <= 2:
+            time.sleep(0.1)
+
+    start = time.perf_counter()
+    model = first(entry).fit(X, y, callback=slow_callback)
+    wall = time.perf_counter() - start
+    slept = 0.1 * min(len(calls), 2)
+    assert len(calls) == len(model.trace_) >= 1
+    assert 0.0 <= model.fit_time_s_ <= wall - slept - model.compile_time_s_
+    times = model.trace_.columns()["time_s"]
+    assert np.all(np.diff(times) >= 0) and 0.0 <= times[-1] <= model.fit_time_s_
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_the_certificate_is_a_valid_bound_on_the_solvers_own_formulation(data, entry):
+    X, y = data
+    model = first(entry).fit(X, y)
+    cert = model.certificate_
+    assert isinstance(cert, Certificate)
+    assert np.isfinite([cert.primal, cert.dual, cert.rel_gap]).all()
+    assert cert.gap >= -1e-9 * max(1.0, abs(cert.primal))
+    assert set(cert.metrics()) == {f"{k}_{cert.formulation}"
+                                   for k in ("primal", "dual", "gap", "rel_gap")}
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_a_truncated_fit_warns_and_is_not_converged(data, entry):
+    X, y = data
+    model = clone(first(entry)).set_params(**entry.truncated)
+    with pytest.warns(ConvergenceWarning, match="stopped before its stopping rule held"):
+        model.fit(X, y)
+    assert model.converged_ is False
+    assert entry.name and model.stopping_rule() in str(model.stopping_rule())
+    assert first(entry).fit(X, y).stopping_rule()
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_the_logged_model_reloads_and_predicts_identically(data, entry, tmp_path):
+    import mlflow
+
+    from svmlab.tracking.runs import Tracker
+
+    X, y = data
+    model = first(entry).fit(sp.csr_matrix(X), y)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with Tracker(uri, "conformance") as tracker:
+        tracker.log_model(model, sp.csr_matrix(X[:5]))
+    mlflow.set_tracking_uri(uri)
+    reloaded = mlflow.sklearn.load_model(f"runs:/{tracker.run_id}/model")
+    np.testing.assert_array_equal(reloaded.predict(sp.csr_matrix(X)),
+                                  model.predict(sp.csr_matrix(X)))
+    pyfunc = mlflow.pyfunc.load_model(f"runs:/{tracker.run_id}/model")
+    np.testing.assert_array_equal(np.asarray(pyfunc.predict(X)), model.predict(X))
