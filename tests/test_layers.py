@@ -1,0 +1,121 @@
+"""The layer rules of README's development section, checked on every module's imports.
+
+    estimator   numpy, scipy, scikit-learn (and the standard library) only
+    numerics    numpy, scipy, numba only
+    solvers     a family imports the estimator and numerics layers and itself, never another
+                family; no MLflow, no Hydra
+    tracking    the only package that imports MLflow
+    app         the only package that imports Hydra (hydra, omegaconf)
+
+Imports are read from the source (every `import` statement, also inside functions), so a lazy
+import breaks a rule as much as a top-level one.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+import svmlab
+
+SRC = Path(svmlab.__file__).parent
+STDLIB = set(sys.stdlib_module_names)
+HYDRA = {"hydra", "omegaconf"}
+
+
+def _modules():
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Absolute names of every module imported by the file."""
+    names = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                names.add(f"{base}.{node.module}" if node.module else base)
+            else:
+                names.add(node.module)
+    return names
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _layer(module: str) -> str:
+    """'estimator', 'numerics', 'solvers.<family>', 'tracking', 'app', ... or '' (svmlab)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return ""
+    return ".".join(parts[:2]) if parts[0] == "solvers" and len(parts) > 1 else parts[0]
+
+
+ALLOWED_THIRD_PARTY = {
+    "estimator": {"numpy", "scipy", "sklearn"},
+    "numerics": {"numpy", "scipy", "numba", "llvmlite"},
+}
+ALLOWED_SVMLAB = {
+    "estimator": {"estimator", "errors"},
+    "numerics": {"numerics", "errors"},
+}
+
+MODULES = list(_modules())
+
+
+def _violations(module: str, imports: set[str]) -> list[str]:
+    layer = _layer(module)
+    found = []
+    for name in imports:
+        top = _top(name)
+        if top == "mlflow" and layer != "tracking":
+            found.append(f"{name}: only svmlab.tracking imports MLflow")
+        if top in HYDRA and layer != "app":
+            found.append(f"{name}: only svmlab.app imports Hydra")
+        if top == "svmlab":
+            other = _layer(name)
+            base = layer.split(".")[0]
+            if base in ALLOWED_SVMLAB and other.split(".")[0] not in ALLOWED_SVMLAB[base]:
+                found.append(f"{name}: the {base} layer imports only "
+                             f"{sorted(ALLOWED_SVMLAB[base])}")
+            if base == "solvers" and other.startswith("solvers.") and other != layer:
+                found.append(f"{name}: a solver family never imports another family")
+            if base == "solvers" and other.split(".")[0] not in {"estimator", "numerics",
+                                                                 "errors", "solvers"}:
+                found.append(f"{name}: a solver family imports only the estimator and "
+                             "numerics layers")
+        elif layer in ALLOWED_THIRD_PARTY and top not in STDLIB | ALLOWED_THIRD_PARTY[layer]:
+            found.append(f"{name}: the {layer} layer imports only "
+                         f"{sorted(ALLOWED_THIRD_PARTY[layer])} and the standard library")
+        elif layer.startswith("solvers.") and top not in STDLIB | {"numpy", "scipy", "sklearn",
+                                                                   "numba"}:
+            found.append(f"{name}: a solver family imports numpy, scipy, scikit-learn and numba")
+    return found
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_module_keeps_its_layer_rules(module, path):
+    assert _violations(module, _imports(module, path)) == []
+
+
+def test_the_rules_catch_what_they_forbid():
+    assert _violations("svmlab.estimator.base", {"numba"})
+    assert _violations("svmlab.estimator.base", {"svmlab.numerics.rows"})
+    assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.pegasos.steps"})
+    assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.tracking.runs"})
+    assert _violations("svmlab.analysis.run", {"mlflow.tracking"})
+    assert _violations("svmlab.tracking.runs", {"omegaconf"})
+    assert not _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.nesvm.estimator",
+                                                            "svmlab.numerics.rows", "numpy"})
+
+
+def test_the_layers_are_visible_from_the_tree():
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    assert {"estimator", "numerics", "solvers", "tracking", "app"} <= packages
