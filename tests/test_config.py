@@ -1,13 +1,17 @@
 """Every config composes, and every bad config fails before training with a helpful message."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
+from svmlab.app import cli
 from svmlab.app.config import build_estimator, check_typed_parts, register_schema
 from svmlab.errors import ConfigError
+from svmlab.estimator import registry
 from support.runs import runs, train
 
 CONF = Path(__import__("svmlab.conf").conf.__file__).parent
@@ -25,7 +29,13 @@ def composed(*overrides):
 
 def test_config_groups_have_options():
     assert {"liblinear", "libsvm"} <= set(SOLVERS)
-    assert KERNELS == ["linear", "poly", "rbf"]
+
+
+def test_one_kernel_list():
+    """The kernel group, the compiled kernels and the estimators follow the registry's list."""
+    from svmlab.numerics.kernels import KERNEL_KINDS
+
+    assert KERNELS == sorted(registry.KERNELS) == sorted(KERNEL_KINDS)
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -88,8 +98,10 @@ def test_unknown_solver_key_in_a_yaml_is_named_with_the_allowed_ones():
     (["solver=libsvn"], "Could not find 'solver/libsvn'"),
     (["kernel=gaussian"], "Could not find 'kernel/gaussian'"),
     (["dataset=a10a"], "Could not find 'dataset/a10a'"),
-    (["solver=libsvm", "solver.CC=1"], "Key 'CC' is not in struct"),
-    (["kernel.gama=1"], "Key 'gama' not in 'KernelConfig'"),
+    (["solver=libsvm", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, tol, "),
+    (["solver=fw", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, eps, "),
+    (["kernel.gama=1"], "unknown key in kernel: 'gama'; allowed: name, gamma, degree, coef0. "
+                        "Did you mean 'gamma'?"),
     (["seed=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),
     (["solver=libsvm", "solver.C=-1"], "'C' parameter of Libsvm must be a float in the range"),
     (["solver=liblinear", "kernel=rbf"], "cannot use kernel 'rbf'"),
@@ -103,6 +115,27 @@ def test_bad_config_on_the_command_line_fails_before_any_run(tmp_path, capsys, o
     err = capsys.readouterr().err
     assert message in err
     assert runs(store) == [] if store.exists() else True
+
+
+def test_train_help_names_groups_sweeps_presets_and_outputs(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    out = capsys.readouterr().out
+    for text in ("solver: ", "kernel: linear, poly, rbf", "-m", "+experiment=NAME",
+                 "hydra/launcher=joblib", "sqlite:///mlflow.db", "multirun/", "paths.data_dir"):
+        assert text in out
+
+
+def test_top_level_help_imports_no_subcommand_module():
+    """`svmlab --help` and `svmlab datasets ...` import only what they need (start-up time)."""
+    code = ("import sys, contextlib, io\n"
+            "from svmlab.app import cli\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "    cli.main(['--help'])\n"
+            "print(sorted(m for m in ('sklearn', 'mlflow', 'numba', 'hydra', 'matplotlib',\n"
+            "                         'svmlab.data', 'svmlab.analysis') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):

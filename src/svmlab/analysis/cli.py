@@ -17,12 +17,10 @@ from svmlab.tracking.store import absolute_uri
 def add_parser(subparsers) -> None:
     """Register ``analyze`` and ``report`` on an argparse subparsers object; each sets ``func``,
     which takes the parsed arguments and returns the exit status."""
-    analyze = subparsers.add_parser(
-        "analyze", help="Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table")
+    analyze = subparsers.add_parser("analyze")
     _add_arguments(analyze)
     analyze.set_defaults(func=analyze_command)
-    reporting = subparsers.add_parser(
-        "report", help="analyze, and execute the significance-report notebook on the result")
+    reporting = subparsers.add_parser("report")
     _add_arguments(reporting)
     reporting.add_argument("--notebook", metavar="FILE", default=str(notebooks.SIGNIFICANCE_REPORT),
                            help="notebook to execute (default: %(default)s)")

@@ -9,7 +9,17 @@ import importlib
 import shlex
 import sys
 
-SUBCOMMAND_MODULES = ("svmlab.data.cli", "svmlab.analysis.cli", "svmlab.tracking.server")
+# name: (module whose add_parser registers it, one-line help). A module is imported only when
+# one of its subcommands runs, so that `svmlab --help` needs argparse alone.
+SUBCOMMANDS = {
+    "datasets": ("svmlab.data.cli", "list the datasets, download LIBSVM files"),
+    "analyze": ("svmlab.analysis.cli",
+                "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table"),
+    "report": ("svmlab.analysis.cli",
+               "analyze, and execute the significance-report notebook on the result"),
+    "server": ("svmlab.tracking.server",
+               "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
+}
 
 
 def _train(argv: list[str]) -> int:
@@ -34,8 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("train", add_help=False,
                    help="train one configuration, or sweep with -m (Hydra overrides follow)")
-    for module in SUBCOMMAND_MODULES:  # each registers its subcommands on `sub`
-        importlib.import_module(module).add_parser(sub)
+    chosen = SUBCOMMANDS.get(argv[0], ("",))[0] if argv else ""
+    if chosen:  # the chosen command's module registers its subcommands on `sub`
+        importlib.import_module(chosen).add_parser(sub)
+    for name, (module, text) in SUBCOMMANDS.items():
+        if module == chosen:
+            sub.choices[name].description = sub.choices[name].description or text
+        else:
+            sub.add_parser(name, help=text)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -19,8 +19,8 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from svmlab.errors import ConfigError
+from svmlab.estimator.registry import KERNELS
 
-KERNELS = ("linear", "rbf", "poly")
 GAMMA_RULES = ("scale", "auto")
 
 
@@ -143,3 +143,35 @@ def build_estimator(cfg: DictConfig):
     except ValueError as exc:
         raise ConfigError(f"invalid solver parameter: {exc}") from exc
     return estimator
+
+
+def unknown_key_hints(args: list[str]) -> list[str]:
+    """For each ``a.b=value`` override whose key the composed config lacks: what is allowed there.
+
+    Hydra rejects such an override with "Key 'b' is not in struct"; this says which keys the
+    chosen solver, dataset or kernel takes. The group choices among ``args`` are applied first.
+    """
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        overrides = OverridesParser.create().parse_overrides(
+            [a for a in args if "=" in a and not a.startswith("-")])
+        choices = [o.input_line for o in overrides
+                   if "." not in o.key_or_group and not o.is_sweep_override()]
+        GlobalHydra.instance().clear()
+        with initialize_config_module("svmlab.conf", version_base="1.3"):
+            cfg = compose("config", overrides=choices)
+    except Exception:  # the choices themselves are wrong: Hydra's own message says so
+        return []
+    hints = []
+    for override in overrides:
+        parent, _, leaf = override.key_or_group.rpartition(".")
+        if not parent or override.is_add() or override.is_delete() or parent.startswith("hydra"):
+            continue
+        node = OmegaConf.select(cfg, parent)
+        if isinstance(node, DictConfig) and leaf not in node:
+            keys = [k for k in node if not str(k).startswith("_")]
+            hints.append(_unknown(f"key in {parent}:", leaf, keys))
+    return hints

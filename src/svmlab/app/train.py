@@ -28,7 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 import svmlab
 from svmlab.app import sweep
-from svmlab.app.config import build_estimator, check_typed_parts, register_schema
+from svmlab.app.config import (build_estimator, check_typed_parts, register_schema,
+                               unknown_key_hints)
 from svmlab.errors import ConfigError, SvmlabError
 
 register_schema()
@@ -147,16 +148,17 @@ def fit_tags(estimator) -> dict:
 
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     """Train, evaluate and log one configuration; returns the MLflow run id."""
+    context = context or RunContext()
+    check_typed_parts(cfg)  # config errors first, before the slow imports of the training path
+    estimator = build_estimator(cfg)
     from svmlab import data
+
+    dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
+    data.validate(**dataset_params)
     from svmlab.app.evaluation import check_trace_finite, evaluate
     from svmlab.tracking.figures import convergence_figure
     from svmlab.tracking.runs import Tracker, flatten
 
-    context = context or RunContext()
-    check_typed_parts(cfg)
-    estimator = build_estimator(cfg)
-    dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
-    data.validate(**dataset_params)
     tags = run_tags(cfg, context, estimator)
     run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
     context.run_name = run_name
@@ -217,8 +219,19 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
                       "metrics": context.metrics, "time_s": time.perf_counter() - start}
 
 
+def main() -> None:
+    """The entry point: Hydra's, plus the keys allowed where an override names an unknown one."""
+    try:
+        hydra_main()
+    except SystemExit as exc:
+        if exc.code == 1:  # Hydra could not compose the config
+            for hint in unknown_key_hints(sys.argv[1:]):
+                print(f"svmlab: error: {hint}", file=sys.stderr)
+        raise
+
+
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> dict | None:
+def hydra_main(cfg: DictConfig) -> dict | None:
     context = RunContext.from_hydra()
     if context.sweep_dir is not None:
         return run_job(cfg, context)

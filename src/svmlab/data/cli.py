@@ -14,7 +14,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     Each subcommand sets ``func``, which takes the parsed arguments and returns the exit status.
     """
-    parser = subparsers.add_parser("datasets", help="list the datasets, download LIBSVM files")
+    parser = subparsers.add_parser("datasets")
     commands = parser.add_subparsers(dest="datasets_command", required=True)
 
     listing = commands.add_parser("list", help="every dataset with its sizes and location")

@@ -15,7 +15,8 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import gen_batches
 
-KERNELS = ("linear", "rbf", "poly")
+from svmlab.estimator.registry import KERNELS
+
 BLOCK_BYTES = 64 * 2**20
 
 

@@ -1,4 +1,5 @@
-"""The solver registry: every solver svmlab knows, by the name ``solver=<name>`` selects.
+"""The solver registry: every solver svmlab knows, by the name ``solver=<name>`` selects, and the
+kernels (``kernel=<name>``) the kernel solvers take.
 
 An entry names the estimator class by its import path (classes are imported when asked for, so
 that reading the registry loads no solver) and the settings the conformance suite trains it
@@ -15,6 +16,8 @@ import importlib
 from dataclasses import dataclass, field
 
 from svmlab.errors import ConfigError
+
+KERNELS = ("linear", "rbf", "poly")  # conf/kernel/<name>.yaml and numerics.kernels follow this list
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,7 @@ def prepare_backend(backend_store_uri: str) -> None:
 
 def add_parser(sub) -> None:
     parser = sub.add_parser(
-        "server", help="run an MLflow tracking server (PostgreSQL or SQLite backend)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "server", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend-store-uri", default="sqlite:///mlflow.db",
                         help="database of runs, e.g. postgresql://mlflow@127.0.0.1:5432/mlflow "
                              "(default: sqlite:///mlflow.db)")
