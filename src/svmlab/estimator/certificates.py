@@ -7,6 +7,10 @@ losses summed with weight C, and the Fenchel dual over a in R^n:
     hinge          C max(0, 1 - m)      + a_i                           0 <= a_i <= C
     squared_hinge  C max(0, 1 - m)^2    + a_i - a_i^2 / (4C)            a_i >= 0
     squared        C (1 - m)^2          + a_i - a_i^2 / (4C)            a_i free (LS-SVM)
+    power_hinge    C max(0, 1 - m)^p    + a_i - h_p(a_i)                a_i >= 0      (p > 1)
+
+with h_p(a) = ((p - 1) / p) a (a / (C p))^(1 / (p - 1)), the conjugate of C xi^p (xi >= 0);
+h_2(a) = a^2 / (4C), so power_hinge with p = 2 is squared_hinge.
 
     penalty  primal         dual term with v(a) = sum_i a_i y_i phi(x_i)
     l2       1/2 ||w||^2    - 1/2 ||v(a)||^2
@@ -35,9 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear, minimize
+from scipy.optimize import brentq, lsq_linear, minimize
 
-LOSSES = ("hinge", "squared_hinge", "squared")
+LOSSES = ("hinge", "squared_hinge", "squared", "power_hinge")
 PENALTIES = ("l2", "l1")
 BIASES = ("none", "free", "penalised")
 FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
@@ -53,17 +57,21 @@ class Formulation:
     penalty: str = "l2"
     bias: str = "none"
     bias_scale: float = 1.0  # s, for a penalised bias
+    power: float = 0.0  # p of the power_hinge loss (p > 1; unused by the other losses)
 
     def __post_init__(self):
         if self.loss not in LOSSES or self.penalty not in PENALTIES or self.bias not in BIASES:
             raise ValueError(f"unknown formulation {self}; losses {LOSSES}, penalties "
                              f"{PENALTIES}, biases {BIASES}")
+        if self.loss == "power_hinge" and not (self.power > 1.0 and self.penalty == "l2"):
+            raise ValueError(f"power_hinge needs power > 1 and penalty 'l2'; got {self}")
 
     @property
     def name(self) -> str:
         """e.g. 'hinge_l2_bias': loss, penalty, and '_bias' (free) or '_penalised_bias'."""
         suffix = {"none": "", "free": "_bias", "penalised": "_penalised_bias"}[self.bias]
-        return f"{self.loss}_{self.penalty}{suffix}"
+        loss = f"hinge_p{self.power:g}" if self.loss == "power_hinge" else self.loss
+        return f"{loss}_{self.penalty}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -91,9 +99,11 @@ class Certificate:
                 f"rel_gap_{f}": self.rel_gap}
 
 
-def loss_sum(loss: str, margins: np.ndarray) -> float:
-    """sum_i loss(m_i) (without C)."""
+def loss_sum(loss: str, margins: np.ndarray, power: float = 0.0) -> float:
+    """sum_i loss(m_i) (without C; ``power``: p of power_hinge)."""
     r = 1.0 - margins
+    if loss == "power_hinge":
+        return float((np.maximum(r, 0.0) ** power).sum())
     if loss == "hinge":
         return float(np.maximum(r, 0.0).sum())
     if loss == "squared_hinge":
@@ -221,7 +231,7 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     ``solver_duals`` are dual points the solver produced itself; the model's own candidates
     (see the module docstring) are always tried too, and the best lower bound is kept.
     """
-    primal = regulariser + C * loss_sum(form.loss, margins)
+    primal = regulariser + C * loss_sum(form.loss, margins, form.power)
     if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
         return Certificate(form.name, float(primal), 0.0, "model")
     best, source = -np.inf, "model"
@@ -237,6 +247,9 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
 def _model_candidates(form: Formulation, C: float, margins: np.ndarray, image: DualImage):
     """a_i = -C loss'(m_i), and for the hinge the free-set refinements."""
     r = 1.0 - margins
+    if form.loss == "power_hinge":
+        yield C * form.power * np.maximum(r, 0.0) ** (form.power - 1.0)
+        return
     if form.loss == "squared_hinge":
         yield 2.0 * C * np.maximum(r, 0.0)
         return
@@ -277,6 +290,8 @@ def _feasible(form: Formulation, a: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _best_scaled_dual(form: Formulation, C: float, a: np.ndarray, image: DualImage) -> float:
     """max over t of D(t a) with t a feasible; D(t a) = t S - t^2 (T / 4C + Q / 2)."""
+    if form.loss == "power_hinge":
+        return _best_scaled_power_dual(form.power, C, a, image)
     S = float(a.sum())
     T = float(a @ a) if form.loss != "hinge" else 0.0
     if form.penalty == "l2":
@@ -297,3 +312,26 @@ def _best_scaled_dual(form: Formulation, C: float, a: np.ndarray, image: DualIma
         t = S / (2.0 * curvature)
         t = min(max(t, 0.0 if form.loss != "squared" else -np.inf), t_max)
     return t * S - t * t * curvature
+
+
+def _best_scaled_power_dual(p: float, C: float, a: np.ndarray, image: DualImage) -> float:
+    """max over t >= 0 of D(t a) = t S - t^q H - t^2 Q / 2 for power_hinge, with q = p/(p-1),
+    H = sum_i h_p(a_i) and Q = ||v(a)||^2: the root of the decreasing derivative, by brentq."""
+    S, Q = float(a.sum()), image.squared_norm(a)
+    q = p / (p - 1.0)
+    H = float(((p - 1.0) / p * a * (a / (C * p)) ** (1.0 / (p - 1.0))).sum())
+    if S <= 0.0:
+        return 0.0
+    ends = [S / Q] if Q > 0.0 else []
+    ends += [(S / (q * H)) ** (1.0 / (q - 1.0))] if H > 0.0 else []
+    if not ends:
+        return np.inf
+    t = brentq(lambda t: S - q * H * t ** (q - 1.0) - Q * t, 0.0, min(ends), xtol=1e-15,
+               rtol=1e-14)
+    return t * S - t**q * H - 0.5 * t * t * Q
+
+
+def dual_bound(form: Formulation, C: float, a: np.ndarray, image: DualImage) -> float:
+    """The dual lower bound that ``a`` gives once made feasible and best scaled (a solver's
+    own dual point, without the model's candidates: cheap enough for every iteration)."""
+    return _best_scaled_dual(form, C, _feasible(form, a, image.y), image)

@@ -83,5 +83,8 @@ for _entry in (
                 ({"random_state": 0},)),
     SolverEntry("cvm", "svmlab.solvers.frank_wolfe.CoreVectorMachine", "frank_wolfe",
                 ({"random_state": 0},)),
+    SolverEntry("alm", "svmlab.solvers.alm.SVMALM", "alm",
+                ({"inner_steps": 5, "tol": 0.0, "tol_gap": 1e-6, "max_iter": 5000},
+                 {"p": 1.5, "variant": "exact", "fit_intercept": False, "max_iter": 5000})),
 ):
     register(_entry)

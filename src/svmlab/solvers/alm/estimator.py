@@ -1,0 +1,240 @@
+r"""SVM-ALM (Nie, Huang, Wang, Huang, ICML 2014): the Lp-primal SVM by augmented Lagrange
+multipliers, as a scikit-learn estimator (spec 002).
+
+It minimises 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w.x_i + b))^p, p >= 1, with an unregularised
+bias b (`admm` holds the iteration). The multipliers give the dual point alpha = -y * lam
+(spec §1.5), which the certificate uses besides the model's own candidates: formulation
+hinge_l2_bias (p = 1), squared_hinge_l2_bias (p = 2) or hinge_p<p>_l2_bias (other p).
+"""
+
+import math
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from svmlab.errors import ConfigError
+from svmlab.estimator.certificates import DualImage, Formulation, dual_bound, loss_sum
+from svmlab.estimator.models import LinearSVMClassifier
+from svmlab.numerics.rows import Rows, rows_of
+from svmlab.solvers.alm.admm import SCHEDULES, Settings, State, iterate
+from svmlab.solvers.alm.loops import rmatvec
+
+VARIANTS = ("exact", "inexact")
+FLUSH_ROWS = 256  # trace rows handed to the Trace at once (one array per column and batch)
+
+
+class TraceRows:
+    """Trace rows collected in batches: a fit of thousands of iterations stores (and pickles)
+    a few arrays per column rather than one per row."""
+
+    def __init__(self, trace):
+        self.trace, self.columns = trace, {}
+
+    def append(self, iteration: int, row: dict[str, float]) -> None:
+        """Record a row at the current solver time."""
+        for name, value in {"iteration": iteration, "time_s": self.trace.elapsed(),
+                            **row}.items():
+            self.columns.setdefault(name, []).append(value)
+        if len(self.columns["iteration"]) >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.columns:
+            self.trace.extend(self.columns)
+            self.columns = {}
+
+
+class RowsImage(DualImage):
+    """||v(a)||^2 = ||A^T (a * y)||^2 through the solver's own pass (no transposed copy of X)."""
+
+    def __init__(self, rows: Rows, y: np.ndarray):
+        super().__init__(y)
+        self.rows, self.out = rows, np.empty(rows.n_cols)
+
+    def squared_norm(self, a):
+        rmatvec(self.rows, a * self.y, self.out)
+        return float(self.out @ self.out)
+
+    def fit_free(self, a, free, C, penalty, balanced):
+        raise NotImplementedError("RowsImage serves the solver's own dual point only")
+
+
+class SVMALM(LinearSVMClassifier):
+    """SVM-ALM for the Lp-primal SVM (p = 1: hinge, p = 2: squared hinge, any p >= 1).
+
+    Parameters (spec §2.3): C; p; fit_intercept (unregularised bias); variant ('inexact':
+    ``inner_steps`` warm-started CG iterations per outer iteration, 1 = the paper's Algorithm 2;
+    'exact': CG to relative residual cg_tol within cg_maxit iterations, default min(d+1, 1000),
+    Algorithm 1); mu_schedule ('constant', 'geometric': min(rho mu, mu_max), 'balance'), mu0
+    (default 0.1 C), rho, mu_max; w_init ('ones', the paper's, or 'zeros'); prox_tol, prox_maxit
+    (general p); refresh_every. Stopping (any enabled rule stops): tol, the paper's
+    |obj_k - obj_k-1| <= tol max(1, |obj_k-1|) (0 disables it); eps_grad (p > 1):
+    ||grad obj(w, b)|| <= eps_grad (times ||grad obj|| at the start if grad_rel); tol_gap: the
+    relative duality gap certified by the dual point alpha = -y lam <= tol_gap (on the solver's
+    clock); max_iter outer iterations. trace_certificate: the trace records that certified gap at
+    every iteration, off the clock.
+
+    Fitted: coef_, intercept_, multipliers_ (lam), mu_ (the last penalty used), converged_.
+    Trace columns: objective_<loss>_l2, primal_residual, dual_residual, mu, cg_iterations and,
+    with trace_certificate or tol_gap, dual_<f>, gap_<f>, rel_gap_<f> (f: the formulation).
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "C": [Interval(Real, 0.0, None, closed="neither")],
+        "p": [Interval(Real, 1.0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "variant": [StrOptions(set(VARIANTS))],
+        "inner_steps": [Interval(Integral, 1, None, closed="left")],
+        "mu_schedule": [StrOptions(set(SCHEDULES))],
+        "mu0": [Interval(Real, 0.0, None, closed="neither"), None],
+        "rho": [Interval(Real, 1.0, None, closed="left")],
+        "mu_max": [Interval(Real, 0.0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0.0, None, closed="left")],
+        "eps_grad": [Interval(Real, 0.0, None, closed="neither"), None],
+        "grad_rel": ["boolean"],
+        "tol_gap": [Interval(Real, 0.0, None, closed="neither"), None],
+        "cg_tol": [Interval(Real, 0.0, None, closed="neither")],
+        "cg_maxit": [Interval(Integral, 1, None, closed="left"), None],
+        "w_init": [StrOptions({"ones", "zeros"})],
+        "prox_tol": [Interval(Real, 0.0, None, closed="neither")],
+        "prox_maxit": [Interval(Integral, 1, None, closed="left")],
+        "refresh_every": [Interval(Integral, 1, None, closed="left")],
+        "trace_certificate": ["boolean"],
+    }
+    _warm_up: ClassVar[dict] = {"max_iter": 2}
+
+    def __init__(self, C=1.0, *, p=1.0, fit_intercept=True, variant="inexact", inner_steps=1,
+                 mu_schedule="constant", mu0=None, rho=1.0, mu_max=1e5, max_iter=100, tol=1e-4,
+                 eps_grad=None, grad_rel=False, tol_gap=None, cg_tol=1e-10, cg_maxit=None,
+                 w_init="ones", prox_tol=1e-12, prox_maxit=100, refresh_every=50,
+                 trace_certificate=True):
+        self.C = C
+        self.p = p
+        self.fit_intercept = fit_intercept
+        self.variant = variant
+        self.inner_steps = inner_steps
+        self.mu_schedule = mu_schedule
+        self.mu0 = mu0
+        self.rho = rho
+        self.mu_max = mu_max
+        self.max_iter = max_iter
+        self.tol = tol
+        self.eps_grad = eps_grad
+        self.grad_rel = grad_rel
+        self.tol_gap = tol_gap
+        self.cg_tol = cg_tol
+        self.cg_maxit = cg_maxit
+        self.w_init = w_init
+        self.prox_tol = prox_tol
+        self.prox_maxit = prox_maxit
+        self.refresh_every = refresh_every
+        self.trace_certificate = trace_certificate
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.eps_grad is not None and self.p == 1.0:
+            raise ConfigError("eps_grad needs p > 1: the hinge objective (p = 1) has no "
+                              "gradient; use tol (objective change) or tol_gap")
+
+    def _formulation(self) -> Formulation:
+        bias = "free" if self.fit_intercept else "none"
+        if self.p == 1.0:
+            return Formulation("hinge", "l2", bias)
+        if self.p == 2.0:
+            return Formulation("squared_hinge", "l2", bias)
+        return Formulation("power_hinge", "l2", bias, power=float(self.p))
+
+    def _objective_name(self) -> str:
+        return "objective_" + self._formulation().name.removesuffix("_bias")
+
+    def _stopping_rule(self) -> str:
+        rules = [f"|obj_k - obj_k-1| <= tol max(1, |obj_k-1|) with tol={self.tol}"] \
+            if self.tol > 0 else []
+        if self.eps_grad is not None:
+            scale = " ||grad obj(w_init, 0)||" if self.grad_rel else ""
+            rules.append(f"||grad obj(w, b)|| <= eps_grad{scale} with eps_grad={self.eps_grad}")
+        if self.tol_gap is not None:
+            rules.append(f"certified rel_gap_{self._formulation().name} <= tol_gap="
+                         f"{self.tol_gap}")
+        rule = " or ".join(rules) if rules else "none (tol=0): runs max_iter iterations"
+        return f"{rule}, within max_iter={self.max_iter} outer iterations"
+
+    def _settings(self, n_features: int) -> Settings:
+        cg_maxit = self.cg_maxit or min(n_features + 1, 1000)
+        return Settings(float(self.C), float(self.p), self.variant == "exact", self.inner_steps,
+                        self.cg_tol, cg_maxit, self.prox_tol, self.prox_maxit,
+                        self.refresh_every, self.fit_intercept, self.mu_schedule,
+                        float(self.rho), float(self.mu_max))
+
+    def _fit(self, X, y, trace):
+        rows = rows_of(X)
+        settings = self._settings(X.shape[1])
+        mu0 = self.mu0 if self.mu0 is not None else 0.1 * self.C
+        w0 = np.ones(X.shape[1]) if self.w_init == "ones" else np.zeros(X.shape[1])
+        state = State.start(rows, w0, float(mu0))
+        image, form = RowsImage(rows, y), self._formulation()
+        previous = self._objective(state, y)
+        grad0 = self._gradient_norm(rows, y, state) if self.grad_rel else 1.0
+        self.converged_ = False
+        rows_out = TraceRows(trace)
+        for step in iterate(rows, y, state, settings):
+            stop = self.tol > 0 and abs(previous - step.objective) <= self.tol * max(
+                1.0, abs(previous))
+            if self.eps_grad is not None and not stop:
+                stop = self._gradient_norm(rows, y, state) <= self.eps_grad * grad0
+            row = {self._objective_name(): step.objective, "primal_residual": step.primal_residual,
+                   "dual_residual": step.dual_residual, "mu": step.mu,
+                   "cg_iterations": float(step.cg_iterations)}
+            if self.tol_gap is not None:
+                row |= self._iterate_gap(state, y, image, form, step.objective)
+                stop = stop or row[f"rel_gap_{form.name}"] <= self.tol_gap
+            elif self.trace_certificate:
+                with trace.paused():
+                    row |= self._iterate_gap(state, y, image, form, step.objective)
+            rows_out.append(step.iteration, row)
+            previous = step.objective
+            if stop or step.iteration >= self.max_iter:
+                self.converged_ = bool(stop)
+                break
+        rows_out.flush()
+        self.coef_ = state.w[None, :].copy()
+        self.intercept_ = np.array([state.b])
+        self.multipliers_ = state.lam.copy()
+        self.mu_ = step.mu
+
+    def _objective(self, state: State, y: np.ndarray) -> float:
+        margins = y * (state.u + state.b)
+        return 0.5 * float(state.w @ state.w) + self.C * loss_sum(
+            self._formulation().loss, margins, self._formulation().power)
+
+    def _gradient_norm(self, rows: Rows, y: np.ndarray, state: State) -> float:
+        """||(w - A^T a, -sum a)|| with a = C p xi^(p-1) y (spec §2.2; p > 1)."""
+        xi = np.maximum(0.0, 1.0 - y * (state.u + state.b))
+        a = self.C * self.p * xi ** (self.p - 1.0) * y
+        grad_w = np.empty_like(state.w)
+        rmatvec(rows, a, grad_w)
+        grad_w = state.w - grad_w
+        grad_b = -float(a.sum()) if self.fit_intercept else 0.0
+        return math.hypot(float(np.linalg.norm(grad_w)), grad_b)
+
+    def _iterate_gap(self, state: State, y, image, form, primal: float) -> dict[str, float]:
+        """dual_<f>, gap_<f>, rel_gap_<f> of the iterate, from the dual point -y lam."""
+        dual = dual_bound(form, self.C, -y * state.lam, image)
+        gap = primal - dual
+        return {f"dual_{form.name}": dual, f"gap_{form.name}": gap,
+                f"rel_gap_{form.name}": gap / abs(primal) if primal else math.inf}
+
+    def _solver_duals(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (-y * self.multipliers_,)
+
+    def _objective_values(self, X, y_pm):
+        values = super()._objective_values(X, y_pm)
+        form = self._formulation()
+        if form.loss == "power_hinge":
+            margins = y_pm * self._decision_function(X)
+            values[self._objective_name()] = (0.5 * float(self.coef_[0] @ self.coef_[0])
+                                              + self.C * loss_sum(form.loss, margins, form.power))
+        return values
