@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from svmlab.analysis import compare, friedman, table, wilcoxon
+from svmlab.analysis import compare, friedman, hypotheses, table, wilcoxon
 from svmlab.analysis.cli import add_parser
 
 # dataset, CVM, FW, MFW: mean test accuracy (%) over 5 runs (Table 2)
@@ -99,7 +99,7 @@ def test_exact_pratt_wilcoxon_reproduces_the_paper(values, a, b, alternative, w_
 
 def test_unrounded_differences_break_the_ties_the_rounding_keeps():
     """Float subtraction of the accuracy table gives distinct |d| that are equal in the data."""
-    raw = wilcoxon.signed_rank_test(ACC["MFW"], ACC["CVM"], alternative="less", decimals=None)
+    raw = wilcoxon.signed_rank_test(ACC["MFW"], ACC["CVM"], alternative="less", rtol=0)
     assert raw.w_plus != 48.5  # equal differences differ in their last bits and lose their tie
     assert wilcoxon.signed_rank_test(ACC["MFW"], ACC["CVM"], alternative="less").w_plus == 48.5
 
@@ -149,53 +149,65 @@ def test_friedman_on_accuracy_with_and_without_the_tie_correction():
 def test_decisions_of_table_7_at_the_three_levels():
     """H0 rejected for every pair but FW vs MFW time, at 0.01, 0.05 and 0.10 (unadjusted, as in
     the paper)."""
-    options = compare.Options(correction="none")
+    options = compare.Options(correction="none", bayes_samples=200)
     for values, a, b, alternative, *_ in WILCOXON_TARGETS:
-        row = compare.signed_rank_table(values, [(a, b)], table.Measure("m", True),
-                                        compare.Options(alternative=alternative,
-                                                        bayes_samples=200)).iloc[0]
+        row = compare.signed_rank_table(values, [hypotheses.Pair(a, b, alternative)],
+                                        table.Measure("m", True), options).iloc[0]
         expected = not (values is TIME_S and {a, b} == {"FW", "MFW"})
         assert all((row["p_value"] <= alpha) == expected for alpha in options.alphas)
 
 
-def long_csv(tmp_path) -> str:
-    """Both tables in long format, as a published table would be typed in."""
-    long = (ACC.stack().rename("accuracy").to_frame()
-            .join(TIME_S.stack().rename("time_s")).reset_index())
-    long.columns = ["block", "treatment", "accuracy", "time_s"]
+def tidy_csv(tmp_path) -> str:
+    """Both tables as a published table is typed in: dataset, solver, measure, value."""
+    tidy = pd.concat([values.rename_axis("dataset").rename_axis(columns="solver").stack()
+                      .rename("value").reset_index().assign(measure=name)
+                      for name, values in (("accuracy", ACC), ("time_s", TIME_S))])
     path = tmp_path / "frandi.csv"
-    long.to_csv(path, index=False)
+    tidy[["dataset", "solver", "measure", "value"]].to_csv(path, index=False)
     return str(path)
 
 
-def test_analyze_a_published_table_from_csv(tmp_path, capsys):
+def test_tables_5_and_6_from_the_published_table_in_one_run(tmp_path, capsys):
+    """`svmlab analyze --csv` on the tidy table with the paper's three directed hypotheses."""
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     uri = f"sqlite:///{tmp_path / 'analysis.db'}"
     # lists comma-separated and unused options empty, as the MLproject entry point passes them
-    args = parser.parse_args(["analyze", "--csv", long_csv(tmp_path), "--tracking-uri", uri,
-                              "-m", "accuracy:higher:0.1,time_s:lower", "--control", "CVM",
-                              "--alpha", "0.01,0.05,0.1", "-e", "", "--filter", "",
-                              "--block", "", "--treatment", "", "--objective", ""])
+    args = parser.parse_args(["analyze", "--csv", tidy_csv(tmp_path), "--tracking-uri", uri,
+                              "-m", "accuracy:higher:1,time_s:lower", "--control", "CVM",
+                              "-H", "FW<CVM,MFW<CVM", "-H", "accuracy:FW<MFW",
+                              "--correction", "none", "--alpha", "0.01,0.05,0.1", "-e", "",
+                              "--filter", "", "--block", "", "--treatment", "",
+                              "--objective", "", "--bayes-samples", "2000"])
     assert args.func(args) == 0
     out = capsys.readouterr().out
-    assert "Iman-Davenport F(2, 50) = 14.8585" in out
-    assert "FW vs MFW: W = 159 (exact)" in out
+    assert "Iman-Davenport F(2, 50) from the tie-corrected chi2 = 14.8585" in out
+    assert "FW vs MFW (two-sided): W = 159 (exact)" in out
     client = mlflow.MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("svmlab-analysis").experiment_id])
     assert run.info.status == "FINISHED"
-    assert run.data.metrics["time_s.iman_davenport_f"] == pytest.approx(14.8585, abs=1e-4)
-    folder = client.download_artifacts(run.info.run_id, "", str(tmp_path / "artifacts"))
+    assert run.data.metrics["time_s.iman_davenport_f"] == pytest.approx(14.858, abs=5e-4)
+    client.download_artifacts(run.info.run_id, "", str(tmp_path / "artifacts"))
     summary = json.loads((tmp_path / "artifacts" / "summary.json").read_text())
-    pairs = {(p["A"], p["B"]): p for p in summary["measures"]["accuracy"]["pairwise"]}
-    assert (pairs["CVM", "FW"]["W+"], pairs["CVM", "FW"]["W-"]) == (331, 19)
-    assert pairs["CVM", "FW"]["p_value"] == pytest.approx(2 * 4.9770e-06, rel=1e-4)
-    assert summary["measures"]["accuracy"]["rope"] == 0.1
-    assert summary["options"]["alphas"] == [0.01, 0.05, 0.1]
+    time_pairs = {(p["A"], p["B"]): p for p in summary["measures"]["time_s"]["pairwise"]}
+    assert set(time_pairs) == {("FW", "CVM"), ("MFW", "CVM"), ("FW", "MFW")}
+    # Table 5 (time): W and p of the paper
+    for pair, w, p in ((("FW", "CVM"), 17, 3.085e-06), (("MFW", "CVM"), 20, 5.528e-06),
+                       (("FW", "MFW"), 159, 0.6893)):
+        assert time_pairs[pair]["W"] == w
+        assert time_pairs[pair]["p_value"] == pytest.approx(p, rel=2e-4)
+    acc_pairs = {(p["A"], p["B"]): p for p in summary["measures"]["accuracy"]["pairwise"]}
+    assert acc_pairs["FW", "CVM"]["p_value"] == pytest.approx(4.977e-06, rel=2e-4)
+    assert acc_pairs["FW", "MFW"]["alternative"] == "less"
+    assert summary["measures"]["accuracy"]["rope"] == 1.0
+    assert summary["options"]["hypotheses"] == ["FW < CVM", "MFW < CVM", "accuracy:FW < MFW"]
     markdown = (tmp_path / "artifacts" / "accuracy" / "wilcoxon.md").read_text()
-    assert markdown.startswith("| A | B | n | n_zero | W+ | W- | W |")
+    assert markdown.startswith("| A | B | alternative | n | n_zero | W+ | W- | W |")
     for stem in ("table", "ranks", "omnibus", "nemenyi", "wilcoxon", "control"):
         for suffix in ("csv", "md", "html"):
-            assert (tmp_path / "artifacts" / "time_s" / f"{stem}.{suffix}").is_file(), folder
+            assert (tmp_path / "artifacts" / "time_s" / f"{stem}.{suffix}").is_file()
     control = pd.read_csv(tmp_path / "artifacts" / "time_s" / "control.csv")
-    assert set(control["A"]) == {"FW", "MFW"} and set(control["B"]) == {"CVM"}
+    # the control table tests the same directed hypotheses as the pairwise table
+    assert list(zip(control["A"], control["B"], control["alternative"])) == [
+        ("FW", "CVM", "less"), ("MFW", "CVM", "less")]
+    np.testing.assert_allclose(control["p_wilcoxon"], [3.0845e-06, 5.5283e-06], rtol=1e-4)

@@ -182,8 +182,8 @@ def test_report_executes_the_significance_notebook_on_the_analysis_run(store, tm
     found = outputs(executed)
     assert not [o for o in found if o["output_type"] == "error"]
     text = json.dumps(found)
-    assert "Iman-Davenport F (tie-corrected)" in text  # the omnibus table
-    assert "P(equivalent)" in text  # the Bayesian table
+    assert "Iman-Davenport F (tie-corrected chi2)" in text  # the omnibus table
+    assert "share equivalent" in text  # the Bayesian table
     assert sum("image/png" in o.get("data", {}) for o in found) >= 5
     injected = nbformat.read(executed, as_version=4).cells[2].source
     assert "alphas = [0.05]" in injected and "test_accuracy:higher:0.01" in injected

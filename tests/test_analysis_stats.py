@@ -12,7 +12,7 @@ import scikit_posthocs
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from svmlab.analysis import bayes, compare, friedman, posthoc, table, wilcoxon
+from svmlab.analysis import bayes, compare, friedman, posthoc, table, ties, wilcoxon
 from svmlab.errors import SvmlabError
 
 
@@ -114,33 +114,32 @@ def test_auto_switches_to_the_normal_approximation_above_the_threshold():
     assert wilcoxon.signed_rank_test(d[:10], np.zeros(10), exact_max_n=5).method == "normal"
 
 
-def test_rounding_restores_zeros_and_ties_lost_to_float_noise():
+def test_tie_tolerance_restores_zeros_and_ties_lost_to_float_noise():
     a = np.array([0.1 + 0.2, 0.7, 0.4, 0.9])
     b = np.array([0.3, 0.6, 0.3, 0.1])
     assert wilcoxon.signed_rank_test(a, b).n_zero == 1  # 0.1 + 0.2 - 0.3 = 5.6e-17
-    assert wilcoxon.signed_rank_test(a, b, decimals=None).n_zero == 0
-    ranks, _, _ = wilcoxon.signed_ranks(wilcoxon.differences(a, b), "wilcox")
-    np.testing.assert_array_equal(ranks, [1.5, 1.5, 3])  # 0.7-0.6 and 0.4-0.3 tie once rounded
+    assert wilcoxon.signed_rank_test(a, b, rtol=0).n_zero == 0
+    ranks, _, _ = wilcoxon.signed_ranks(ties.differences(a, b), "wilcox")
+    np.testing.assert_array_equal(ranks, [1.5, 1.5, 3])  # 0.7-0.6 and 0.4-0.3 tie
 
 
 def test_effect_sizes_by_hand():
     result = wilcoxon.signed_rank_test([3, 5, 1, 8], [1, 1, 2, 1])  # d = 2, 4, -1, 7
     assert (result.w_plus, result.w_minus) == (9, 1)
     assert result.rank_biserial == pytest.approx((9 - 1) / 10)
-    # n = 10: P(Bin(10, 1/2) <= 1) = 11/1024, so [d_(2), d_(9)] covers with 1 - 22/1024 >= 0.95,
-    # and [d_(3), d_(8)] only with 1 - 112/1024 < 0.95.
-    d = np.array([5, -1, 3, 8, 2, 7, 0, 4, 6, 9], float)
-    ci = wilcoxon.median_difference(d, np.zeros(10))
-    assert ci == {"median": 4.5, "low": 0.0, "high": 8.0, "coverage": pytest.approx(1 - 22 / 1024)}
-    assert np.isnan(wilcoxon.median_difference([1, 2], [0, 0])["low"])  # n too small for 95 %
+    # d = 1, 2, 4: Walsh averages 1, 1.5, 2, 2.5, 3, 4; their median 2.25
+    assert wilcoxon.hodges_lehmann(np.array([1.0, 2, 4]))["estimate"] == 2.25
+    assert np.isnan(wilcoxon.hodges_lehmann(np.array([1.0, 2]))["low"])  # n too small for 95 %
 
 
 def test_hypothesis_in_words():
     words = wilcoxon.hypothesis("FW", "CVM", "fit_time_s", False, "less")
-    assert words["H1"].startswith("FW is better than CVM on fit_time_s (FW has the lower values")
-    assert wilcoxon.hypothesis("FW", "CVM", "acc", True, "less")["H1"].startswith(
-        "FW is worse than CVM")
-    assert wilcoxon.hypothesis("A", "B", "acc", True, "two-sided")["H1"] == "A and B differ on acc"
+    assert words == {"H0": "d = FW - CVM on fit_time_s is symmetric about 0",
+                     "H1": "FW has lower fit_time_s than CVM (d = FW - CVM tends to be "
+                           "negative): FW is better"}
+    assert wilcoxon.hypothesis("FW", "CVM", "acc", True, "less")["H1"].endswith("FW is worse")
+    assert wilcoxon.hypothesis("A", "B", "acc", True, "two-sided")["H1"] == (
+        "d = A - B on acc is not symmetric about 0")
 
 
 def test_bad_choices_name_what_is_allowed():
@@ -282,12 +281,18 @@ def long_table(values: dict, repetitions: int = 1) -> pd.DataFrame:
 
 
 def test_measure_specifications():
-    assert table.parse_measure("test_accuracy") == table.Measure("test_accuracy", True, 0.0)
-    assert table.parse_measure("fit_time_s") == table.Measure("fit_time_s", False, 0.0)
-    assert table.parse_measure("objective_hinge_l2").higher_is_better is False
+    assert table.parse_measure("test_accuracy") == table.Measure("test_accuracy", True, 0.01)
+    assert table.parse_measure("fit_time_s") == table.Measure("fit_time_s", False, 0.1, True)
+    assert table.parse_measure("objective_hinge_l2") == table.Measure("objective_hinge_l2",
+                                                                      False, 0.0)
     assert table.parse_measure("auc:higher:0.01") == table.Measure("auc", True, 0.01)
+    assert table.parse_measure("time_s:lower") == table.Measure("time_s", False, 0.1, True)
+    assert table.parse_measure("time_s:lower:5%").spec == "time_s:lower:5%"
+    assert table.parse_measure("time_s:lower:0").relative is False
     with pytest.raises(SvmlabError, match="auc:higher or auc:lower"):
         table.parse_measure("auc")
+    with pytest.raises(SvmlabError, match="ROPE must be >= 0"):
+        table.parse_measure("auc:higher:-1%")
     with pytest.raises(SvmlabError, match="ROPE must be a number"):
         table.parse_measure("auc:higher:wide")
     with pytest.raises(SvmlabError, match="NAME\\[:higher\\|lower\\[:ROPE\\]\\]"):
@@ -317,17 +322,23 @@ def test_protocol_options_are_checked():
 
 
 def test_protocol_on_a_small_table():
-    """Four blocks, three treatments: C is always best, A always worst."""
+    """Four blocks, three treatments: C is always best, A always worst; with A the control,
+    every pair with A is oriented (other, A) in the pairwise and the control table alike."""
     values = {(b, t): [v + i] for i, b in enumerate("wxyz")
               for t, v in (("A", 0.1), ("B", 0.5), ("C", 0.9))}
     result = compare.analyze_measure(long_table(values), table.Measure("m", True),
                                      compare.Options(control="A", bayes_samples=2000))
     assert result.mean_ranks.to_dict() == {"A": 3.0, "B": 2.0, "C": 1.0}
     assert result.friedman.chi2 == pytest.approx(8.0)
+    assert list(zip(result.pairwise["A"], result.pairwise["B"])) == [("B", "A"), ("C", "A"),
+                                                                     ("B", "C")]
     pairs = result.pairwise.set_index(["A", "B"])
-    assert pairs.loc[("A", "C"), "W+"] == 0 and pairs.loc[("A", "C"), "W-"] == 10
-    assert pairs.loc[("A", "C"), "p_value"] == pytest.approx(2 / 16)  # exact, two-sided, n = 4
+    assert pairs.loc[("C", "A"), "W+"] == 10 and pairs.loc[("C", "A"), "W-"] == 0
+    assert pairs.loc[("C", "A"), "p_value"] == pytest.approx(2 / 16)  # exact, two-sided, n = 4
     np.testing.assert_allclose(result.pairwise["p_adjusted"], [0.375, 0.375, 0.375])
-    assert (result.pairwise["decision@0.1"] == "keep H0").all()
-    assert pairs.loc[("A", "C"), "P(B better)"] > 0.9  # C is better than A in every block
-    assert set(result.control["A"]) == {"B", "C"} and set(result.control["B"]) == {"A"}
+    assert (result.pairwise["decision@0.1"] == "not rejected").all()
+    assert pairs.loc[("C", "A"), "share A better"] > 0.9  # C is better than A in every block
+    assert list(zip(result.control["A"], result.control["B"])) == [("B", "A"), ("C", "A")]
+    assert (result.control["rank_difference"] < 0).all()  # B and C rank better than A
+    nemenyi = result.nemenyi.set_index(["A", "B"])["rank_difference"]
+    assert nemenyi[("C", "A")] == -2.0 and nemenyi[("B", "C")] == 1.0

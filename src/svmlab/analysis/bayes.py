@@ -3,8 +3,11 @@
 The posterior of the distribution of the differences is a Dirichlet process with a prior
 pseudo-observation at 0 of weight ``prior``; for each posterior sample w the probabilities of
 the three regions are the w-weighted mass of the Walsh averages (d_i + d_j)/2 falling below -rope,
-within [-rope, rope] and above rope (an average exactly at a bound counts half on each side). The result is, as in the authors' baycomp package, the share of
-posterior samples in which each region has the largest probability.
+within [-rope, rope] and above rope (an average exactly at a bound counts half on each side).
+The result is, as in the authors' baycomp package, the share of posterior samples in which each
+region has the largest probability; a sample whose largest probability is shared by two regions
+counts half for each (baycomp's argmax gives it to the first, so that identical treatments came
+out as 'left is better' and swapping them did not swap the result).
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ def signed_rank_posterior(d, rope: float = 0.0, *, prior: float = 0.5, n_samples
 
 def signed_rank(d, rope: float = 0.0, **options) -> dict:
     """P(left: d < -rope), P(rope), P(right: d > rope) as shares of posterior samples in which
-    that region is the most probable."""
+    that region is the most probable (ties within 1e-12 shared equally)."""
     samples = signed_rank_posterior(d, rope, **options)
-    winners = np.bincount(np.argmax(samples, axis=1), minlength=3) / len(samples)
+    top = samples >= samples.max(axis=1, keepdims=True) - 1e-12
+    winners = (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
     return {"p_left": float(winners[0]), "p_rope": float(winners[1]),
             "p_right": float(winners[2])}

@@ -9,7 +9,8 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")  # the command draws into files only
-from svmlab.analysis import compare, notebooks, posthoc, report, run, table, wilcoxon
+from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, run,
+                             table, ties, wilcoxon)
 from svmlab.errors import SvmlabError
 from svmlab.tracking.store import absolute_uri
 
@@ -36,10 +37,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                                             "default: svmlab)")
     select.add_argument("--filter", default="", dest="filter_string", metavar="STRING",
                         help="MLflow filter string, e.g. \"params.`solver.C` = '1.0'\"")
-    select.add_argument("--csv", metavar="FILE", help="long-format table (block, treatment, repetition, one "
-                                      "column per measure) instead of MLflow runs")
+    select.add_argument("--csv", metavar="FILE", help="results table instead of MLflow runs: "
+                        "block, treatment, repetition (optional), one column per measure; or "
+                        "block, treatment, measure, value (key names such as dataset, solver "
+                        "may stand for block, treatment)")
     select.add_argument("--measure", "-m", action="append", dest="measures", metavar="SPEC",
-                        help="NAME[:higher|lower[:ROPE]] (repeatable or comma-separated; default: "
+                        help="NAME[:higher|lower[:ROPE]], ROPE absolute (0.01) or relative on "
+                             "log-ratios (10%%) (repeatable or comma-separated; default: "
                              f"{' '.join(table.DEFAULT_MEASURES)})")
     select.add_argument("--block", action="append", dest="blocks", metavar="KEY",
                         help="param or tag that defines a block (several are combined; "
@@ -59,8 +63,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     tests.add_argument("--alpha", action="append", dest="alphas", metavar="ALPHA",
                        help="significance level (repeatable or comma-separated; default: "
                             "0.01 0.05 0.10)")
-    tests.add_argument("--alternative", choices=wilcoxon.ALTERNATIVES, default="two-sided",
-                       help="for d = A - B, A before B in sorted order (default: %(default)s)")
+    tests.add_argument("--hypothesis", "-H", action="append", dest="hypotheses",
+                       metavar="[MEASURE:]A<B",
+                       help="directed H1 for one pair: A<B (A's values lower), A>B, A!=B; "
+                            "without MEASURE for every measure (repeatable or comma-separated; "
+                            "other pairs: two-sided)")
     tests.add_argument("--zero-method", choices=wilcoxon.ZERO_METHODS, default="pratt",
                        help="zero differences in Wilcoxon's test (default: %(default)s)")
     tests.add_argument("--method", choices=wilcoxon.METHODS, default="auto",
@@ -68,8 +75,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                             "differences, else normal (default: %(default)s)")
     tests.add_argument("--no-continuity", action="store_false", dest="continuity",
                        help="no continuity correction in the normal approximation (as R's coin)")
-    tests.add_argument("--decimals", type=int, default=10, metavar="N",
-                       help="round differences to this many decimals (default: %(default)s)")
+    tests.add_argument("--friedman-method", choices=friedman.METHODS, default="auto",
+                       help="omnibus p-value; auto: permutation (exact, else Monte Carlo) up to "
+                            f"{friedman.PERMUTATION_MAX_BLOCKS} blocks, else Iman-Davenport "
+                            "(default: %(default)s)")
+    tests.add_argument("--tie-rtol", type=float, default=ties.RTOL, metavar="RTOL",
+                       help="values equal within this relative tolerance tie, in every test "
+                            "(0: exact comparison; default: %(default)g)")
     tests.add_argument("--correction", choices=posthoc.CORRECTIONS, default="holm",
                        help="for the pairwise Wilcoxon tests (default: %(default)s)")
     tests.add_argument("--control", metavar="TREATMENT", help="also compare every treatment with this one")
@@ -104,9 +116,10 @@ def _request(args) -> tuple[run.Request, compare.Options]:
         measures=[table.parse_measure(m)
                   for m in _listed(args.measures) or table.DEFAULT_MEASURES])
     options = compare.Options(
-        aggregate=args.aggregate, strict=args.strict, alphas=alphas, alternative=args.alternative,
-        zero_method=args.zero_method, method=args.method, decimals=args.decimals,
-        continuity=args.continuity,
+        aggregate=args.aggregate, strict=args.strict, alphas=alphas,
+        hypotheses=tuple(hypotheses.parse(h) for h in _listed(args.hypotheses)),
+        zero_method=args.zero_method, method=args.method, friedman_method=args.friedman_method,
+        rtol=args.tie_rtol, continuity=args.continuity,
         correction=args.correction, control=args.control or None,
         bayes_samples=args.bayes_samples)
     return request, options
@@ -146,11 +159,12 @@ def notebook_parameters(request: run.Request, options: compare.Options) -> dict:
     return {"tracking_uri": absolute_uri(request.tracking_uri),
             "experiments": request.experiments, "filter_string": request.filter_string,
             "csv": request.csv,
-            "measures": [f"{m.name}:{m.direction}:{m.rope:g}" for m in request.measures],
+            "measures": [m.spec for m in request.measures],
             "blocks": request.blocks, "treatments": request.treatments,
             "repetition": request.repetition, "alphas": list(options.alphas),
             "aggregate": options.aggregate, "strict": options.strict,
-            "alternative": options.alternative, "zero_method": options.zero_method,
-            "method": options.method, "continuity": options.continuity,
-            "decimals": options.decimals, "correction": options.correction,
+            "hypotheses": [h.spec for h in options.hypotheses],
+            "zero_method": options.zero_method, "method": options.method,
+            "friedman_method": options.friedman_method, "continuity": options.continuity,
+            "tie_rtol": options.rtol, "correction": options.correction,
             "control": options.control, "objective": request.objective}

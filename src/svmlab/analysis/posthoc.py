@@ -32,28 +32,33 @@ def bonferroni_dunn_cd(n_blocks: int, n_treatments: int, alpha: float) -> float:
     return float(q * rank_se(n_blocks, n_treatments))
 
 
-def nemenyi(mean_ranks: pd.Series, n_blocks: int) -> pd.DataFrame:
-    """Every pair: difference of mean ranks and the Nemenyi p-value (studentized range, df = inf)."""
+def nemenyi(mean_ranks: pd.Series, n_blocks: int, pairs=None) -> pd.DataFrame:
+    """Every pair (A, B) (``pairs``, default: all in index order): the difference of mean ranks
+    R_A - R_B and the Nemenyi p-value (studentized range, df = inf)."""
     k = len(mean_ranks)
     se = rank_se(n_blocks, k)
     rows = []
-    for a, b in itertools.combinations(mean_ranks.index, 2):
+    for a, b in pairs or itertools.combinations(mean_ranks.index, 2):
         diff = float(mean_ranks[a] - mean_ranks[b])
         p = float(stats.studentized_range.sf(abs(diff) / se * np.sqrt(2), k, np.inf))
         rows.append({"A": a, "B": b, "rank_difference": diff, "p_value": min(1.0, p)})
     return pd.DataFrame(rows)
 
 
-def versus_control(mean_ranks: pd.Series, n_blocks: int, control: str) -> pd.DataFrame:
-    """Each treatment against the control: z = (R_i - R_c) / se, two-sided p, Holm-adjusted."""
+def versus_control(mean_ranks: pd.Series, n_blocks: int, control: str,
+                   pairs=None) -> pd.DataFrame:
+    """Each treatment against the control (Bonferroni-Dunn): z = (R_A - R_B) / se, two-sided p,
+    Holm-adjusted; ``pairs`` (A, B) orient the comparisons (default: (treatment, control))."""
     if control not in mean_ranks.index:
         raise SvmlabError(f"unknown control {control!r}; treatments: {', '.join(mean_ranks.index)}")
     se = rank_se(n_blocks, len(mean_ranks))
-    others = [t for t in mean_ranks.index if t != control]
-    z = np.array([(mean_ranks[t] - mean_ranks[control]) / se for t in others])
+    pairs = pairs or [(t, control) for t in mean_ranks.index if t != control]
+    if any(control not in pair for pair in pairs):
+        raise SvmlabError(f"every pair compared with the control {control!r} must contain it")
+    z = np.array([(mean_ranks[a] - mean_ranks[b]) / se for a, b in pairs])
     p = 2 * stats.norm.sf(np.abs(z))
-    return pd.DataFrame({"A": others, "B": control, "rank_difference": z * se, "z": z,
-                         "p_value": p, "p_holm": holm(p)})
+    return pd.DataFrame({"A": [a for a, _ in pairs], "B": [b for _, b in pairs],
+                         "rank_difference": z * se, "z": z, "p_value": p, "p_holm": holm(p)})
 
 
 def holm(p_values) -> np.ndarray:

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from svmlab.analysis import figures, posthoc
-from svmlab.analysis.compare import MeasureAnalysis, Options
+from svmlab.analysis.compare import REJECT, SHARES, MeasureAnalysis, Options
 from svmlab.analysis.select import Selection
 
 
@@ -90,9 +90,12 @@ def summarize(selection: Selection, analyses: list[MeasureAnalysis], options: Op
     """A JSON-ready digest: options, selection, and per measure the main statistics."""
     return {
         "source": selection.source, "n_rows": len(selection.long),
-        "excluded_runs": selection.excluded, "options": asdict(options),
+        "excluded_runs": selection.excluded, "confounds": selection.confounds,
+        "options": {**asdict(options),
+                    "hypotheses": [h.spec for h in options.hypotheses]},
         "measures": {a.measure.name: {
             "direction": a.measure.direction, "rope": a.measure.rope,
+            "rope_relative": a.measure.relative,
             "n_blocks": len(a.table), "treatments": list(map(str, a.table.columns)),
             "dropped_blocks": a.dropped,
             "mean_ranks": a.mean_ranks.sort_values().to_dict(),
@@ -133,33 +136,46 @@ def console_summary(summary: dict) -> str:
         lines.append("mean ranks (1 = best): " + ", ".join(
             f"{t} {r:.3f}" for t, r in m["mean_ranks"].items()))
         lines.append(f"Friedman chi2 = {f['chi2']:.4f} (tie-corrected {f['chi2_tied']:.4f}); "
-                     f"Iman-Davenport F({f['df1']}, {f['df2']}) = {f['iman_davenport_f_tied']:.4f}"
-                     f", p = {f['iman_davenport_p_tied']:.4g}")
+                     f"Iman-Davenport F({f['df1']}, {f['df2']}) from the tie-corrected chi2 = "
+                     f"{f['iman_davenport_f_tied']:.4f}, p = {f['iman_davenport_p_tied']:.4g}")
+        if f["method"] != "iman-davenport":
+            lines.append(f"omnibus p = {f['p_value']:.4g} (Friedman permutation test, "
+                         f"{f['method']}: {m['n_blocks']} blocks are too few for the F "
+                         "approximation)")
         lines.append("Nemenyi CD: " + ", ".join(
             f"{v['nemenyi']:.3f} (alpha {a})" for a, v in m["critical_differences"].items()))
-        lines.append(f"Wilcoxon signed-rank ({options['zero_method']} zeros, "
-                     f"{options['alternative']}, {options['correction']}-adjusted):")
+        lines.append(f"Wilcoxon signed-rank, d = A - B ({options['zero_method']} zeros, "
+                     f"{options['correction']}-adjusted; H0: d symmetric about 0):")
         for p in m["pairwise"]:
             z = "" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"])) \
                 else f", z = {p['z']:.3f}"
-            decisions = " ".join(f"{a}:{'reject' if p[f'decision@{a}'] == 'reject H0' else 'keep'}"
+            decisions = " ".join(f"{a}:{'reject' if p[f'decision@{a}'] == REJECT else 'not rejected'}"
                                  for a in alphas)
-            lines.append(f"  {p['A']} vs {p['B']}: W = {p['W']:g} ({p['method']}{z}), "
-                         f"p = {p['p_value']:.4g}, adjusted {p['p_adjusted']:.4g} [{decisions}]; "
-                         f"r = {p['rank_biserial']:.3f}, median diff {p['median_difference']:.4g}; "
-                         f"P(A better / equiv / B better) = {p['P(A better)']:.3f} / "
-                         f"{p['P(equivalent)']:.3f} / {p['P(B better)']:.3f}")
+            lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
+                         f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
+                         f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
+                         f"Hodges-Lehmann {p['hodges_lehmann']:.4g}{_interval(p)}; "
+                         f"posterior shares A better / equivalent (ROPE {p['rope']}) / B better "
+                         f"= {p[SHARES[0]]:.3f} / {p[SHARES[1]]:.3f} / {p[SHARES[2]]:.3f}")
             lines.append(f"    H1: {p['H1']}")
     return "\n".join(lines) + "\n"
+
+
+def _interval(p: dict) -> str:
+    """', 95.2 % CI [low, high]' of a pairwise row, or '' when the blocks are too few."""
+    if p["ci_low"] is None or (isinstance(p["ci_low"], float) and math.isnan(p["ci_low"])):
+        return " (too few blocks for an interval)"
+    return f", {100 * p['ci_coverage']:.1f} % CI [{p['ci_low']:.4g}, {p['ci_high']:.4g}]"
 
 
 def conclusions(analysis: MeasureAnalysis, alpha: float) -> list[str]:
     """What the tests of one measure say at level ``alpha``, in words."""
     f, name = analysis.friedman, analysis.measure.name
-    rejected = f.iman_davenport_p_tied <= alpha
-    lines = [f"{name}: Iman-Davenport p = {f.iman_davenport_p_tied:.4g}: "
-             + ("the treatments do not all perform equally" if rejected else
-                "no evidence that the treatments differ") + f" (alpha = {alpha:g})."]
+    rejected = f.p_value <= alpha
+    test = ("Iman-Davenport (tie-corrected chi2)" if f.method == "iman-davenport"
+            else f"Friedman permutation test ({f.method})")
+    lines = [f"{name}: {test} p = {f.p_value:.4g}: H0 'all treatments perform equally' "
+             + ("rejected" if rejected else "not rejected") + f" at alpha = {alpha:g}."]
     cd = analysis.critical_differences[alpha]["nemenyi"] if alpha in \
         analysis.critical_differences else posthoc.nemenyi_cd(*analysis.table.shape, alpha)
     for row in analysis.nemenyi.itertuples():
@@ -169,8 +185,8 @@ def conclusions(analysis: MeasureAnalysis, alpha: float) -> list[str]:
                          f"{abs(row.rank_difference):.3f} > CD {cd:.3f}).")
     for row in analysis.pairwise.to_dict(orient="records"):
         verdict = "rejected" if row["p_adjusted"] <= alpha else "not rejected"
-        lines.append(f"Wilcoxon {row['A']} vs {row['B']}: H0 {verdict} (adjusted p = "
-                     f"{row['p_adjusted']:.4g}); H1: {row['H1']}.")
+        lines.append(f"Wilcoxon {row['A']} vs {row['B']}: H0 ({row['H0']}) {verdict} "
+                     f"(adjusted p = {row['p_adjusted']:.4g}); H1: {row['H1']}.")
     return lines
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from svmlab.analysis import compare, notebooks, report, select
 from svmlab.analysis.table import DEFAULT_MEASURES, Measure, parse_measure
+from svmlab.errors import SvmlabError
 
 ANALYSIS_EXPERIMENT = "svmlab-analysis"
 RUNS_PER_TAG = 200  # run ids per svmlab.analysis.runs.<i> tag (MLflow tags hold 8000 characters)
@@ -45,17 +46,27 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
     """Select the results and run the protocol on each measure (warnings are collected too)."""
     options = options or compare.Options()
     names = [m.name for m in request.measures]
+    stray = [h.spec for h in options.hypotheses if h.measure not in (None, *names)]
+    if stray:
+        raise SvmlabError(f"hypothesis for a measure not analysed: {', '.join(stray)}; "
+                          f"measures: {', '.join(names)}")
     if request.csv:
-        selection = select.from_csv(request.csv, names)
+        selection = select.from_csv(request.csv, names, request.blocks, request.treatments,
+                                    request.repetition)
     else:
         selection = select.from_mlflow(request.experiments, request.filter_string,
                                        measures=names, blocks=request.blocks,
                                        treatments=request.treatments,
                                        repetition=request.repetition,
                                        tracking_uri=request.tracking_uri)
+    if selection.confounds and options.strict:
+        raise SvmlabError(select.confound_message(selection.confounds))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        analyses = [compare.analyze_measure(selection.long, m, options) for m in request.measures]
+        if selection.confounds:
+            warnings.warn(select.confound_message(selection.confounds), stacklevel=1)
+        analyses = [compare.analyze_measure(selection.long, m, options, selection.columns)
+                    for m in request.measures]
     return Analysis(selection, analyses, [str(w.message) for w in caught])
 
 
@@ -143,10 +154,10 @@ def _tags(request: Request, selection: select.Selection) -> dict:
 def _params(request: Request, options: compare.Options, objective: str | None) -> dict:
     """The analysis settings under ``analysis.``: under ``mlflow run`` the run already holds the
     entry point's own parameters (``measures``, ...), which MLflow does not let us change."""
-    params = {f"option.{k}": v for k, v in asdict(options).items()}
+    params = {f"option.{k}": v for k, v in asdict(options).items() if k != "hypotheses"}
+    params["hypotheses"] = ",".join(h.spec for h in options.hypotheses) or None
     params.update({"experiments": ",".join(request.experiments), "csv": request.csv,
-                   "measures": ",".join(f"{m.name}:{m.direction}:{m.rope:g}"
-                                        for m in request.measures),
+                   "measures": ",".join(m.spec for m in request.measures),
                    "blocks": ",".join(request.blocks), "treatments": ",".join(request.treatments),
                    "repetition": request.repetition, "objective": objective})
     return {f"analysis.{k}": v for k, v in params.items() if v is not None}
@@ -159,6 +170,7 @@ def _metrics(analysis: Analysis) -> dict:
         out.update({f"{a.measure.name}.friedman_chi2": f.chi2_tied,
                     f"{a.measure.name}.iman_davenport_f": f.iman_davenport_f_tied,
                     f"{a.measure.name}.iman_davenport_p": f.iman_davenport_p_tied,
+                    f"{a.measure.name}.omnibus_p": f.p_value,
                     f"{a.measure.name}.n_blocks": len(a.table)})
         out.update({f"{a.measure.name}.mean_rank.{report.safe_name(t)}": r
                     for t, r in a.mean_ranks.items()})

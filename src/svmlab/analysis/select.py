@@ -1,5 +1,5 @@
 """Results in long format (block, treatment, repetition, one column per measure), read from
-MLflow runs or from a CSV file."""
+MLflow runs or from a CSV file (wide: one column per measure; or tidy: measure, value)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,22 @@ from svmlab.errors import SvmlabError
 
 KEY_COLUMNS = ("block", "treatment", "repetition")
 JOIN = " / "  # between the values of a combined block or treatment key
+#: Params that may differ between the runs of one treatment: the dataset's own settings (they
+#: vary with the block) and where a run was stored.
+CONTEXT_PREFIXES = ("dataset.", "tracking.", "paths.", "hydra.")
 
 
 @dataclass
 class Selection:
-    """The long table, where it came from, and the runs left out by status."""
+    """The long table, where it came from, and the runs left out by status; ``columns`` names
+    the run columns of the block and treatment labels; ``confounds`` the params other than the
+    keys in which a treatment's runs differ ({treatment: {param: [values]}})."""
 
     long: pd.DataFrame
     source: str
     excluded: dict[str, int] = field(default_factory=dict)
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    confounds: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def run_ids(self) -> list[str]:
@@ -57,8 +64,36 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
                                if c.startswith("metrics.") and not c.startswith("metrics.trace/"))
             raise SvmlabError(f"no run logged the metric {name!r}; logged: {', '.join(available)}")
         long[name] = runs[column].to_numpy(dtype=float)
+    keys = {*block_columns, *treatment_columns, _column(runs, repetition)}
     return Selection(long.reset_index(drop=True), source=f"mlflow:{','.join(experiments)}",
-                     excluded=excluded)
+                     excluded=excluded,
+                     columns={"block": block_columns, "treatment": treatment_columns},
+                     confounds=confounds(runs, long["treatment"].to_numpy(), keys))
+
+
+def confounds(runs: pd.DataFrame, treatments, keys: set[str]) -> dict[str, dict[str, list]]:
+    """Per treatment, the params (other than ``keys`` and CONTEXT_PREFIXES) with more than one
+    value among its runs: runs that would be pooled although their settings differ."""
+    params = [c for c in runs.columns if c.startswith("params.") and c not in keys
+              and not c[len("params."):].startswith(CONTEXT_PREFIXES)]
+    found: dict[str, dict[str, list]] = {}
+    for treatment, group in runs[params].groupby(pd.Series(treatments, index=runs.index)):
+        values = {c[len("params."):]: sorted(group[c].astype("string").fillna("(none)").unique())
+                  for c in params}
+        varying = {k: v for k, v in values.items() if len(v) > 1}
+        if varying:
+            found[str(treatment)] = varying
+    return found
+
+
+def confound_message(found: dict[str, dict[str, list]]) -> str:
+    """A warning naming the treatments whose runs differ, and how to split them."""
+    listing = "; ".join(f"treatment {t}: runs differ in " + ", ".join(
+        f"{k} ({', '.join(v)})" for k, v in params.items()) for t, params in found.items())
+    keys = sorted({k for params in found.values() for k in params})
+    return (f"{listing}; their values are pooled as repetitions. Split them by naming the "
+            f"key(s) as treatments too (--treatment solver --treatment {keys[0]}), or select "
+            f"one setting with --filter")
 
 
 def _finished_runs(experiments: list[str], filter_string: str,
@@ -81,18 +116,30 @@ def _finished_runs(experiments: list[str], filter_string: str,
     return runs[finished], excluded
 
 
-def from_csv(path: str | Path, measures: list[str]) -> Selection:
-    """A table with columns block, treatment, optional repetition, and one column per measure."""
+def from_csv(path: str | Path, measures: list[str], blocks=("dataset",),
+             treatments=("solver",), repetition: str = "seed") -> Selection:
+    """A table with columns block, treatment, optional repetition, and one column per measure;
+    or, as published tables are often typed in, tidy: ``measure`` and ``value`` columns. Instead
+    of block, treatment and repetition the columns may carry the names of the keys (dataset,
+    solver, seed by default; several keys are combined)."""
     try:
         long = pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise SvmlabError(f"cannot read the results table {path}: {exc}") from None
+    for role, keys in (("block", list(blocks)), ("treatment", list(treatments)),
+                       ("repetition", [repetition])):
+        if role not in long and all(k in long for k in keys):
+            long[role] = long[keys].astype(str).agg(JOIN.join, axis=1)
+    if {"measure", "value"} <= set(long.columns):
+        long = _widen(long, path)
     required = ["block", "treatment", *measures]
     missing = [c for c in required if c not in long]
     if missing:
         raise SvmlabError(f"{path}: missing column(s) {', '.join(missing)}; a results table has "
                           f"the columns block, treatment, repetition (optional) and one per "
-                          f"measure; found: {', '.join(map(str, long.columns))}")
+                          f"measure, or block, treatment, measure, value (the key names "
+                          f"may stand for block, treatment, repetition); found: "
+                          f"{', '.join(map(str, long.columns))}")
     if "repetition" not in long:
         long["repetition"] = 0
     for key in KEY_COLUMNS:
@@ -105,6 +152,17 @@ def from_csv(path: str | Path, measures: list[str]) -> Selection:
                               f"{long.loc[bad, name].iloc[0]!r}")
         long[name] = values
     return Selection(long, source=f"csv:{path}")
+
+
+def _widen(tidy: pd.DataFrame, path) -> pd.DataFrame:
+    """One column per measure from a tidy table (key columns, measure, value)."""
+    index = [c for c in KEY_COLUMNS if c in tidy]
+    duplicated = tidy.duplicated([*index, "measure"], keep=False)
+    if duplicated.any():
+        first = tidy.loc[duplicated, [*index, "measure"]].iloc[0].to_dict()
+        raise SvmlabError(f"{path}: {int(duplicated.sum())} rows repeat a cell, e.g. {first}; "
+                          f"give each repetition its own 'repetition' value")
+    return tidy.pivot(index=index, columns="measure", values="value").reset_index()
 
 
 def _label(runs: pd.DataFrame, columns: list[str]) -> pd.Series:

@@ -1,7 +1,9 @@
-"""Measures with their direction, and the block x treatment table of one measure."""
+"""Measures with their direction and region of practical equivalence, and the block x treatment
+table of one measure."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -14,23 +16,48 @@ DIRECTIONS = {"test_accuracy": "higher", "train_accuracy": "higher", "fit_time_s
               "predict_time_s": "lower", "n_iter": "lower", "n_support": "lower"}
 DEFAULT_MEASURES = ("test_accuracy", "fit_time_s")
 AGGREGATES = ("mean", "median")
+#: Default ROPEs: accuracies (fractions) within 1 percentage point, counts and times within 10 %
+#: (a relative ROPE applies to log-ratios, the only scale on which 0.5 s and 2.5e5 s compare).
+ROPES = {"test_accuracy": "0.01", "train_accuracy": "0.01", "n_iter": "10%",
+         "n_support": "10%", "iters_to_gap": "10%"}
+RELATIVE_SUFFIXES = ("time_s", "time_to_gap")  # fit_time_s, time_s, time_to_gap(1e-3), ...
 
 
 @dataclass(frozen=True)
 class Measure:
-    """A metric, whether higher values are better, and its region of practical equivalence."""
+    """A metric, whether higher values are better, and its region of practical equivalence:
+    |A - B| <= rope, or with ``relative`` |log(A / B)| <= log(1 + rope)."""
 
     name: str
     higher_is_better: bool
     rope: float = 0.0
+    relative: bool = False
 
     @property
     def direction(self) -> str:
         return "higher" if self.higher_is_better else "lower"
 
+    @property
+    def rope_text(self) -> str:
+        """The ROPE as written in a measure specification: '0.01' or '10%'."""
+        return f"{100 * self.rope:g}%" if self.relative else f"{self.rope:g}"
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}:{self.direction}:{self.rope_text}"
+
+
+def default_rope(name: str) -> str:
+    """The ROPE of a measure named without one: ROPES, 10 % for times, else 0 (no equivalence)."""
+    base = name.split("(")[0]
+    if base in ROPES:
+        return ROPES[base]
+    return "10%" if base.endswith(RELATIVE_SUFFIXES) else "0"
+
 
 def parse_measure(spec: str) -> Measure:
-    """'NAME', 'NAME:higher|lower' or 'NAME:higher|lower:ROPE' (objective_* default to lower)."""
+    """'NAME', 'NAME:higher|lower' or 'NAME:higher|lower:ROPE' (objective_* default to lower);
+    ROPE is a number (absolute) or a percentage ('10%', on log-ratios)."""
     name, *rest = spec.split(":")
     if not name or len(rest) > 2:
         raise SvmlabError(f"bad measure {spec!r}; expected NAME[:higher|lower[:ROPE]], "
@@ -40,13 +67,16 @@ def parse_measure(spec: str) -> Measure:
     if direction not in ("higher", "lower"):
         raise SvmlabError(f"measure {spec!r}: say whether higher or lower is better "
                           f"({name}:higher or {name}:lower)")
+    text = rest[1].strip() if len(rest) == 2 else default_rope(name)
+    relative = text.endswith("%")
     try:
-        rope = float(rest[1]) if len(rest) == 2 else 0.0
+        rope = float(text[:-1]) / 100 if relative else float(text)
     except ValueError:
-        raise SvmlabError(f"measure {spec!r}: the ROPE must be a number; got {rest[1]!r}") from None
-    if not rope >= 0:
-        raise SvmlabError(f"measure {spec!r}: the ROPE must be >= 0; got {rope}")
-    return Measure(name, direction == "higher", rope)
+        raise SvmlabError(f"measure {spec!r}: the ROPE must be a number (absolute) or a "
+                          f"percentage such as 10% (on log-ratios); got {text!r}") from None
+    if not (math.isfinite(rope) and rope >= 0):
+        raise SvmlabError(f"measure {spec!r}: the ROPE must be >= 0; got {text}")
+    return Measure(name, direction == "higher", rope, relative)
 
 
 def aggregate(long: pd.DataFrame, measure: str, how: str = "mean") -> pd.DataFrame:
@@ -62,16 +92,50 @@ def aggregate(long: pd.DataFrame, measure: str, how: str = "mean") -> pd.DataFra
     return table.reindex(index=blocks, columns=treatments)
 
 
-def complete_blocks(table: pd.DataFrame, strict: bool = False) -> tuple[pd.DataFrame, dict]:
-    """Drop the blocks with missing treatments, warning with the list (or failing if strict).
+def complete_blocks(table: pd.DataFrame, strict: bool = False,
+                    columns: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Drop the blocks with missing treatments, warning with the list and the filters that
+    would avoid it (or failing if strict); ``columns`` as for :func:`incomplete_hint`.
 
     Returns the complete table and {block: [missing treatments]}."""
     missing = {str(block): [str(t) for t in row.index[row.isna()]]
                for block, row in table.iterrows() if row.isna().any()}
     if missing:
         listing = "; ".join(f"{b}: {', '.join(ts)}" for b, ts in missing.items())
+        hint = incomplete_hint(table, columns, listed=False)
         if strict:
-            raise SvmlabError(f"missing cells (block: treatments without a value): {listing}")
-        warnings.warn(f"dropping {len(missing)} block(s) with missing treatments: {listing}",
-                      stacklevel=2)
+            raise SvmlabError(f"missing cells (block: treatments without a value): {listing}"
+                              + hint)
+        warnings.warn(f"dropping {len(missing)} block(s) with missing treatments: {listing}"
+                      + hint, stacklevel=2)
     return table.dropna(axis=0, how="any"), missing
+
+
+def incomplete_hint(table: pd.DataFrame, columns: dict | None = None, listed: bool = True) -> str:
+    """The missing cells of ``table`` (unless ``listed`` elsewhere) and the MLflow filters that
+    keep only the complete blocks, or only the treatments present in every block.
+
+    ``columns`` {'block': [...], 'treatment': [...]} names the run columns ('tags.dataset') the
+    labels came from; a filter is suggested for a single column only (combined labels have no
+    single filter)."""
+    missing = table.isna()
+    if not missing.to_numpy().any():
+        return ""
+    text = "" if not listed else "; missing cells (block: treatments): " + "; ".join(
+        f"{b}: {', '.join(map(str, row.index[row]))}" for b, row in missing.iterrows()
+        if row.any())
+    complete = [str(b) for b in table.index[~missing.any(axis=1)]]
+    everywhere = [str(t) for t in table.columns[~missing.any(axis=0)]]
+    for role, names, what in (("block", complete, "the complete blocks"),
+                              ("treatment", everywhere, "the treatments present in every block")):
+        keys = (columns or {}).get(role, [])
+        if len(keys) == 1 and len(names) >= 2:
+            text += f"; to keep {what}: --filter \"{_in_filter(keys[0], names)}\""
+    return text
+
+
+def _in_filter(column: str, values: list[str]) -> str:
+    """An MLflow filter: ``column`` (tags.X or params.X) is one of ``values``."""
+    kind, key = column.split(".", 1)
+    quoted = ", ".join("'" + v.replace("'", "\\'") + "'" for v in values)
+    return f"{kind}.`{key}` IN ({quoted})"

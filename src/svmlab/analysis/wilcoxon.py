@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+from svmlab.analysis import ties
 from svmlab.errors import SvmlabError
 
 ZERO_METHODS = ("pratt", "wilcox", "zsplit")
@@ -24,7 +25,9 @@ EXACT_MAX_N = 50  # 'auto' uses the exact distribution up to this many ranked di
 @dataclass(frozen=True)
 class SignedRankResult:
     """W+ and W- are the rank sums of the positive and negative differences (zero ranks split
-    half and half under 'zsplit'); ``statistic`` = min(W+, W-) as Demšar reports it."""
+    half and half under 'zsplit'); ``statistic`` = min(W+, W-) as Demšar reports it;
+    ``rank_biserial`` = (W+ - W-) / (sum of the ranks given), so that under 'pratt' the zeros'
+    ranks count in the denominator (Kerby 2014), and under 'wilcox' only the nonzero ones."""
 
     n: int
     n_zero: int
@@ -40,18 +43,6 @@ class SignedRankResult:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def differences(a, b, decimals: int | None = 10) -> np.ndarray:
-    """a - b rounded to ``decimals`` places, so that float noise does not break ties or zeros."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise SvmlabError(f"paired samples need two 1-d arrays of equal length; got shapes "
-                          f"{a.shape} and {b.shape}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise SvmlabError("paired samples contain NaN or inf")
-    d = a - b
-    return d if decimals is None else np.round(d, decimals)
 
 
 def signed_ranks(d: np.ndarray, zero_method: str) -> tuple[np.ndarray, np.ndarray, float]:
@@ -86,7 +77,7 @@ def exact_distribution(ranks: np.ndarray) -> np.ndarray:
 
 
 def signed_rank_test(a, b, *, alternative: str = "two-sided", zero_method: str = "pratt",
-                     method: str = "auto", decimals: int | None = 10,
+                     method: str = "auto", rtol: float = ties.RTOL,
                      exact_max_n: int = EXACT_MAX_N, continuity: bool = True) -> SignedRankResult:
     """Test H0 'the differences a - b are symmetric about 0'.
 
@@ -95,15 +86,16 @@ def signed_rank_test(a, b, *, alternative: str = "two-sided", zero_method: str =
     method 'auto' is exact when at most ``exact_max_n`` differences are ranked, else the normal
     approximation with the variance computed from the actual (tied) ranks, which is the usual tie
     correction, and a continuity correction of 1/2 unless ``continuity`` is False (R's coin).
+    Differences are compared with the relative tolerance ``rtol`` (:mod:`ties`).
     """
     _check_choice("alternative", alternative, ALTERNATIVES)
     _check_choice("method", method, METHODS)
-    d = differences(a, b, decimals)
+    d = ties.differences(a, b, rtol)
     ranks, signs, zero_share = signed_ranks(d, zero_method)
     n = len(ranks)
     w_plus = ranks[signs > 0].sum() + zero_share
     w_minus = ranks[signs < 0].sum() + zero_share
-    total = w_plus + w_minus
+    total = stats.rankdata(np.abs(d)).sum() if zero_method == "pratt" else w_plus + w_minus
     rank_biserial = float((w_plus - w_minus) / total) if total > 0 else 0.0
     used = method if method != "auto" else ("exact" if n <= exact_max_n else "normal")
     if n == 0:
@@ -146,38 +138,52 @@ def _normal_p(ranks: np.ndarray, w: float, alternative: str, cc: float) -> tuple
     return float(stats.norm.sf(z)), float(z)
 
 
-def median_difference(a, b, *, confidence: float = 0.95, decimals: int | None = 10) -> dict:
-    """Median of a - b and a distribution-free confidence interval from its order statistics.
+def hodges_lehmann(d, *, confidence: float = 0.95, exact_max_n: int = EXACT_MAX_N) -> dict:
+    """Hodges-Lehmann estimate of the shift of d (the median of the Walsh averages
+    (d_i + d_j)/2, i <= j) and the confidence interval that inverts the signed-rank test.
 
-    The interval [d_(l), d_(n+1-l)] covers the population median with probability
-    1 - 2 P(Bin(n, 1/2) < l) >= ``confidence``; l is the largest such index. Returns NaN bounds
-    when n is too small for that coverage, and the coverage actually achieved.
+    As R's ``wilcox.test(conf.int = TRUE)``: with M = n(n+1)/2 sorted Walsh averages w and c the
+    lower ``(1 - confidence)/2`` quantile of W+ (exact up to ``exact_max_n`` differences, else
+    the normal approximation), the interval is [w_(c), w_(M+1-c)] with coverage
+    1 - 2 P(W+ <= c - 1), reported as achieved. The null distribution assumes no ties, so with
+    ties and zeros the coverage is approximate (R then warns). NaN bounds when n is too small
+    for the coverage asked.
     """
-    d = np.sort(differences(a, b, decimals))
+    d = np.asarray(d, dtype=float)
     n = len(d)
     if n == 0:
-        raise SvmlabError("median_difference needs at least one pair")
-    below = stats.binom.cdf(np.arange(n), n, 0.5)  # below[j] = P(Bin(n, 1/2) <= j)
-    feasible = [l for l in range(1, n // 2 + 1) if 1 - 2 * below[l - 1] >= confidence]
-    if not feasible:
-        return {"median": float(np.median(d)), "low": float("nan"), "high": float("nan"),
+        raise SvmlabError("the Hodges-Lehmann estimate needs at least one pair")
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    estimate = float(np.median(walsh))
+    m = len(walsh)
+    tail = (1 - confidence) / 2
+    if n <= exact_max_n:
+        cdf = np.cumsum(exact_distribution(np.arange(1, n + 1)))[::2]  # P(W+ <= w), w = 0..M
+        c = int(np.searchsorted(cdf, tail))  # R's qsignrank: smallest c with P(W+ <= c) >= tail
+        coverage = 1 - 2 * (cdf[c - 1] if c >= 1 else 0.0)
+    else:
+        sd = np.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        c = int(np.floor(m / 2 - stats.norm.isf(tail) * sd))
+        coverage = 1 - 2 * stats.norm.cdf((c - 0.5 - m / 2) / sd)
+    if c < 1:
+        return {"estimate": estimate, "low": float("nan"), "high": float("nan"),
                 "coverage": float("nan")}
-    l = max(feasible)
-    return {"median": float(np.median(d)), "low": float(d[l - 1]), "high": float(d[n - l]),
-            "coverage": float(1 - 2 * below[l - 1])}
+    return {"estimate": estimate, "low": float(walsh[c - 1]), "high": float(walsh[m - c]),
+            "coverage": float(coverage)}
 
 
 def hypothesis(a: str, b: str, measure: str, higher_is_better: bool, alternative: str) -> dict:
     """H0 and H1 in words for d = a - b of ``measure``."""
-    better = "higher" if higher_is_better else "lower"
-    h0 = f"{a} and {b} perform equally on {measure} (a - b is symmetric about 0)"
+    h0 = f"d = {a} - {b} on {measure} is symmetric about 0"
     if alternative == "two-sided":
-        h1 = f"{a} and {b} differ on {measure}"
+        h1 = f"d = {a} - {b} on {measure} is not symmetric about 0"
     else:
         a_higher = alternative == "greater"
         a_better = a_higher == higher_is_better
-        h1 = (f"{a} is {'better' if a_better else 'worse'} than {b} on {measure} "
-              f"({a} has the {'higher' if a_higher else 'lower'} values; {better} is better)")
+        h1 = (f"{a} has {'higher' if a_higher else 'lower'} {measure} than {b} "
+              f"(d = {a} - {b} tends to be {'positive' if a_higher else 'negative'}): "
+              f"{a} is {'better' if a_better else 'worse'}")
     return {"H0": h0, "H1": h1}
 
 
