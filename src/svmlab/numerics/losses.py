@@ -10,6 +10,10 @@ Smoothed hinge of a margin violation m with quadratic-zone width t = mu * a_i (a
 A zero row (t = 0) has no smoothing: h_0(m) = max(0, m) with u = 1 where m > 0.
 
 Smoothed |t| (Huber): l_mu(t) = max_{-1 <= u <= 1} u t - (mu/2) u^2, u = clip(t / mu, -1, 1).
+
+Square-root smoothed hinge of u = 1 - y w.x (Hajewski, Oliveira, Stewart; spec 001 §1.2):
+j_alpha(u) = (u + sqrt(alpha^2 + u^2)) / 2, C-infinity, with max(0, u) < j_alpha(u) <= max(0, u) +
+alpha/2. `sqrt_hinge` evaluates it and its two derivatives without cancellation or overflow.
 """
 
 import numpy as np
@@ -43,3 +47,20 @@ def huber(w: np.ndarray, mu: float) -> tuple[float, np.ndarray]:
             total += 0.5 * w[j] * w[j] / mu
             u[j] = w[j] / mu
     return total, u
+
+
+@njit(cache=True)
+def sqrt_hinge(u: float, alpha: float) -> tuple[float, float, float]:
+    """(j_alpha(u), j_alpha'(u), j_alpha''(u)) of the square-root smoothed hinge (alpha > 0).
+
+    With r = hypot(alpha, u): u >= 0 uses j = (u + r)/2, j' = (1 + u/r)/2; u < 0 uses the
+    cancellation-free j = alpha^2 / (2 (r - u)), j' = (alpha/r)(alpha/(r - u))/2; and
+    j'' = (alpha/r)^2 / (2r), so no alpha^2 + u^2 or r^3 overflows (spec 001 §1.2).
+    """
+    r = np.hypot(alpha, u)
+    if u >= 0.0:
+        j, j1 = 0.5 * u + 0.5 * r, 0.5 + 0.5 * (u / r)
+    else:
+        j, j1 = alpha * alpha / (2.0 * (r - u)), 0.5 * (alpha / r) * (alpha / (r - u))
+    q = alpha / r
+    return j, j1, 0.5 * q * q / r

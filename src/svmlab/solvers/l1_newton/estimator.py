@@ -1,0 +1,186 @@
+r"""SmSVM-l1-l2 (Hajewski, Oliveira, Stewart): the l1-penalised SVM by smoothing and Newton steps.
+
+Minimises P(w) = lam/2 ||w||^2 + mu ||w||_1 + 1/N sum_i max(0, 1 - y_i x_i.w) (no intercept,
+as in the paper) through the square-root smoothed hinge j_alpha, with alpha divided by beta from
+alpha0 until alpha <= alpha_min (the repaired algorithm of spec 001 §2.6, `newton`). lam = 0 is
+the LP-SVM; lam > 0 the elastic net the paper runs. The certificate is P's duality gap: for
+lam = 0 < mu the estimator layer's hinge_l1 certificate at C = 1/(N mu) (P = mu x its primal),
+otherwise hinge_elastic_net (`certificate`); both take the smoothed problem's dual point
+j_alpha'(z) as a candidate. objective_hinge_l1 and objective_hinge_l2 are reported at
+C_ = 1/(N mu) (or 1/(N lam) when mu = 0), where they equal P / mu (P / lam) when the other
+weight is 0.
+
+``path`` > 1 runs a regularisation path: ``path`` values of mu, geometric from mu_max =
+||X^T y||_inf / N (where w = 0) down to ``mu``, each warm-started from the previous solution;
+the trace holds the whole path (column ``mu``) and the model is the last one.
+"""
+
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from svmlab.errors import ConfigError
+from svmlab.estimator.certificates import Certificate, Formulation, LinearImage, certify
+from svmlab.estimator.models import LinearSVMClassifier
+from svmlab.estimator.objectives import primal_objectives
+from svmlab.numerics.rows import rows_of
+from svmlab.solvers.l1_newton.certificate import FORMULATION, certificate, exact_objective
+from svmlab.solvers.l1_newton.newton import PRUNES, Settings, run
+from svmlab.solvers.l1_newton.passes import (
+    hinge_derivatives,
+    smoothed_objective,
+    transposed_products,
+)
+
+class L1NewtonSVM(LinearSVMClassifier):
+    """Newton active-set l1(+l2) SVM on the smoothed hinge; dense or CSR input (kept sparse).
+
+    Stops when alpha <= alpha_min (the paper's rule) or, with tol > 0, as soon as the certified
+    relative gap of P is <= tol at the end of an alpha level. Fitted diagnostics: alpha_final_
+    (last alpha solved), n_passes_, n_steps_, n_backtracks_, n_levels_; with a path also
+    path_mu_ and path_coef_ (one row per mu).
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "lam": [Interval(Real, 0.0, None, closed="left")],
+        "mu": [Interval(Real, 0.0, None, closed="left")],
+        "alpha0": [Interval(Real, 0.0, None, closed="neither")],
+        "alpha_min": [Interval(Real, 0.0, None, closed="neither")],
+        "beta": [Interval(Real, 1.0, None, closed="neither")],
+        "eta": [Interval(Real, 0.0, None, closed="neither")],
+        "c1": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "max_newton": [Interval(Integral, 1, None, closed="left")],
+        "max_backtrack": [Interval(Integral, 0, None, closed="left")],
+        "prune": [StrOptions(set(PRUNES))],
+        "tol": [Interval(Real, 0.0, None, closed="left")],
+        "path": [Interval(Integral, 1, None, closed="left")],
+    }
+    _warm_up: ClassVar[dict] = {"alpha_min": 0.5, "max_newton": 50, "path": 1}
+
+    def __init__(self, lam=1e-4, mu=1e-3, *, alpha0=1.0, alpha_min=1e-4, beta=2.0, eta=0.1,
+                 c1=1e-4, max_newton=10_000, max_backtrack=50, prune="resolve", tol=0.0,
+                 path=1):
+        self.lam = lam
+        self.mu = mu
+        self.alpha0 = alpha0
+        self.alpha_min = alpha_min
+        self.beta = beta
+        self.eta = eta
+        self.c1 = c1
+        self.max_newton = max_newton
+        self.max_backtrack = max_backtrack
+        self.prune = prune
+        self.tol = tol
+        self.path = path
+
+    def _stopping_rule(self) -> str:
+        rule = (f"alpha <= alpha_min={self.alpha_min} (Newton decrement < eta={self.eta} x "
+                "alpha and no inactive KKT violator at every level)")
+        if self.tol > 0:
+            rule += (f", or certified rel_gap_{self._formulation_name()} <= tol={self.tol} at "
+                     "a level's end")
+        return f"{rule}, within max_newton={self.max_newton} Newton iterations per mu"
+
+    def _settings(self, mu: float) -> Settings:
+        return Settings(self.lam, mu, self.alpha0, self.alpha_min, self.beta, self.eta,
+                        self.c1, self.max_newton, self.max_backtrack, self.prune)
+
+    def _fit(self, X, y, trace):
+        rows = rows_of(X)
+        n, p = X.shape
+        mus = self._path_mus(X, y)
+        w, done = np.zeros(p), 0
+        self.converged_, coefs, totals = True, [], np.zeros(4, np.int64)
+        for mu in mus:
+            state = self._solve(rows, X, y, mu, w, trace, done)
+            w, done = state.w, done + state.iterations
+            coefs.append(w)
+            totals += (state.passes, state.steps, state.backtracks, state.levels)
+            self.converged_ &= state.stopped or state.alpha <= self.alpha_min / self.beta
+        self.coef_, self.intercept_ = w[None, :], np.zeros(1)
+        self.alpha_final_ = state.solved
+        self.n_passes_, self.n_steps_, self.n_backtracks_, self.n_levels_ = map(int, totals)
+        self.C_ = 1.0 / (n * (self.mu or self.lam or 1.0))
+        if self.path > 1:
+            self.path_mu_, self.path_coef_ = np.asarray(mus), np.vstack(coefs)
+
+    def _path_mus(self, X, y) -> list[float]:
+        if self.path == 1:
+            return [float(self.mu)]
+        top = float(np.abs(np.asarray(X.T @ y)).max()) / X.shape[0]
+        if not 0.0 < self.mu < top:
+            raise ConfigError(f"path={self.path} needs 0 < mu < mu_max = ||X^T y||_inf / N = "
+                              f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
+        return list(np.geomspace(top, self.mu, self.path))
+
+    def _solve(self, rows, X, y, mu, w0, trace, offset):
+        """One run of the method at mu from w0, traced; returns its final State."""
+        gap = {"value": np.nan, "primal": np.inf}
+        on_clock = self.tol > 0
+        gap_column = f"rel_gap_{self._formulation_name()}"
+
+        def on_level(state):
+            """The gap at a level's end: the stopping test (tol > 0), certified once P changed by
+            at most tol x P over the level (before, it cannot be due yet); else trace-only."""
+            if not on_clock:
+                with trace.paused():
+                    gap["value"] = self._gap(rows, X, y, state, mu)
+                return False
+            primal = exact_objective(y * state.xw, state.w, self.lam, mu)
+            due = gap["primal"] - primal <= self.tol * primal
+            gap["primal"] = primal
+            if due:
+                gap["value"] = self._gap(rows, X, y, state, mu)
+            return due and gap["value"] <= self.tol
+
+        def on_iteration(state):
+            with trace.paused():
+                F = state.objective if np.isfinite(state.objective) else smoothed_objective(
+                    y, state.xw, state.w, state.alpha, self.lam, mu)
+                row = {"objective_smoothed": F, "alpha": state.alpha,
+                       f"objective_{FORMULATION}": exact_objective(
+                           y * state.xw, state.w, self.lam, mu),
+                       "active": state.active, "nnz": int(np.count_nonzero(state.w)),
+                       "passes": state.passes, gap_column: gap["value"], "mu": mu}
+                gap["value"] = np.nan
+            trace.append(offset + state.iterations, **row)
+
+        return run(rows, y, self._settings(mu), w0, on_iteration, on_level)
+
+    def _formulation_name(self) -> str:
+        return "hinge_l1" if self.lam == 0 and self.mu > 0 else FORMULATION
+
+    def _gap(self, rows, X, y, state, mu) -> float:
+        """Certified relative gap at the iterate (theta from the alpha just solved)."""
+        return self._weights_cert(rows, X, y, state.w, state.xw, state.solved, mu).rel_gap
+
+    def _weights_cert(self, rows, X, y, w, xw, alpha, mu) -> Certificate:
+        """lam = 0 < mu: the hinge_l1 certificate of `certificates` at C = 1/(N mu), with the
+        smoothed problem's dual point C theta among the candidates; otherwise P's own."""
+        theta, n = hinge_derivatives(y, xw, alpha), len(y)
+        if self.lam == 0 and mu > 0:
+            C = 1.0 / (n * mu)
+            return certify(Formulation("hinge", "l1"), C, y * xw, float(np.abs(w).sum()),
+                           LinearImage(X, y, w), (C * theta,))
+
+        def candidates():
+            for point, source in ((theta, "solver"), ((y * xw < 1.0).astype(float), "model")):
+                v = np.empty(rows.n_cols)
+                transposed_products(rows, y * point / n, v)
+                yield point, v, source
+
+        return certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)
+
+    def _certificate(self, X, y) -> Certificate:
+        w = self.coef_[0]
+        return self._weights_cert(rows_of(X), X, y, w, X @ w, self.alpha_final_, float(self.mu))
+
+    def _objective_values(self, X, y_pm) -> dict[str, float]:
+        """The common objectives at C_, and P itself (objective_hinge_elastic_net)."""
+        w = self.coef_[0]
+        margins = y_pm * self._decision_function(X)
+        values = primal_objectives(margins, float(w @ w), float(np.abs(w).sum()), self.C_)
+        values[f"objective_{FORMULATION}"] = exact_objective(margins, w, self.lam, self.mu)
+        return values
