@@ -336,8 +336,9 @@ def test_scaled_dual_with_lam_zero_is_the_hinge_l1_bound_of_the_estimator_layer(
     C = 1.0 / (n * mu)
     image = LinearImage(X, y, np.zeros(6))
     ours = scaled_dual(theta, v, 0.0, mu)
-    theirs = certify(Formulation("hinge", "l1"), C, np.ones(n) * 2, 0.0, image, (C * theta,),
-                     refine=False).dual * mu
+    # margins 2: the layer's own candidates are a = 0 and no free set, so ours decides
+    theirs = certify(Formulation("hinge", "l1"), C, np.full(n, 2.0), 0.0, image,
+                     (C * theta,)).dual * mu
     assert ours == pytest.approx(theirs, rel=1e-12)
 
 
