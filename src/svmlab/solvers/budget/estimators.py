@@ -1,0 +1,260 @@
+r"""Budgeted kernel SVMs (Qaadan, Schueler, Glasmachers): BSCA and the BSGD baseline.
+
+Both solve the hinge-loss C-SVM without bias, min 1/2 ||w||^2 + C sum_i max(0, 1 - y_i f(x_i))
+(objective_hinge_l2), with a model of at most ``budget`` kernel terms, and run a fixed number of
+epochs (spec 004, 4.6: under a budget the KKT violations do not vanish, so no tolerance can
+stop them). See `loops` for the steps and `model` for the budget maintenance.
+
+Kernels: merging needs the Gaussian kernel (k(z, z) = 1 and the geometry of the merged point).
+Any kernel runs with ``maintenance='remove'`` or in exact mode (``budget=None``: one term per
+training point, no maintenance, so BSCA is exact stochastic coordinate ascent and BSGD exact
+kernel Pegasos); kernel='linear' or 'poly' with merging is a ConfigError.
+
+Trace, one row per epoch (evaluated off the clock):
+    objective_hinge_l2      P_C of the budgeted model
+    dual_hybrid             1^T alpha - 1/2 sum_i alpha_i y_i f(x_i), the dual the reference code
+                            plots (= D(alpha) while nothing was merged)
+    dual_alpha              D(alpha) = 1^T alpha - 1/2 alpha^T Q alpha, exact (BSGD's alpha may
+                            leave the box, so its D(alpha) can be negative)
+    dual_hinge_l2, gap_hinge_l2, rel_gap_hinge_l2
+                            the certified lower bound (from alpha, scaled into the box, and the
+                            model's own candidate) and the gap of P_C over it
+    test_accuracy           on ``eval_set`` when `fit` is given one
+    nonzero_step_fraction   BSCA: steps with delta != 0; BSGD: margin violations
+    merge_fraction          maintenances per step
+    merge_time_s            solver seconds spent in maintenance during the epoch
+    sum_sqrt_wd             sum of sqrt(WD) over the epoch's maintenances
+    model_size              terms in the model
+The fitted ``merges_`` holds one record per maintenance (`model.LOG_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array
+
+from svmlab.errors import ConfigError
+from svmlab.estimator.certificates import Formulation, KernelImage, certify
+from svmlab.estimator.kernels import resolve_gamma
+from svmlab.estimator.models import KernelSVMClassifier
+from svmlab.estimator.validation import finite_csr_int32
+from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
+from svmlab.solvers.budget import loops
+from svmlab.solvers.budget import model as bm
+
+FORMULATION = Formulation("hinge", "l2", "none")
+
+
+class BudgetedSVMClassifier(KernelSVMClassifier):
+    """Shared machinery of BSCA and BSGD: budget, epochs, trace and the fitted model.
+
+    Parameters: C; kernel, gamma, degree, coef0 (LIBSVM's definitions); budget, the most terms
+    the model keeps (None: exact mode); epochs; max_iter, a cap on the steps (None: epochs x n);
+    selection, 'permutation' (a fresh one per epoch) or 'uniform' (i.i.d. indices);
+    maintenance, 'merge' or 'remove'; partner_rule, 'same_label', 'same_sign', 'all' or
+    'random'; gss_eps_search and gss_eps_final, the golden-section tolerances while scoring
+    partners and for the merge performed; gss_endpoint_check (also try h in {0, 1}; off for the
+    paper's plain search); accumulate_duplicates (add a step to the point's own unmerged term
+    instead of appending a twin; always on when budget=None); record_merges (keep ``merges_``);
+    random_state.
+
+    Fitted attributes besides KernelSVMClassifier's: alpha_ (the dual variables), sv_labels_,
+    n_support_, n_merges_, merges_ (dict of LOG_COLUMNS arrays), converged_ (all epochs ran).
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **KernelSVMClassifier._parameter_constraints,
+        "C": [Interval(Real, 0.0, None, closed="neither")],
+        "budget": [Interval(Integral, 2, None, closed="left"), None],
+        "epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "selection": [StrOptions({"permutation", "uniform"})],
+        "maintenance": [StrOptions(set(bm.MAINTENANCE))],
+        "partner_rule": [StrOptions(set(bm.PARTNER_RULES))],
+        "gss_eps_search": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "gss_eps_final": [Interval(Real, 0.0, 1.0, closed="neither")],
+        "gss_endpoint_check": ["boolean"],
+        "accumulate_duplicates": ["boolean"],
+        "record_merges": ["boolean"],
+        "random_state": ["random_state"],
+    }
+    _warm_up: ClassVar[dict] = {"epochs": 1, "max_iter": None}
+
+    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, budget=500,
+                 epochs=20, max_iter=None, selection="permutation", maintenance="merge",
+                 partner_rule="same_label", gss_eps_search=0.01, gss_eps_final=0.001,
+                 gss_endpoint_check=True, accumulate_duplicates=False, record_merges=True,
+                 random_state=None):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.budget = budget
+        self.epochs = epochs
+        self.max_iter = max_iter
+        self.selection = selection
+        self.maintenance = maintenance
+        self.partner_rule = partner_rule
+        self.gss_eps_search = gss_eps_search
+        self.gss_eps_final = gss_eps_final
+        self.gss_endpoint_check = gss_endpoint_check
+        self.accumulate_duplicates = accumulate_duplicates
+        self.record_merges = record_merges
+        self.random_state = random_state
+
+    def fit(self, X, y, callback=None, eval_set=None):
+        """Train on (X, y); ``eval_set`` = (X_test, y_test) adds test_accuracy to every trace
+        row (computed off the clock). See `SVMClassifier.fit`."""
+        self._eval_set = eval_set
+        try:
+            return super().fit(X, y, callback)
+        finally:
+            del self._eval_set
+
+    def _formulation(self) -> Formulation:
+        return FORMULATION
+
+    def _stopping_rule(self) -> str:
+        cap = f", max_iter={self.max_iter} steps" if self.max_iter is not None else ""
+        return f"a fixed number of steps: epochs={self.epochs} x n{cap}"
+
+    def _solver_duals(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (self.alpha_,)
+
+    def _fit(self, X, y, trace):
+        n, d = X.shape
+        self._gamma = resolve_gamma(self.gamma, X)
+        if self.kernel != "rbf" and self.maintenance == "merge" and self.budget is not None:
+            raise ConfigError(
+                f"maintenance='merge' needs kernel='rbf' (a merged point's coefficient relies "
+                f"on k(z, z) = 1 and the Gaussian kernel's geometry); with kernel="
+                f"{self.kernel!r} use maintenance='remove', or budget=None (exact, no budget)")
+        spec = kernel_spec(self.kernel, self._gamma, self.degree, self.coef0)
+        points = point_set(X)
+        budget = n if self.budget is None else self.budget
+        model = bm.new_model(n, d, budget + 1)
+        opt = bm.Options(budget, bm.MAINTENANCE[self.maintenance],
+                         bm.PARTNER_RULES[self.partner_rule], float(self.gss_eps_search),
+                         float(self.gss_eps_final), bool(self.gss_endpoint_check),
+                         bool(self.accumulate_duplicates or self.budget is None))
+        state = self._new_state(n)
+        rng = check_random_state(self.random_state)
+        total = self.epochs * n if self.max_iter is None else min(self.max_iter, self.epochs * n)
+        evaluation = self._evaluation(X, y, spec, points)
+        qdiag = self_kernel(spec, points)
+        done, logs = 0, []
+        while done < total:
+            size = min(n, total - done)
+            order = (rng.permutation(n)[:size] if self.selection == "permutation"
+                     else rng.randint(0, n, size)).astype(np.int64)
+            u = rng.random_sample(size) if self.partner_rule == "random" else np.zeros(size)
+            stats = np.zeros(len(loops.STAT_NAMES))
+            log = bm.new_log(size if self.record_merges else 0)
+            self._epoch(points, y, qdiag, state, model, spec, opt, order, u, done, stats, log)
+            done += size
+            logs.append(log.rows[:log.count[0]])
+            with trace.paused():
+                trace.append(done, **evaluation(self._alpha(state, done), model, done,
+                                                 dict(zip(loops.STAT_NAMES, stats))))
+        self._set_model(model, self._alpha(state, done), self._scale(n, done),
+                        np.concatenate(logs))
+        self.converged_ = done == self.epochs * n
+
+    def _evaluation(self, X, y, spec, points):
+        """The function that computes a trace row from alpha, the model and an epoch's stats."""
+        eval_set = getattr(self, "_eval_set", None)
+        if eval_set is not None:
+            X_test = check_array(eval_set[0], accept_sparse="csr", dtype=np.float64)
+            if X_test.shape[1] != X.shape[1]:
+                raise ValueError(f"eval_set's X has {X_test.shape[1]} features; the training "
+                                 f"data has {X.shape[1]}")
+            test_points, y_test = point_set(finite_csr_int32(X_test)), np.asarray(eval_set[1])
+
+        def row(alpha, model, done, stats):
+            size, scale = int(model.size[0]), self._scale(len(y), done)
+            coef = model.beta[:size] * scale
+            margins = y * bm.decisions(spec, points, model) * scale
+            squared_l2 = float(coef @ bm.decisions(spec, model.points, model)[:size]) * scale
+            image = KernelImage(X, y, self._kernel(), model.Z[:size], coef)
+            cert = certify(FORMULATION, self.C, margins, 0.5 * squared_l2, image, (alpha,),
+                           refine=False)
+            values = {
+                "objective_hinge_l2": cert.primal,
+                "dual_hybrid": float(alpha.sum() - 0.5 * alpha @ margins),
+                "dual_alpha": float(alpha.sum() - 0.5 * image.squared_norm(alpha)),
+                **{k: v for k, v in cert.metrics().items() if not k.startswith("primal_")},
+                "nonzero_step_fraction": stats["nonzero_steps"] / stats["steps"],
+                "merge_fraction": stats["merges"] / stats["steps"],
+                "merge_time_s": stats["merge_ns"] * 1e-9,
+                "sum_sqrt_wd": stats["sum_sqrt_wd"],
+                "model_size": float(size),
+            }
+            if eval_set is not None:
+                predicted = self.classes_[(bm.decisions(spec, test_points, model) > 0) * 1]
+                values["test_accuracy"] = float(np.mean(predicted == y_test))
+            return values
+
+        return row
+
+    def _set_model(self, model, alpha, scale, merges) -> None:
+        size = int(model.size[0])
+        self.support_vectors_ = model.Z[:size].copy()
+        self.dual_coef_ = (model.beta[:size] * scale)[None, :]
+        self.intercept_ = np.zeros(1)
+        self.sv_labels_ = model.label[:size].astype(np.float64)
+        self.n_support_ = size
+        self.alpha_ = alpha
+        self.merges_ = dict(zip(bm.LOG_COLUMNS, merges.T))
+        self.n_merges_ = len(merges)
+
+    def _new_state(self, n: int) -> np.ndarray:
+        """The solver's dual state: BSCA's alpha, BSGD's violation counts."""
+        raise NotImplementedError
+
+    def _alpha(self, state: np.ndarray, steps: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _scale(self, n: int, steps: int) -> float:
+        """The factor between the model's stored coefficients and beta after ``steps``."""
+        return 1.0
+
+    def _epoch(self, points, y, qdiag, state, model, spec, opt, order, u, done, stats, log):
+        raise NotImplementedError
+
+
+class BSCA(BudgetedSVMClassifier):
+    """Budgeted stochastic coordinate ascent on the no-bias dual (Algorithm 1 of the paper)."""
+
+    def _new_state(self, n):
+        return np.zeros(n)
+
+    def _alpha(self, state, steps):
+        return state.copy()
+
+    def _epoch(self, points, y, qdiag, state, model, spec, opt, order, u, done, stats, log):
+        loops.bsca_epoch(points, y, qdiag, state, float(self.C), model, spec, opt, order, u,
+                         done, stats, log)
+
+
+class BSGD(BudgetedSVMClassifier):
+    """Budgeted stochastic gradient descent (Pegasos with merging; Wang, Crammer, Vucetic)."""
+
+    def _new_state(self, n):
+        return np.zeros(n, np.int64)
+
+    def _alpha(self, state, steps):
+        return self._scale(len(state), steps) * state
+
+    def _scale(self, n, steps):
+        """nC / t: the model is (nC / t) sum_j b_j phi(z_j) after t steps."""
+        return n * float(self.C) / steps
+
+    def _epoch(self, points, y, qdiag, state, model, spec, opt, order, u, done, stats, log):
+        loops.bsgd_epoch(points, y, state, len(y) * float(self.C), model, spec, opt, order, u,
+                         done, stats, log)
