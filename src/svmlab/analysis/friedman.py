@@ -88,7 +88,7 @@ def friedman(ranks: pd.DataFrame, method: str = "auto", seed: int = 0) -> Friedm
     ties = sum(float(np.sum(c ** 3 - c)) for c in
                (np.unique(row, return_counts=True)[1] for row in ranks.to_numpy()))
     correction = 1 - ties / (n * (k ** 3 - k))
-    chi2_tied = chi2 / correction if correction > 0 else float("nan")
+    chi2_tied = chi2 / correction if correction > 0 else 0.0  # every block tied throughout
     df1, df2 = k - 1, (k - 1) * (n - 1)
     f, p = _iman_davenport(chi2, n, k)
     f_tied, p_tied = _iman_davenport(chi2_tied, n, k)

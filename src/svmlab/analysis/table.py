@@ -113,29 +113,30 @@ def complete_blocks(table: pd.DataFrame, strict: bool = False,
 
 def incomplete_hint(table: pd.DataFrame, columns: dict | None = None, listed: bool = True) -> str:
     """The missing cells of ``table`` (unless ``listed`` elsewhere) and the MLflow filters that
-    keep only the complete blocks, or only the treatments present in every block.
+    leave out the incomplete blocks, or the treatments missing somewhere.
 
     ``columns`` {'block': [...], 'treatment': [...]} names the run columns ('tags.dataset') the
     labels came from; a filter is suggested for a single column only (combined labels have no
-    single filter)."""
+    single filter) and when what it keeps is still a table of 2 x 2 or more."""
     missing = table.isna()
     if not missing.to_numpy().any():
         return ""
     text = "" if not listed else "; missing cells (block: treatments): " + "; ".join(
         f"{b}: {', '.join(map(str, row.index[row]))}" for b, row in missing.iterrows()
         if row.any())
-    complete = [str(b) for b in table.index[~missing.any(axis=1)]]
-    everywhere = [str(t) for t in table.columns[~missing.any(axis=0)]]
-    for role, names, what in (("block", complete, "the complete blocks"),
-                              ("treatment", everywhere, "the treatments present in every block")):
+    n, k = table.shape
+    for role, dropped, kept, what in (
+            ("block", table.index[missing.any(axis=1)], k, "incomplete blocks"),
+            ("treatment", table.columns[missing.any(axis=0)], n, "treatments missing somewhere")):
         keys = (columns or {}).get(role, [])
-        if len(keys) == 1 and len(names) >= 2:
-            text += f"; to keep {what}: --filter \"{_in_filter(keys[0], names)}\""
+        if len(keys) == 1 and len(dropped) <= (n if role == "block" else k) - 2 and kept >= 2:
+            text += (f"; to leave out the {what}: --filter \""
+                     f"{_not_in_filter(keys[0], list(map(str, dropped)))}\"")
     return text
 
 
-def _in_filter(column: str, values: list[str]) -> str:
-    """An MLflow filter: ``column`` (tags.X or params.X) is one of ``values``."""
+def _not_in_filter(column: str, values: list[str]) -> str:
+    """An MLflow filter that ``column`` (tags.X or params.X) is none of ``values`` (MLflow has no
+    IN for tags and params, nor OR, so: a conjunction of !=)."""
     kind, key = column.split(".", 1)
-    quoted = ", ".join("'" + v.replace("'", "\\'") + "'" for v in values)
-    return f"{kind}.`{key}` IN ({quoted})"
+    return " and ".join(f"{kind}.`{key}` != '" + v.replace("'", "\\'") + "'" for v in values)
