@@ -16,7 +16,8 @@ def prox(v, gam, p, tol, maxit):
 
     p = 1: soft threshold on the positive side (Eq.12); p = 2: v / (1 + 2 gam) (Eq.13); other
     p: the root of u + p gam u^(p-1) = v in (0, v) by Newton steps kept inside the bracket,
-    bisection otherwise, until the bracket or the step is below tol max(v, 1) or maxit steps.
+    bisection otherwise, until the Newton step or the bracket is below tol max(v, 1), or maxit
+    steps.
     """
     if v <= 0.0:
         return v
@@ -30,17 +31,17 @@ def prox(v, gam, p, tol, maxit):
     scale = tol * max(v, 1.0)
     for _ in range(maxit):
         f = x + pg * x ** (p - 1.0) - v
+        if f == 0.0:
+            return x
         if f > 0.0:
             hi = x
         else:
             lo = x
         step = f / (1.0 + pg * (p - 1.0) * x ** (p - 2.0))
-        nxt = x - step
-        if not (lo < nxt < hi):
-            nxt = 0.5 * (lo + hi)
-        done = hi - lo <= scale or abs(nxt - x) <= scale
-        x = nxt
-        if done:
+        if abs(step) <= scale:
+            return min(max(x - step, lo), hi)
+        x = x - step if lo < x - step < hi else 0.5 * (lo + hi)
+        if hi - lo <= scale:
             break
     return x
 
