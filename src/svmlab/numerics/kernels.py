@@ -106,19 +106,22 @@ def dot_products(A, i, B, cols, start, stop, out):
             out[t] = acc[cols[t]]
         acc[:] = 0.0
         return
-    work = A.work  # scatter a_i, then one sparse or dense row of B at a time
+    if b.dense:  # sparse a_i, dense rows of B (e.g. merged points): read them at a_i's indices
+        for t in range(start, stop):
+            off = b.indptr[cols[t]]
+            dot = 0.0
+            for k in range(a0, a1):
+                dot += a.data[k] * b.data[off + a.indices[k]]
+            out[t] = dot
+        return
+    work = A.work  # scatter a_i, then one sparse row of B at a time
     for k in range(a0, a1):
         work[a.indices[k]] = a.data[k]
     for t in range(start, stop):
         j = cols[t]
         dot = 0.0
-        if b.dense:
-            off = b.indptr[j]
-            for k in range(b.indptr[j + 1] - off):
-                dot += b.data[off + k] * work[k]
-        else:
-            for k in range(b.indptr[j], b.indptr[j + 1]):
-                dot += b.data[k] * work[b.indices[k]]
+        for k in range(b.indptr[j], b.indptr[j + 1]):
+            dot += b.data[k] * work[b.indices[k]]
         out[t] = dot
     for k in range(a0, a1):
         work[a.indices[k]] = 0.0
