@@ -121,6 +121,30 @@ def test_analyze_logs_a_linked_analysis_run(store, tmp_path, capsys):
     assert "<table" in (folder / "report.html").read_text()
 
 
+def test_time_to_gap_and_its_performance_profile_on_the_analysis_run(store, tmp_path, capsys):
+    """These solvers certify their final point only, so the time to a gap of 1e-2 is their fit
+    time when the final gap is within it (said in a warning)."""
+    uri = f"sqlite:///{store}"
+    assert svmlab("analyze", "--tracking-uri", uri, "--filter", "tags.solver != 'long_trace'",
+                  "-m", "time_to_gap_1e-2,iters_to_gap_1e-2", "--run-name", "profiles",
+                  "--bayes-samples", "500") == 0
+    captured = capsys.readouterr()
+    assert "no certified gap in their trace; their time_to_gap_1e-2, iters_to_gap_1e-2 come " \
+           "from the final certificate" in captured.err
+    assert "performance profile over 2 blocks" in captured.out
+    (analysis,) = [r for r in analysis_runs(store) if r.info.run_name == "profiles"]
+    folder = tmp_path / "artifacts"
+    MlflowClient(uri).download_artifacts(analysis.info.run_id, "", str(folder))
+    used = pd.read_csv(folder / "input.csv").set_index("run_id")
+    for r in training_runs(store):
+        if r.info.run_id in used.index:
+            gap = r.data.metrics[f"rel_gap_{r.data.tags['svmlab.formulation']}"]
+            expected = r.data.metrics["fit_time_s"] if gap <= 1e-2 else float("inf")
+            assert used.loc[r.info.run_id, "time_to_gap_1e-2"] == expected
+    for name in ("performance_profile", "data_profile"):
+        assert (folder / "time_to_gap_1e-2" / f"{name}.png").stat().st_size > 5000
+
+
 def test_the_global_tracking_uri_is_left_as_it_was(store):
     before = mlflow.get_tracking_uri()
     select.from_mlflow(["svmlab"], measures=[], tracking_uri=f"sqlite:///{store}")

@@ -6,7 +6,7 @@ a pair the same way (:mod:`hypotheses`) and compares values with one tie toleran
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -74,7 +74,13 @@ class MeasureAnalysis:
     nemenyi: pd.DataFrame
     pairwise: pd.DataFrame
     control: pd.DataFrame | None = None
-    notes: list[str] = field(default_factory=list)
+    costs: pd.DataFrame | None = None  # for performance profiles: +inf = never reached
+
+    @property
+    def profiled(self) -> bool:
+        """Whether the measure is a cost that performance profiles compare (lower is better,
+        positive values or +inf, at least 2 blocks)."""
+        return self.costs is not None and len(self.costs) >= 2
 
 
 def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options = Options(),
@@ -82,6 +88,8 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     """Run the whole protocol on one measure of a long results table; ``columns`` names the run
     columns of the block and treatment labels, for the filters that messages suggest."""
     full = table.aggregate(long, measure.name, options.aggregate)
+    costs = _costs(full, measure)
+    full = table.unreached_as_missing(full)
     values, dropped = table.complete_blocks(full, options.strict, columns)
     n, k = values.shape
     if k < 2 or n < 2:
@@ -111,7 +119,16 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
         control = _versus_control(values, mean_ranks, pairs, measure, options)
     return MeasureAnalysis(measure, values, dropped, counts.reindex_like(values), ranks,
                            mean_ranks, result, _omnibus(result, options.alphas), cds, nemenyi,
-                           pairwise, control)
+                           pairwise, control, costs)
+
+
+def _costs(full: pd.DataFrame, measure: table.Measure) -> pd.DataFrame | None:
+    """The blocks without missing cells, when the measure is a positive cost (lower is better;
+    +inf where a run never reached a derived measure's target), else None."""
+    costs = full.dropna()
+    if measure.higher_is_better or costs.empty or not (costs.to_numpy() > 0).all():
+        return None
+    return costs
 
 
 def signed_rank_table(values: pd.DataFrame, pairs: list[hypotheses.Pair], measure: table.Measure,

@@ -1,5 +1,5 @@
-"""Figures of an analysis: critical-difference diagram, rank box plots, per-block comparison and
-convergence curves overlaid per block."""
+"""Figures of an analysis: critical-difference diagram, rank box plots, per-block comparison,
+convergence curves overlaid per block, and performance and data profiles."""
 
 from __future__ import annotations
 
@@ -93,4 +93,29 @@ def convergence(traces: pd.DataFrame, objective: str, block: str):
             ax.set_yscale("log")
     axes[0].legend(fontsize="small")
     fig.suptitle(f"{block}: {objective}")
+    return fig
+
+
+def profile(curves: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, title: str = "",
+            start: float | None = None):
+    """Step functions of a performance or data profile (``profiles.profile``): the share of
+    blocks within x, x on a log scale; ``start`` is where every curve begins (1 for ratios)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    finite = np.concatenate([x for x, _ in curves.values()] or [np.ones(1)])
+    low = start if start is not None else finite.min() / 1.5
+    high = max(finite.max(), low) * 2
+    markers = "osD^vP*Xh<>"
+    for i, (treatment, (x, share)) in enumerate(curves.items()):
+        xs = np.concatenate([[low], x, [high]])
+        ys = np.concatenate([[0.0], share, [share[-1] if len(share) else 0.0]])
+        ax.step(xs, ys, where="post", label=treatment, marker=markers[i % len(markers)],
+                markevery=list(range(1, len(xs) - 1)), lw=1.5)
+    ax.set_xscale("log", base=2 if start == 1 else 10)
+    ax.set_xlim(low, high)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("share of blocks")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    ax.set_title(title)
     return fig

@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from svmlab.analysis import figures, posthoc
+from svmlab.analysis import figures, page, posthoc, profiles
 from svmlab.analysis.compare import REJECT, SHARES, MeasureAnalysis, Options
 from svmlab.analysis.select import Selection
 
@@ -37,7 +37,7 @@ def write_table(frame: pd.DataFrame, folder: Path, stem: str, index: bool = Fals
     folder.mkdir(parents=True, exist_ok=True)
     frame.to_csv(folder / f"{stem}.csv", index=index)
     (folder / f"{stem}.md").write_text(markdown(frame, index))
-    (folder / f"{stem}.html").write_text(frame.to_html(index=index, float_format="{:.4g}".format))
+    (folder / f"{stem}.html").write_text(page.table(frame, index))
 
 
 def tables(analysis: MeasureAnalysis) -> dict[str, tuple[pd.DataFrame, bool]]:
@@ -57,33 +57,62 @@ def tables(analysis: MeasureAnalysis) -> dict[str, tuple[pd.DataFrame, bool]]:
 def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
           options: Options, traces: dict[str, pd.DataFrame] | None = None,
           objective: str | None = None) -> dict:
-    """Every table, figure and the JSON summary under ``folder``; returns the summary."""
+    """Every table, figure, the JSON summary and the HTML page under ``folder``; returns the
+    summary."""
     folder.mkdir(parents=True, exist_ok=True)
     selection.long.to_csv(folder / "input.csv", index=False)
     alpha = 0.05 if 0.05 in options.alphas else options.alphas[0]
-    html = ["<html><head><meta charset='utf-8'><title>svmlab analysis</title></head><body>"]
+    sections = []
     for analysis in analyses:
         name = analysis.measure.name
         sub = folder / name
-        html.append(f"<h2>{name} ({analysis.measure.direction} is better)</h2>")
+        parts = [page.conclusions(conclusions(analysis, alpha))]
         for stem, (frame, index) in tables(analysis).items():
             write_table(frame, sub, stem, index)
-            html += [f"<h3>{stem}</h3>", (sub / f"{stem}.html").read_text()]
-        cd = analysis.critical_differences[alpha]["nemenyi"]
-        _save(figures.cd_diagram(analysis.mean_ranks, cd, f"{name}: Nemenyi CD at alpha={alpha:g}"),
-              sub / "cd_diagram.png")
-        _save(figures.rank_boxplot(analysis.ranks, name), sub / "rank_boxplot.png")
-        _save(figures.per_block(analysis.table, name), sub / "per_block.png")
-        html += [f"<img src='{name}/{f}.png'>" for f in ("cd_diagram", "rank_boxplot",
-                                                          "per_block")]
+            parts += [f"<h3>{stem.replace('_', ' ')}</h3>", page.table(frame, index)]
+        parts += [page.figure(f"{name}/{stem}.png", caption)
+                  for stem, caption in _figures(analysis, sub, alpha).items()]
+        sections.append((name, f"{name} ({analysis.measure.direction} is better)",
+                         "\n".join(parts)))
+    curves = []
     for block, frame in (traces or {}).items():
         _save(figures.convergence(frame, objective, block), folder / "convergence" /
               f"{safe_name(block)}.png")
+        curves.append(page.figure(f"convergence/{safe_name(block)}.png", f"{block}: {objective}"))
+    if curves:
+        sections.append(("convergence", "convergence", "\n".join(curves)))
     summary = summarize(selection, analyses, options)
+    text = console_summary(summary)
     (folder / "summary.json").write_text(json.dumps(plain(summary), indent=2, default=str))
-    (folder / "summary.txt").write_text(console_summary(summary))
-    (folder / "report.html").write_text("\n".join(html + ["</body></html>"]))
+    (folder / "summary.txt").write_text(text)
+    (folder / "report.html").write_text(page.render("svmlab analysis", text, sections),
+                                        encoding="utf-8")
     return summary
+
+
+def _figures(analysis: MeasureAnalysis, folder: Path, alpha: float) -> dict[str, str]:
+    """Draw the figures of one measure into ``folder``; returns {file stem: caption}."""
+    name = analysis.measure.name
+    cd = analysis.critical_differences[alpha]["nemenyi"]
+    drawn = {"cd_diagram": (figures.cd_diagram(analysis.mean_ranks, cd),
+                            f"{name}: critical-difference diagram, Nemenyi CD = {cd:.3f} at "
+                            f"alpha = {alpha:g}"),
+             "rank_boxplot": (figures.rank_boxplot(analysis.ranks, name),
+                              f"{name}: ranks within blocks"),
+             "per_block": (figures.per_block(analysis.table, name), f"{name} per block")}
+    if analysis.profiled:
+        ratios = profiles.ratios(analysis.costs)
+        write_table(ratios, folder, "performance_ratios", index=True)
+        drawn["performance_profile"] = (
+            figures.profile(profiles.profile(ratios), f"ratio to the best {name} of the block",
+                            start=1.0),
+            f"{name}: performance profile (share of blocks within a factor tau of the best)")
+        drawn["data_profile"] = (
+            figures.profile(profiles.profile(analysis.costs), f"budget: {name}"),
+            f"{name}: data profile (share of blocks done within the budget)")
+    for stem, (fig, _) in drawn.items():
+        _save(fig, folder / f"{stem}.png")
+    return {stem: caption for stem, (_, caption) in drawn.items()}
 
 
 def summarize(selection: Selection, analyses: list[MeasureAnalysis], options: Options) -> dict:
@@ -103,6 +132,10 @@ def summarize(selection: Selection, analyses: list[MeasureAnalysis], options: Op
             "critical_differences": {f"{k:g}": v for k, v in a.critical_differences.items()},
             "pairwise": a.pairwise.drop(columns=["H0"]).to_dict(orient="records"),
             "control": None if a.control is None else a.control.to_dict(orient="records"),
+            "profile": None if not a.profiled else {
+                "n_blocks": len(a.costs),
+                "fastest": profiles.share_within(profiles.ratios(a.costs), 1.0).to_dict(),
+                "done": profiles.share_within(a.costs, float("inf")).to_dict()},
         } for a in analyses}}
 
 
@@ -142,6 +175,11 @@ def console_summary(summary: dict) -> str:
             lines.append(f"omnibus p = {f['p_value']:.4g} (Friedman permutation test, "
                          f"{f['method']}: {m['n_blocks']} blocks are too few for the F "
                          "approximation)")
+        if m["profile"]:
+            lines.append(f"performance profile over {m['profile']['n_blocks']} blocks, share "
+                         "best / done: " + ", ".join(
+                             f"{t} {m['profile']['fastest'][t]:.2f} / {m['profile']['done'][t]:.2f}"
+                             for t in m["treatments"]))
         lines.append("Nemenyi CD: " + ", ".join(
             f"{v['nemenyi']:.3f} (alpha {a})" for a, v in m["critical_differences"].items()))
         lines.append(f"Wilcoxon signed-rank, d = A - B ({options['zero_method']} zeros, "

@@ -65,6 +65,8 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
         warnings.simplefilter("always")
         if selection.confounds:
             warnings.warn(select.confound_message(selection.confounds), stacklevel=1)
+        for note in selection.notes:
+            warnings.warn(note, stacklevel=1)
         analyses = [compare.analyze_measure(selection.long, m, options, selection.columns)
                     for m in request.measures]
     return Analysis(selection, analyses, [str(w.message) for w in caught])

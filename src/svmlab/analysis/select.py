@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from svmlab.analysis import precision
 from svmlab.errors import SvmlabError
 
 KEY_COLUMNS = ("block", "treatment", "repetition")
@@ -21,13 +23,15 @@ CONTEXT_PREFIXES = ("dataset.", "tracking.", "paths.", "hydra.")
 class Selection:
     """The long table, where it came from, and the runs left out by status; ``columns`` names
     the run columns of the block and treatment labels; ``confounds`` the params other than the
-    keys in which a treatment's runs differ ({treatment: {param: [values]}})."""
+    keys in which a treatment's runs differ ({treatment: {param: [values]}}); ``notes`` how
+    derived measures were obtained."""
 
     long: pd.DataFrame
     source: str
     excluded: dict[str, int] = field(default_factory=dict)
     columns: dict[str, list[str]] = field(default_factory=dict)
     confounds: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def run_ids(self) -> list[str]:
@@ -44,6 +48,8 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
     key is looked up among the tags, then the params; 'params.X' or 'tags.X' chooses. Several keys
     are combined into one label.
     """
+    from svmlab.tracking import queries
+
     if not experiments:
         raise SvmlabError("name at least one experiment to analyse")
     runs, excluded = _finished_runs(experiments, filter_string, tracking_uri)
@@ -57,8 +63,14 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
         "block": _label(runs, block_columns), "treatment": _label(runs, treatment_columns),
         "repetition": _label(runs, [_column(runs, repetition)]),
         "run_id": runs["run_id"].to_numpy(), "experiment_id": runs["experiment_id"].to_numpy()})
+    derived = [name for name in measures if precision.parse(name)]
+    values, notes = (precision.derive(runs, derived, tracking_uri, queries.load_trace)
+                     if derived else ({}, []))
     for name in measures:
         column = f"metrics.{name}"
+        if name in values:
+            long[name] = values[name]
+            continue
         if column not in runs:
             available = sorted(c[8:] for c in runs.columns
                                if c.startswith("metrics.") and not c.startswith("metrics.trace/"))
@@ -68,7 +80,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
     return Selection(long.reset_index(drop=True), source=f"mlflow:{','.join(experiments)}",
                      excluded=excluded,
                      columns={"block": block_columns, "treatment": treatment_columns},
-                     confounds=confounds(runs, long["treatment"].to_numpy(), keys))
+                     confounds=confounds(runs, long["treatment"].to_numpy(), keys), notes=notes)
 
 
 def confounds(runs: pd.DataFrame, treatments, keys: set[str]) -> dict[str, dict[str, list]]:

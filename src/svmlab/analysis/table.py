@@ -7,8 +7,10 @@ import math
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from svmlab.analysis import precision
 from svmlab.errors import SvmlabError
 
 #: Measures whose direction is known; any other needs ':higher' or ':lower'.
@@ -19,8 +21,9 @@ AGGREGATES = ("mean", "median")
 #: Default ROPEs: accuracies (fractions) within 1 percentage point, counts and times within 10 %
 #: (a relative ROPE applies to log-ratios, the only scale on which 0.5 s and 2.5e5 s compare).
 ROPES = {"test_accuracy": "0.01", "train_accuracy": "0.01", "n_iter": "10%",
-         "n_support": "10%", "iters_to_gap": "10%"}
-RELATIVE_SUFFIXES = ("time_s", "time_to_gap")  # fit_time_s, time_s, time_to_gap(1e-3), ...
+         "n_support": "10%"}
+DERIVED = ("time_to_gap_", "iters_to_gap_")  # svmlab.analysis.precision: lower is better
+RELATIVE_SUFFIXES = ("time_s",)  # fit_time_s, predict_time_s, time_s
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,9 @@ class Measure:
 
 def default_rope(name: str) -> str:
     """The ROPE of a measure named without one: ROPES, 10 % for times, else 0 (no equivalence)."""
-    base = name.split("(")[0]
-    if base in ROPES:
-        return ROPES[base]
-    return "10%" if base.endswith(RELATIVE_SUFFIXES) else "0"
+    if name in ROPES:
+        return ROPES[name]
+    return "10%" if name.endswith(RELATIVE_SUFFIXES) or name.startswith(DERIVED) else "0"
 
 
 def parse_measure(spec: str) -> Measure:
@@ -63,7 +65,9 @@ def parse_measure(spec: str) -> Measure:
         raise SvmlabError(f"bad measure {spec!r}; expected NAME[:higher|lower[:ROPE]], "
                           f"e.g. test_accuracy:higher:0.01")
     direction = rest[0] if rest else DIRECTIONS.get(
-        name, "lower" if name.startswith("objective_") else None)
+        name, "lower" if name.startswith(("objective_", *DERIVED)) else None)
+    if name.startswith(DERIVED):
+        precision.parse(name)  # checks the tolerance
     if direction not in ("higher", "lower"):
         raise SvmlabError(f"measure {spec!r}: say whether higher or lower is better "
                           f"({name}:higher or {name}:lower)")
@@ -90,6 +94,20 @@ def aggregate(long: pd.DataFrame, measure: str, how: str = "mean") -> pd.DataFra
     treatments = sorted(long["treatment"].unique())
     blocks = sorted(long["block"].unique())
     return table.reindex(index=blocks, columns=treatments)
+
+
+def unreached_as_missing(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with +inf cells (a derived measure whose target was never reached) as missing,
+    with a warning naming them: a rank test cannot order a failure against a time."""
+    infinite = np.isinf(table.to_numpy(dtype=float))
+    if not infinite.any():
+        return table
+    listing = "; ".join(f"{b}: {', '.join(map(str, row.index[row]))}"
+                        for b, row in pd.DataFrame(infinite, table.index, table.columns).iterrows()
+                        if row.any())
+    warnings.warn(f"target never reached (treated as missing by the tests, as failures by the "
+                  f"performance profiles): {listing}", stacklevel=3)
+    return table.mask(infinite)
 
 
 def complete_blocks(table: pd.DataFrame, strict: bool = False,

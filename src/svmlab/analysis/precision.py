@@ -1,0 +1,86 @@
+"""Measures at equal precision: ``time_to_gap_<tol>`` and ``iters_to_gap_<tol>``, the solver time
+and the iteration at which a run's certified relative duality gap first fell to ``tol``.
+
+They are read from the run's trace artifact (``trace/trace.parquet``): the column
+``rel_gap_<formulation>`` of the formulation the run certified (tag ``svmlab.formulation``),
+NaN in rows without a certificate. A trace without certified rows falls back to the final
+certificate: a run whose final gap is within ``tol`` reached it by its end, so its fit time and
+iteration count are reported (an upper bound, counted in the notes). A run that never reached
+``tol`` gets +inf, which the performance profiles count as a failure and the significance tests
+as a missing cell. The names are MLflow-safe (no parentheses), e.g. ``time_to_gap_1e-3``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from svmlab.errors import SvmlabError
+
+PATTERN = re.compile(r"^(time|iters)_to_gap_(.+)$")
+FORMULATION_TAG = "tags.svmlab.formulation"
+
+
+def parse(name: str) -> tuple[str, float] | None:
+    """('time' or 'iters', tol) for a derived measure name, None for any other name."""
+    found = PATTERN.match(name)
+    if not found:
+        return None
+    try:
+        tol = float(found[2])
+    except ValueError:
+        tol = float("nan")
+    if not 0 < tol < 1:
+        raise SvmlabError(f"measure {name!r}: the tolerance after '{found[1]}_to_gap_' must be "
+                          f"a relative gap in (0, 1), e.g. {found[1]}_to_gap_1e-3")
+    return found[1], tol
+
+
+def first_reach(trace: pd.DataFrame, column: str, tol: float) -> tuple[float, float]:
+    """(time_s, iteration) of the first trace row whose ``column`` is <= tol; (inf, inf) if
+    none is."""
+    reached = trace[column].to_numpy(float) <= tol  # NaN rows compare False
+    if not reached.any():
+        return float("inf"), float("inf")
+    row = trace.iloc[int(np.argmax(reached))]
+    return float(row["time_s"]), float(row["iteration"])
+
+
+def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
+           load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Values of the derived measures ``names`` for every run (rows of ``runs``, the layout of
+    :func:`svmlab.tracking.queries.search_runs`), and notes on how they were obtained.
+
+    ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run."""
+    wanted = {name: parse(name) for name in names}
+    values = {name: np.full(len(runs), np.nan) for name in names}
+    fallback, uncertified = [], []
+    for i, (_, run) in enumerate(runs.iterrows()):
+        formulation = run.get(FORMULATION_TAG)
+        column = f"rel_gap_{formulation}"
+        if not isinstance(formulation, str) or pd.isna(run.get(f"metrics.{column}")):
+            uncertified.append(run["run_id"])
+            continue
+        trace = load_trace(tracking_uri, run["run_id"])
+        from_trace = column in trace and trace[column].notna().any()
+        if not from_trace:
+            fallback.append(run["run_id"])
+        for name, (kind, tol) in wanted.items():
+            if from_trace:
+                time_s, iteration = first_reach(trace, column, tol)
+            elif run[f"metrics.{column}"] <= tol:
+                time_s, iteration = run["metrics.fit_time_s"], run["metrics.n_iter"]
+            else:
+                time_s = iteration = float("inf")
+            values[name][i] = time_s if kind == "time" else iteration
+    notes = []
+    if fallback:
+        notes.append(f"{len(fallback)} run(s) have no certified gap in their trace; their "
+                     f"{', '.join(names)} come from the final certificate (fit time and "
+                     f"iterations: an upper bound): {', '.join(fallback)}")
+    if uncertified:
+        notes.append(f"{len(uncertified)} run(s) have no certificate, so no "
+                     f"{', '.join(names)}: {', '.join(uncertified)}")
+    return values, notes

@@ -1,0 +1,106 @@
+"""Measures at equal precision (time_to_gap, iters_to_gap from the trace), performance and data
+profiles, and the styled HTML report, on tables and traces small enough to check by hand."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from svmlab.analysis import compare, precision, profiles, report, select, table
+from svmlab.errors import SvmlabError
+
+INF = float("inf")
+
+
+def test_performance_ratios_and_profiles_by_hand():
+    """A costs 1, 4, inf (never reached) on three blocks, B 2, 2, 3."""
+    costs = pd.DataFrame({"A": [1.0, 4.0, INF], "B": [2.0, 2.0, 3.0]}, index=list("xyz"))
+    ratios = profiles.ratios(costs)
+    np.testing.assert_array_equal(ratios.to_numpy(), [[1, 2], [2, 1], [INF, 1]])
+    curves = profiles.profile(ratios)
+    np.testing.assert_array_equal(curves["A"][0], [1, 2])  # the failure never enters
+    np.testing.assert_allclose(curves["A"][1], [1 / 3, 2 / 3])
+    np.testing.assert_allclose(curves["B"][1], [1 / 3, 2 / 3, 1])
+    assert profiles.share_within(ratios, 1.0).to_dict() == pytest.approx({"A": 1 / 3, "B": 2 / 3})
+    assert profiles.share_within(costs, 2.0).to_dict() == pytest.approx({"A": 1 / 3, "B": 2 / 3})
+    unsolved = profiles.ratios(pd.DataFrame({"A": [INF, 1.0], "B": [INF, 3.0]}))
+    assert np.isinf(unsolved.iloc[0]).all()  # nobody solved it: a failure for everyone
+
+
+def test_first_reach_of_a_certified_gap():
+    trace = pd.DataFrame({"iteration": [0, 5, 10, 15], "time_s": [0.0, 0.5, 1.0, 1.5],
+                          "rel_gap_hinge_l2": [np.nan, 2e-2, np.nan, 5e-4]})
+    assert precision.first_reach(trace, "rel_gap_hinge_l2", 1e-2) == (1.5, 15.0)
+    assert precision.first_reach(trace, "rel_gap_hinge_l2", 0.05) == (0.5, 5.0)
+    assert precision.first_reach(trace, "rel_gap_hinge_l2", 1e-4) == (INF, INF)
+    assert precision.parse("time_to_gap_1e-3") == ("time", 1e-3)
+    assert precision.parse("iters_to_gap_0.01") == ("iters", 0.01)
+    assert precision.parse("fit_time_s") is None
+    with pytest.raises(SvmlabError, match="relative gap in \\(0, 1\\), e.g. time_to_gap_1e-3"):
+        table.parse_measure("time_to_gap_tight")
+    assert table.parse_measure("iters_to_gap_1e-3") == table.Measure("iters_to_gap_1e-3", False,
+                                                                     0.1, True)
+
+
+def test_derived_measures_from_traces_with_a_fallback_to_the_final_certificate():
+    runs = pd.DataFrame({
+        "run_id": ["traced", "final-only", "not-reached", "uncertified"],
+        "tags.svmlab.formulation": ["hinge_l2", "hinge_l2", "l2svm", None],
+        "metrics.rel_gap_hinge_l2": [1e-5, 1e-4, np.nan, np.nan],
+        "metrics.rel_gap_l2svm": [np.nan, np.nan, 0.5, np.nan],
+        "metrics.fit_time_s": [9.0, 3.0, 4.0, 1.0], "metrics.n_iter": [90, 30, 40, 10]})
+    traces = {"traced": pd.DataFrame({"iteration": [1, 2], "time_s": [0.1, 0.2],
+                                      "rel_gap_hinge_l2": [1e-2, 1e-4]}),
+              "final-only": pd.DataFrame({"iteration": [1], "time_s": [0.1]}),
+              "not-reached": pd.DataFrame({"iteration": [1], "time_s": [0.1],
+                                           "rel_gap_l2svm": [0.5]})}
+    loaded = []
+
+    def load(uri, run_id):
+        loaded.append(run_id)
+        return traces[run_id]
+
+    values, notes = precision.derive(runs, ["time_to_gap_1e-3", "iters_to_gap_1e-3"], None, load)
+    np.testing.assert_array_equal(values["time_to_gap_1e-3"], [0.2, 3.0, INF, np.nan])
+    np.testing.assert_array_equal(values["iters_to_gap_1e-3"], [2, 30, INF, np.nan])
+    assert loaded == ["traced", "final-only", "not-reached"]  # once per run
+    assert notes[0].startswith("1 run(s) have no certified gap in their trace") \
+        and notes[0].endswith("final-only")
+    assert notes[1].startswith("1 run(s) have no certificate") and notes[1].endswith("uncertified")
+
+
+def analysis_with_a_failure():
+    values = {("x", "A"): 1.0, ("x", "B"): 2.0, ("y", "A"): 4.0, ("y", "B"): 2.0,
+              ("z", "A"): INF, ("z", "B"): 3.0, ("w", "A"): 2.0, ("w", "B"): 5.0}
+    long = pd.DataFrame([{"block": b, "treatment": t, "repetition": 0, "time_to_gap_1e-3": v}
+                         for (b, t), v in values.items()])
+    with pytest.warns(UserWarning) as caught:
+        analysis = compare.analyze_measure(long, table.parse_measure("time_to_gap_1e-3"),
+                                           compare.Options(bayes_samples=500))
+    return long, analysis, [str(w.message) for w in caught]
+
+
+def test_a_target_never_reached_is_a_failure_in_the_profile_and_missing_in_the_tests():
+    _, analysis, messages = analysis_with_a_failure()
+    assert messages[0] == ("target never reached (treated as missing by the tests, as failures "
+                           "by the performance profiles): z: A")
+    assert list(analysis.table.index) == ["w", "x", "y"]  # z dropped from the tests
+    assert analysis.profiled and analysis.costs.loc["z", "A"] == INF
+    assert profiles.share_within(analysis.costs, INF).to_dict() == {"A": 0.75, "B": 1.0}
+
+
+def test_styled_report_with_profiles(tmp_path):
+    long, analysis, _ = analysis_with_a_failure()
+    summary = report.write(tmp_path, select.Selection(long, "test"), [analysis],
+                           compare.Options(bayes_samples=500))
+    assert summary["measures"]["time_to_gap_1e-3"]["profile"] == {
+        "n_blocks": 4, "fastest": {"A": 0.5, "B": 0.5}, "done": {"A": 0.75, "B": 1.0}}
+    folder = tmp_path / "time_to_gap_1e-3"
+    for name in ("performance_profile", "data_profile", "cd_diagram"):
+        assert (folder / f"{name}.png").stat().st_size > 5000
+    assert pd.read_csv(folder / "performance_ratios.csv", index_col=0).loc["z", "A"] == INF
+    page = (tmp_path / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    assert "<td class='keep'>not rejected</td>" in page
+    assert "<img src='time_to_gap_1e-3/performance_profile.png'" in page
+    assert "performance profile over 4 blocks, share best / done: A 0.50 / 0.75" in page
+    assert "<section id='time_to_gap_1e-3'>" in page and "href='#time_to_gap_1e-3'" in page
