@@ -30,6 +30,7 @@ METHODS = ("auto", "exact", "monte-carlo", "asymptotic")
 PERMUTATION_MAX_BLOCKS = 15  # 'auto': permutation p-value up to this many blocks
 EXACT_BUDGET = 1_000_000  # state updates of the exact distribution before Monte Carlo instead
 MONTE_CARLO_SAMPLES = 100_000
+MONTE_CARLO_CELLS = 4_000_000  # table cells shuffled at once (32 MB of int64)
 
 
 def block_ranks(table: pd.DataFrame, higher_is_better: bool,
@@ -115,10 +116,14 @@ def permutation_p(ranks: np.ndarray, exact: bool = True, seed: int = 0,
     if p is not None:
         return "exact", min(1.0, p)
     rng = np.random.default_rng(seed)
-    order = np.argsort(rng.random((samples, *doubled.shape)), axis=2)
-    shuffled = np.take_along_axis(np.broadcast_to(doubled, order.shape), order, axis=2)
-    s = (shuffled.sum(axis=1) ** 2).sum(axis=1)
-    return "monte-carlo", float((1 + np.count_nonzero(s >= observed)) / (samples + 1))
+    batch = max(1, MONTE_CARLO_CELLS // doubled.size)  # bounded memory for any table
+    hits = 0
+    for start in range(0, samples, batch):
+        size = min(batch, samples - start)
+        order = np.argsort(rng.random((size, *doubled.shape)), axis=2)
+        shuffled = np.take_along_axis(np.broadcast_to(doubled, order.shape), order, axis=2)
+        hits += np.count_nonzero((shuffled.sum(axis=1) ** 2).sum(axis=1) >= observed)
+    return "monte-carlo", float((1 + hits) / (samples + 1))
 
 
 def _exact_p(doubled: np.ndarray, observed: int) -> float | None:
