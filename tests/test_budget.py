@@ -511,3 +511,61 @@ def test_the_trace_has_one_certified_row_per_epoch_with_test_accuracy():
     assert trace["model_size"][-1] == model.n_support_ == 20
     assert sum(trace["merge_fraction"] * 300) == model.n_merges_
     assert not hasattr(model, "_eval_set")
+
+
+# ---- configs: the solver files and the bsca_budget preset ---------------------------------------
+
+PAPER_PROBLEMS = {"ijcnn1": 2.0, "a9a": 2.0**-7, "cod-rna": 2.0**-3}
+
+
+def composed(*overrides, hydra=False):
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from svmlab.app.config import register_schema
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+@pytest.mark.parametrize("solver, cls", [("bsca", BSCA), ("bsgd", BSGD)])
+def test_the_solver_files_state_the_defaults(solver, cls):
+    from omegaconf import OmegaConf
+
+    cfg = composed(f"solver={solver}")
+    params = {k: v for k, v in OmegaConf.to_container(cfg.solver).items() if k != "_target_"}
+    assert params == {k: cls().get_params()[k] for k in params}
+
+
+def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
+    from svmlab.app.config import build_estimator, check_typed_parts
+
+    cfg = composed("+experiment=bsca_budget", hydra=True)
+    check_typed_parts(cfg)
+    params = cfg.hydra.sweeper.params
+    assert params["+bsca_problem"] == ",".join(PAPER_PROBLEMS)
+    assert params.seed == "range(5)"
+    jobs = [(problem, "bsca_b200") for problem in PAPER_PROBLEMS]
+    jobs += [("ijcnn1", solver) for solver in params.solver.split(",") if solver != "bsca_b200"]
+    for problem, solver in jobs:
+        job = composed("+experiment=bsca_budget", f"+bsca_problem={problem}", f"solver={solver}",
+                       "seed=3")
+        estimator = build_estimator(job)
+        assert job.dataset.name == problem and estimator.C == 32.0
+        assert (estimator.kernel, estimator.gamma) == ("rbf", PAPER_PROBLEMS[problem])
+        if solver != "libsvm":
+            assert estimator.budget == (200 if solver.endswith("_b200") else 500)
+            assert estimator.random_state == 3
+
+
+def test_the_partner_search_prunes_only_partners_that_cannot_win():
+    """wd_lower_bound is below the WD of every h (grid) for random pairs and distances."""
+    rng = np.random.default_rng(5)
+    grid = np.linspace(0.0, 1.0, 2001)
+    for _ in range(300):
+        b_m, b_n = rng.normal(size=2) * rng.uniform(0.01, 10.0, 2)
+        c = rng.exponential(5.0)
+        wd = [mg.merge_at(b_m, b_n, c, h).wd for h in grid]
+        assert bm.wd_lower_bound(b_m, b_n, c) <= min(wd)

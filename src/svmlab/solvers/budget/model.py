@@ -186,12 +186,24 @@ def _partner(model, opt, gamma, m, u):
                 pick -= 1
     best, best_wd = -1, np.inf
     for j in range(size):
-        if _candidate(model, opt.rule, m, j):
+        if _candidate(model, opt.rule, m, j) and wd_lower_bound(
+                model.beta[m], model.beta[j], c[j]) < best_wd:
             wd = best_merge(model.beta[m], model.beta[j], c[j], opt.eps_search,
                             opt.endpoint_check).wd
             if wd < best_wd:
                 best, best_wd = j, wd
     return best
+
+
+@njit(cache=True)
+def wd_lower_bound(beta_m, beta_n, c):
+    """A lower bound of WD over every h, less a rounding margin: partners above the best WD so
+    far are skipped without a search. One of (1 - h)^2, h^2 is at least 1/4, so
+    |beta_z| <= max(|beta_m|, |beta_n|) + min(|beta_m|, |beta_n|) exp(-c / 4)."""
+    a, b = abs(beta_m), abs(beta_n)
+    top = max(a, b) + min(a, b) * math.exp(-0.25 * c)
+    scale = beta_m * beta_m + beta_n * beta_n
+    return scale + 2.0 * beta_m * beta_n * math.exp(-c) - top * top - 1e-12 * scale
 
 
 @njit(cache=True)
