@@ -173,7 +173,8 @@ def test_times_within_ten_percent_are_equivalent_at_any_scale():
     """Times from 0.5 s to 2.5e5 s, B 2 % slower throughout: the default relative ROPE (10 % on
     log-ratios) concludes equivalence; an absolute ROPE on seconds cannot."""
     scale = np.geomspace(0.5, 2.5e5, 12)
-    values = {(f"b{i}", t): [s * f] for i, s in enumerate(scale) for t, f in (("A", 1), ("B", 1.02))}
+    values = {(f"b{i}", t): [s * f] for i, s in enumerate(scale)
+              for t, f in (("A", 1), ("B", 1.02))}
     relative = analyze(values, table.parse_measure("fit_time_s")).pairwise.iloc[0]
     assert relative["rope"] == "10%"
     assert relative["share equivalent"] > 0.99

@@ -53,8 +53,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default: solver)")
     select.add_argument("--repetition", default="seed", metavar="KEY",
                         help="param or tag of the repetitions (default: %(default)s)")
-    select.add_argument("--tracking-uri", metavar="URI", help="MLflow store (default: $MLFLOW_TRACKING_URI, "
-                                               "else MLflow's default)")
+    select.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow store (default: $MLFLOW_TRACKING_URI, "
+                             "else MLflow's default)")
     tests = parser.add_argument_group("tests")
     tests.add_argument("--aggregate", choices=table.AGGREGATES, default="mean",
                        help="over repetitions (default: %(default)s)")
@@ -84,7 +85,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(0: exact comparison; default: %(default)g)")
     tests.add_argument("--correction", choices=posthoc.CORRECTIONS, default="holm",
                        help="for the pairwise Wilcoxon tests (default: %(default)s)")
-    tests.add_argument("--control", metavar="TREATMENT", help="also compare every treatment with this one")
+    tests.add_argument("--control", metavar="TREATMENT",
+                       help="also compare every treatment with this one")
     tests.add_argument("--bayes-samples", type=int, default=20000, metavar="N",
                        help="posterior samples of the Bayesian test (default: %(default)s)")
     output = parser.add_argument_group("output")
@@ -92,8 +94,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="NAME", help="experiment of the analysis run (default: "
                                              "%(default)s)")
     output.add_argument("--run-name", metavar="NAME", help="name of the analysis run")
-    output.add_argument("--objective", metavar="COLUMN", help="trace column of the convergence curves (default: "
-                                            "the objective most runs logged)")
+    output.add_argument("--objective", metavar="COLUMN",
+                        help="trace column of the convergence curves (default: "
+                             "the objective most runs logged)")
 
 
 def _listed(values: list[str] | None) -> list[str]:

@@ -187,8 +187,9 @@ def console_summary(summary: dict) -> str:
         for p in m["pairwise"]:
             z = "" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"])) \
                 else f", z = {p['z']:.3f}"
-            decisions = " ".join(f"{a}:{'reject' if p[f'decision@{a}'] == REJECT else 'not rejected'}"
-                                 for a in alphas)
+            decisions = " ".join(
+                f"{a}:{'reject' if p[f'decision@{a}'] == REJECT else 'not rejected'}"
+                for a in alphas)
             lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
                          f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
                          f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
