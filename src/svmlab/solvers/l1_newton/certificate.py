@@ -3,8 +3,8 @@ r"""Certified duality gap of the exact (unsmoothed) problem of the l1 Newton sol
     P(w) = lam/2 ||w||_2^2 + mu ||w||_1 + 1/N sum_i max(0, 1 - y_i x_i.w)      (spec 001 (1.2))
 
 With lam = 0 this is the LP-SVM, the exact l1 problem: mu times objective_hinge_l1 at
-C = 1/(N mu), which the estimator uses the estimator layer's certificate for (it adds the
-hinge's free-set refinement); this module serves lam > 0 (and mu = 0). Its Fenchel dual over theta in [0, 1]^N, with v = 1/N X^T (y o theta), is
+C = 1/(N mu); the bound below is then the estimator layer's hinge_l1 bound for the same dual
+point (without its free-set least squares, too slow on a9a-sized data). Its Fenchel dual over theta in [0, 1]^N, with v = 1/N X^T (y o theta), is
 
     D(theta) = mean(theta) - (1/(2 lam)) ||S_mu(v)||^2        (lam > 0; S_mu: soft threshold)
     D(theta) = mean(theta)  if ||v||_inf <= mu, else -inf     (lam = 0)

@@ -3,10 +3,9 @@ r"""SmSVM-l1-l2 (Hajewski, Oliveira, Stewart): the l1-penalised SVM by smoothing
 Minimises P(w) = lam/2 ||w||^2 + mu ||w||_1 + 1/N sum_i max(0, 1 - y_i x_i.w) (no intercept,
 as in the paper) through the square-root smoothed hinge j_alpha, with alpha divided by beta from
 alpha0 until alpha <= alpha_min (the repaired algorithm of spec 001 §2.6, `newton`). lam = 0 is
-the LP-SVM; lam > 0 the elastic net the paper runs. The certificate is P's duality gap: for
-lam = 0 < mu the estimator layer's hinge_l1 certificate at C = 1/(N mu) (P = mu x its primal),
-otherwise hinge_elastic_net (`certificate`); both take the smoothed problem's dual point
-j_alpha'(z) as a candidate. objective_hinge_l1 and objective_hinge_l2 are reported at
+the LP-SVM; lam > 0 the elastic net the paper runs. The certificate is P's duality gap
+(`certificate`, from the smoothed problem's dual point j_alpha'(z)), named hinge_elastic_net,
+or for lam = 0 < mu hinge_l1, in that objective's scale at C = 1/(N mu) (P / mu). objective_hinge_l1 and objective_hinge_l2 are reported at
 C_ = 1/(N mu) (or 1/(N lam) when mu = 0), where they equal P / mu (P / lam) when the other
 weight is 0.
 
@@ -22,7 +21,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Certificate, Formulation, LinearImage, certify
+from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
 from svmlab.numerics.rows import rows_of
@@ -94,7 +93,7 @@ class L1NewtonSVM(LinearSVMClassifier):
         w, done = np.zeros(p), 0
         self.converged_, coefs, totals = True, [], np.zeros(4, np.int64)
         for mu in mus:
-            state = self._solve(rows, X, y, mu, w, trace, done)
+            state = self._solve(rows, y, mu, w, trace, done)
             w, done = state.w, done + state.iterations
             coefs.append(w)
             totals += (state.passes, state.steps, state.backtracks, state.levels)
@@ -115,7 +114,7 @@ class L1NewtonSVM(LinearSVMClassifier):
                               f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
         return list(np.geomspace(top, self.mu, self.path))
 
-    def _solve(self, rows, X, y, mu, w0, trace, offset):
+    def _solve(self, rows, y, mu, w0, trace, offset):
         """One run of the method at mu from w0, traced; returns its final State."""
         gap = {"value": np.nan, "primal": np.inf}
         on_clock = self.tol > 0
@@ -126,13 +125,13 @@ class L1NewtonSVM(LinearSVMClassifier):
             at most tol x P over the level (before, it cannot be due yet); else trace-only."""
             if not on_clock:
                 with trace.paused():
-                    gap["value"] = self._gap(rows, X, y, state, mu)
+                    gap["value"] = self._gap(rows, y, state, mu)
                 return False
             primal = exact_objective(y * state.xw, state.w, self.lam, mu)
             due = gap["primal"] - primal <= self.tol * primal
             gap["primal"] = primal
             if due:
-                gap["value"] = self._gap(rows, X, y, state, mu)
+                gap["value"] = self._gap(rows, y, state, mu)
             return due and gap["value"] <= self.tol
 
         def on_iteration(state):
@@ -152,30 +151,30 @@ class L1NewtonSVM(LinearSVMClassifier):
     def _formulation_name(self) -> str:
         return "hinge_l1" if self.lam == 0 and self.mu > 0 else FORMULATION
 
-    def _gap(self, rows, X, y, state, mu) -> float:
+    def _gap(self, rows, y, state, mu) -> float:
         """Certified relative gap at the iterate (theta from the alpha just solved)."""
-        return self._weights_cert(rows, X, y, state.w, state.xw, state.solved, mu).rel_gap
+        return self._weights_cert(rows, y, state.w, state.xw, state.solved, mu).rel_gap
 
-    def _weights_cert(self, rows, X, y, w, xw, alpha, mu) -> Certificate:
-        """lam = 0 < mu: the hinge_l1 certificate of `certificates` at C = 1/(N mu), with the
-        smoothed problem's dual point C theta among the candidates; otherwise P's own."""
-        theta, n = hinge_derivatives(y, xw, alpha), len(y)
-        if self.lam == 0 and mu > 0:
-            C = 1.0 / (n * mu)
-            return certify(Formulation("hinge", "l1"), C, y * xw, float(np.abs(w).sum()),
-                           LinearImage(X, y, w), (C * theta,))
+    def _weights_cert(self, rows, y, w, xw, alpha, mu) -> Certificate:
+        """P's certificate from the smoothed problem's dual point and the hinge's subgradient;
+        for lam = 0 < mu in the scale of objective_hinge_l1 at C = 1/(N mu) (divided by mu)."""
+        n = len(y)
 
         def candidates():
-            for point, source in ((theta, "solver"), ((y * xw < 1.0).astype(float), "model")):
+            for theta, source in ((hinge_derivatives(y, xw, alpha), "solver"),
+                                  ((y * xw < 1.0).astype(float), "model")):
                 v = np.empty(rows.n_cols)
-                transposed_products(rows, y * point / n, v)
-                yield point, v, source
+                transposed_products(rows, y * theta / n, v)
+                yield theta, v, source
 
-        return certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)
+        cert = certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)
+        if self.lam == 0 and mu > 0:
+            return Certificate("hinge_l1", cert.primal / mu, cert.dual / mu, cert.source)
+        return cert
 
     def _certificate(self, X, y) -> Certificate:
         w = self.coef_[0]
-        return self._weights_cert(rows_of(X), X, y, w, X @ w, self.alpha_final_, float(self.mu))
+        return self._weights_cert(rows_of(X), y, w, X @ w, self.alpha_final_, float(self.mu))
 
     def _objective_values(self, X, y_pm) -> dict[str, float]:
         """The common objectives at C_, and P itself (objective_hinge_elastic_net)."""
