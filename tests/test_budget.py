@@ -569,3 +569,25 @@ def test_the_partner_search_prunes_only_partners_that_cannot_win():
         c = rng.exponential(5.0)
         wd = [mg.merge_at(b_m, b_n, c, h).wd for h in grid]
         assert bm.wd_lower_bound(b_m, b_n, c) <= min(wd)
+
+
+def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(tmp_path):
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    from support.runs import runs, train
+
+    store = tmp_path / "mlflow.db"
+    assert train(store, "solver=bsca", "kernel=rbf", "dataset=breast_cancer", "solver.budget=10",
+                 "solver.epochs=3", "tracking.log_model=false") == 0
+    (run,) = runs(store)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["trace/test_accuracy"] == run.data.metrics["test_accuracy"]
+    client = MlflowClient(f"sqlite:///{store}")
+    merges = pd.read_parquet(client.download_artifacts(run.info.run_id, "records/merges.parquet",
+                                                       str(tmp_path)))
+    assert list(merges.columns) == list(bm.LOG_COLUMNS) and len(merges) > 0
+    trace = pd.read_parquet(client.download_artifacts(run.info.run_id, "trace/trace.parquet",
+                                                      str(tmp_path)))
+    assert (trace["merge_fraction"] * trace["iteration"].diff().fillna(trace["iteration"])
+            ).sum() == pytest.approx(len(merges))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import subprocess
 import sys
@@ -177,9 +178,13 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         tracker.log_dataset(dataset)
 
         start_ms = int(time.time() * 1000)
-        estimator.fit(dataset.X_train, dataset.y_train)
+        traces_test = "eval_set" in inspect.signature(estimator.fit).parameters  # test accuracy per epoch
+        estimator.fit(dataset.X_train, dataset.y_train,
+                      **({"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}))
         check_trace_finite(estimator.trace_)
         tracker.log_trace(estimator.trace_.columns(), start_ms)
+        for name, columns in getattr(estimator, "records_", {}).items():  # e.g. merges
+            tracker.log_columns(columns, f"records/{name}.parquet")
         tracker.set_tags(fit_tags(estimator))
         metrics = evaluate(estimator, dataset)
         context.metrics = metrics

@@ -273,11 +273,7 @@ class Tracker:
         ``columns`` holds 'iteration', 'time_s' (solver seconds) and any float columns;
         ``start_ms`` is the wall-clock time of the fit's start (default: the run's start).
         """
-        frame = pd.DataFrame(dict(columns))
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / Path(TRACE_ARTIFACT).name
-            frame.to_parquet(path, index=False)
-            self.client.log_artifact(self.run_id, str(path), str(Path(TRACE_ARTIFACT).parent))
+        frame = self.log_columns(columns, TRACE_ARTIFACT)
         base_ms = self._start_ms if start_ms is None else start_ms
         kept = frame.iloc[history_rows(frame["iteration"].to_numpy())]
         steps = kept["iteration"].to_numpy(np.int64)
@@ -285,6 +281,17 @@ class Tracker:
         self._write([Metric(TRACE_PREFIX + key, float(value), int(stamp), int(step))
                      for key in kept.columns if key != "iteration"
                      for value, stamp, step in zip(kept[key].to_numpy(), stamps, steps)])
+
+    @_store_write
+    def log_columns(self, columns: Mapping[str, np.ndarray], artifact_file: str) -> pd.DataFrame:
+        """Equal-length columns as the Parquet artifact ``artifact_file`` (a trace, or a
+        solver's record of events such as a budgeted solver's merges); returns the frame."""
+        frame = pd.DataFrame(dict(columns))
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / Path(artifact_file).name
+            frame.to_parquet(path, index=False)
+            self.client.log_artifact(self.run_id, str(path), str(Path(artifact_file).parent))
+        return frame
 
     def _write(self, metrics: list[Metric]) -> None:
         for i in range(0, len(metrics), MAX_BATCH):

@@ -25,7 +25,8 @@ Trace, one row per epoch (evaluated off the clock):
     merge_time_s            solver seconds spent in maintenance during the epoch
     sum_sqrt_wd             sum of sqrt(WD) over the epoch's maintenances
     model_size              terms in the model
-The fitted ``merges_`` holds one record per maintenance (`model.LOG_COLUMNS`).
+The fitted ``merges_`` holds one record per maintenance (`model.LOG_COLUMNS`); a training run
+logs it as the artifact records/merges.parquet.
 """
 
 from __future__ import annotations
@@ -212,6 +213,11 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         self.alpha_ = alpha
         self.merges_ = dict(zip(bm.LOG_COLUMNS, merges.T))
         self.n_merges_ = len(merges)
+
+    @property
+    def records_(self) -> dict[str, dict[str, np.ndarray]]:
+        """Per-event records for tracking: {'merges': merges_}."""
+        return {"merges": self.merges_}
 
     def _new_state(self, n: int) -> np.ndarray:
         """The solver's dual state: BSCA's alpha, BSGD's violation counts."""
