@@ -116,6 +116,6 @@ def profile(curves: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, title
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of blocks")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="best")
     ax.set_title(title)
     return fig

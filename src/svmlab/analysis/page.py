@@ -1,5 +1,5 @@
-"""The analysis as one self-contained, styled HTML page: the console summary, then per measure its
-conclusions in words, its tables and its figures, with a table of contents. The style sheet is
+"""The analysis as one self-contained, styled HTML page: a table of contents, the console summary
+(folded), then per measure its conclusions in words, its tables and its figures. The style sheet is
 inline, so the page reads the same from the MLflow UI's artifact view and from a local folder."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ h2 { border-bottom: 2px solid #3b6ea8; padding-bottom: 0.2rem; margin-top: 2.5re
 h3 { margin: 1.6rem 0 0.4rem; color: #3b6ea8; font-size: 1.05rem; }
 nav { background: #fff; border: 1px solid #dde2ea; border-radius: 6px; padding: 0.5rem 1rem; }
 nav a { margin-right: 1.2rem; color: #3b6ea8; text-decoration: none; }
+details { margin-top: 1rem; } details > summary { cursor: pointer; color: #3b6ea8; }
 pre.summary { background: #fff; border: 1px solid #dde2ea; border-radius: 6px; padding: 1rem;
               overflow-x: auto; font-size: 0.8rem; white-space: pre; }
 ul.conclusions { background: #eef3fa; border-left: 4px solid #3b6ea8; padding: 0.6rem 1rem 0.6rem
@@ -66,5 +67,6 @@ def render(title: str, summary: str, sections: list[tuple[str, str, str]]) -> st
             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body><main>"
             f"<h1>{html.escape(title)}</h1><nav>{nav}</nav>"
-            f"<h2 id='summary'>Summary</h2><pre class='summary'>{html.escape(summary)}</pre>"
+            f"<details><summary>console summary</summary>"
+            f"<pre class='summary'>{html.escape(summary)}</pre></details>"
             f"{body}</main></body></html>\n")
