@@ -436,3 +436,36 @@ def test_regularisation_path_warm_starts_and_logs_every_mu():
     assert set(path.trace_.columns()["mu"]) == set(path.path_mu_)
     with pytest.raises(ConfigError, match="mu_max"):
         L1NewtonSVM(mu=2 * top, path=3).fit(X, y)
+
+
+# ---- configuration ------------------------------------------------------------------------
+
+def composed(*overrides, hydra=False):
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from svmlab.app.config import register_schema
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def test_the_solver_file_states_the_defaults_and_the_preset_builds_every_job():
+    from omegaconf import OmegaConf
+
+    from svmlab.app.config import build_estimator
+
+    cfg = composed("solver=l1_newton")
+    params = {k: v for k, v in OmegaConf.to_container(cfg.solver).items() if k != "_target_"}
+    assert params == L1NewtonSVM().get_params()
+    sweep = composed("+experiment=l1_newton_paper", hydra=True).hydra.sweeper.params
+    assert sweep.seed == "range(50)"
+    datasets = sweep.dataset.split(",")
+    for solver, dataset in zip(sweep.solver.split(","), datasets, strict=True):
+        job = composed("+experiment=l1_newton_paper", f"solver={solver}", f"dataset={dataset}")
+        estimator = build_estimator(job)
+        if solver.startswith("l1_newton"):
+            assert estimator.mu == (0.0 if solver == "l1_newton_l2" else 1e-2)
+    assert datasets == ["australian", "colon-cancer", "synthetic_tall", "synthetic_wide"]

@@ -58,7 +58,7 @@ class L1NewtonSVM(LinearSVMClassifier):
     }
     _warm_up: ClassVar[dict] = {"alpha_min": 0.5, "max_newton": 50, "path": 1}
 
-    def __init__(self, lam=1e-4, mu=1e-3, *, alpha0=1.0, alpha_min=1e-4, beta=2.0, eta=0.1,
+    def __init__(self, lam=1e-4, mu=1e-2, *, alpha0=1.0, alpha_min=1e-4, beta=2.0, eta=0.1,
                  c1=1e-4, max_newton=10_000, max_backtrack=50, prune="resolve", tol=0.0,
                  path=1):
         self.lam = lam
