@@ -104,3 +104,15 @@ def test_styled_report_with_profiles(tmp_path):
     assert "<img src='time_to_gap_1e-3/performance_profile.png'" in page
     assert "performance profile over 4 blocks, share best / done: A 0.50 / 0.75" in page
     assert "<section id='time_to_gap_1e-3'>" in page and "href='#time_to_gap_1e-3'" in page
+
+
+def test_costs_equal_but_for_float_noise_are_both_best():
+    """mean(0.1, 0.2) = 0.15000000000000002: A and B tie for best in the profile too."""
+    long = pd.DataFrame([{"block": b, "treatment": t, "repetition": i, "fit_time_s": v}
+                         for b in "xy" for t, reps in (("A", [0.1, 0.2]), ("B", [0.15, 0.15]),
+                                                       ("C", [1.0, 1.0]))
+                         for i, v in enumerate(reps)])
+    analysis = compare.analyze_measure(long, table.parse_measure("fit_time_s"),
+                                       compare.Options(bayes_samples=200))
+    best = profiles.share_within(profiles.ratios(analysis.costs), 1.0)
+    assert best.to_dict() == {"A": 1.0, "B": 1.0, "C": 0.0}

@@ -63,6 +63,7 @@ def test_tie_groups_are_anchored_and_relative():
                                   [1 + 1.4e-9, 1.0, 1.0])
     np.testing.assert_array_equal(ties.rows(np.array([[1e6, 1e6 + 1e-4, 2e6]])),
                                   [[1e6, 1e6, 2e6]])
+    np.testing.assert_array_equal(ties.merge([3.0, np.inf], [3.0, np.inf]), [3.0, np.inf])
     with pytest.raises(SvmlabError, match="tie tolerance must be a number in \\[0, 0.01\\]"):
         compare.Options(rtol=-1)
 

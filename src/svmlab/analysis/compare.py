@@ -88,7 +88,7 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     """Run the whole protocol on one measure of a long results table; ``columns`` names the run
     columns of the block and treatment labels, for the filters that messages suggest."""
     full = table.aggregate(long, measure.name, options.aggregate)
-    costs = _costs(full, measure)
+    costs = _costs(full, measure, options.rtol)
     full = table.unreached_as_missing(full)
     values, dropped = table.complete_blocks(full, options.strict, columns)
     n, k = values.shape
@@ -122,13 +122,14 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
                            pairwise, control, costs)
 
 
-def _costs(full: pd.DataFrame, measure: table.Measure) -> pd.DataFrame | None:
-    """The blocks without missing cells, when the measure is a positive cost (lower is better;
-    +inf where a run never reached a derived measure's target), else None."""
+def _costs(full: pd.DataFrame, measure: table.Measure, rtol: float) -> pd.DataFrame | None:
+    """The blocks without missing cells, near-equal costs merged (so float noise does not decide
+    which treatment is best), when the measure is a positive cost (lower is better; +inf where a
+    run never reached a derived measure's target), else None."""
     costs = full.dropna()
     if measure.higher_is_better or costs.empty or not (costs.to_numpy() > 0).all():
         return None
-    return costs
+    return pd.DataFrame(ties.rows(costs.to_numpy(), rtol), costs.index, costs.columns)
 
 
 def signed_rank_table(values: pd.DataFrame, pairs: list[hypotheses.Pair], measure: table.Measure,

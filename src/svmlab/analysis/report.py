@@ -170,7 +170,8 @@ def console_summary(summary: dict) -> str:
             f"{t} {r:.3f}" for t, r in m["mean_ranks"].items()))
         lines.append(f"Friedman chi2 = {f['chi2']:.4f} (tie-corrected {f['chi2_tied']:.4f}); "
                      f"Iman-Davenport F({f['df1']}, {f['df2']}) from the tie-corrected chi2 = "
-                     f"{f['iman_davenport_f_tied']:.4f}, p = {f['iman_davenport_p_tied']:.4g}")
+                     f"{f['iman_davenport_f_tied']:.4f}, p = {f['iman_davenport_p_tied']:.4g}"
+                     + ("" if f["method"] == "iman-davenport" else " (approximation, not used)"))
         if f["method"] != "iman-davenport":
             lines.append(f"omnibus p = {f['p_value']:.4g} (Friedman permutation test, "
                          f"{f['method']}: {m['n_blocks']} blocks are too few for the F "

@@ -33,13 +33,15 @@ def merge(values, scale, rtol: float = RTOL) -> np.ndarray:
     In increasing order a value joins the current group when it exceeds the group's first value
     by at most rtol * max(its scale, the first value's scale); otherwise it starts a new group
     (groups are anchored at their first value, so no chain of small steps merges distinct
-    values)."""
+    values). Infinite values are left as they are."""
     values = np.asarray(values, dtype=float)
     scale = np.broadcast_to(np.abs(np.asarray(scale, dtype=float)), values.shape)
     out = values.copy()
     if rtol == 0 or values.size < 2:
         return out
-    order = np.argsort(values, kind="stable")
+    order = [i for i in np.argsort(values, kind="stable") if np.isfinite(values[i])]
+    if not order:
+        return out
     anchor = order[0]
     for i in order[1:]:
         if values[i] - values[anchor] <= rtol * max(scale[i], scale[anchor]):
