@@ -60,7 +60,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     tests.add_argument("--aggregate", choices=table.AGGREGATES, default="mean",
                        help="over repetitions (default: %(default)s)")
     tests.add_argument("--strict", action="store_true",
-                       help="fail on missing cells instead of dropping their blocks")
+                       help="fail on missing cells instead of dropping their blocks, and on "
+                            "treatments whose runs differ in other params instead of warning")
     tests.add_argument("--alpha", action="append", dest="alphas", metavar="ALPHA",
                        help="significance level (repeatable or comma-separated; default: "
                             "0.01 0.05 0.10)")
