@@ -141,13 +141,14 @@ def test_least_squares_certificate_against_the_closed_form(problem):
     assert abs(cert.rel_gap) < 1e-12
 
 
-def test_sparse_and_dense_features_give_the_same_certificate(problem):
+@pytest.mark.parametrize("bias", ["none", "free"])
+def test_sparse_and_dense_features_give_the_same_certificate(problem, bias):
     X, y = problem
     model = Liblinear(C=0.5, loss="hinge", fit_intercept=False, tol=1e-4).fit(X, y)
-    w = model.coef_[0]
-    form = Formulation("hinge")
-    dense = linear_certificate(form, X, y, w, 0.0, 0.5)
-    sparse = linear_certificate(form, sp.csr_matrix(X), y, w, 0.0, 0.5)
+    w, b = model.coef_[0], 0.1 if bias == "free" else 0.0
+    form = Formulation("hinge", bias=bias)
+    dense = linear_certificate(form, X, y, w, b, 0.5)
+    sparse = linear_certificate(form, sp.csr_matrix(X), y, w, b, 0.5)
     assert sparse.primal == pytest.approx(dense.primal, rel=1e-12)
     assert sparse.dual == pytest.approx(dense.dual, rel=1e-6)
 

@@ -3,7 +3,6 @@ simplex feasibility, incremental G and R, the radius updates (with the corrected
 the invariant sum alpha gamma^2 = r^2, exact line searches, the closed forms, away and drop steps.
 """
 
-import time
 
 import numpy as np
 import pytest
@@ -43,7 +42,7 @@ class Run:
         """One step; returns its type (meb.TOWARD, AWAY or DROP)."""
         self.buf, self.q, self.R, steps, _, self.trace, _, kind = meb.run_frank_wolfe(
             self.buf, self.lru, self.kx, self.D, self.delta2, self.st, self.q, self.R, away,
-            NEVER_STOP, 0, 1, False, 1, refresh_every, time.CLOCK_MONOTONIC, 0, self.trace, 0,
+            NEVER_STOP, 0, 1, False, 1, refresh_every, 0, self.trace, 0,
             0, meb.INITIAL, self.Gf, self.full)
         assert steps == 1
         return kind
@@ -144,7 +143,7 @@ def one_step(buf, lru, kx, D, st, q, R, full):
         assert meb.full_gradient(buf, lru, kx, st, q, Gf) == pytest.approx(R, rel=1e-14)
     _, q, R, steps, _, _, _, kind = meb.run_frank_wolfe(
         buf, lru, kx, D, D.max(), st, q, R, True, NEVER_STOP, 0, 1, False, 1, 0,
-        time.CLOCK_MONOTONIC, 0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL, Gf,
+        0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL, Gf,
         full)
     assert steps == 1
     if full:

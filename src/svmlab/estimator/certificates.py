@@ -170,7 +170,8 @@ class LinearImage(DualImage):
         residual = (target - self.vector(fixed))[rows]
         A_free = self.A[:, free][rows] if sp.issparse(self.A) else self.A[rows][:, free]
         if balanced:  # the equality sum a_i y_i = 0 as a heavily weighted extra row
-            weight = BALANCE_WEIGHT * max(1.0, float(abs(A_free).max(initial=0.0)))
+            largest = float(abs(A_free).max()) if A_free.size else 0.0  # size: nnz if sparse
+            weight = BALANCE_WEIGHT * max(1.0, largest)
             row = weight * self.y[free][None, :]
             A_free = sp.vstack([A_free, row]).tocsr() if sp.issparse(A_free) else \
                 np.vstack([A_free, row])
@@ -224,19 +225,22 @@ class KernelImage(DualImage):
 
 
 def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float,
-            image: DualImage, solver_duals: tuple[np.ndarray, ...] = ()) -> Certificate:
+            image: DualImage, solver_duals: tuple[np.ndarray, ...] = (),
+            refine: bool = True) -> Certificate:
     """The certificate of a model with ``margins`` and regulariser value ``regulariser``
     (1/2||w||^2 or ||w||_1, including a penalised bias's part) for formulation ``form``.
 
     ``solver_duals`` are dual points the solver produced itself; the model's own candidates
     (see the module docstring) are always tried too, and the best lower bound is kept.
+    ``refine=False`` skips the hinge's free-set least squares: a cheaper, looser bound for a
+    solver's stopping test.
     """
     primal = regulariser + C * loss_sum(form.loss, margins, form.power)
     if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
         return Certificate(form.name, float(primal), 0.0, "model")
     best, source = -np.inf, "model"
     candidates = [(a, "solver") for a in solver_duals] + [
-        (a, "model") for a in _model_candidates(form, C, margins, image)]
+        (a, "model") for a in _model_candidates(form, C, margins, image, refine)]
     for a, origin in candidates:
         value = _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
         if value > best:
@@ -244,8 +248,9 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     return Certificate(form.name, float(primal), float(best), source)
 
 
-def _model_candidates(form: Formulation, C: float, margins: np.ndarray, image: DualImage):
-    """a_i = -C loss'(m_i), and for the hinge the free-set refinements."""
+def _model_candidates(form: Formulation, C: float, margins: np.ndarray, image: DualImage,
+                      refine: bool = True):
+    """a_i = -C loss'(m_i), and for the hinge the free-set refinements (if ``refine``)."""
     r = 1.0 - margins
     if form.loss == "power_hinge":
         yield C * form.power * np.maximum(r, 0.0) ** (form.power - 1.0)
@@ -258,6 +263,8 @@ def _model_candidates(form: Formulation, C: float, margins: np.ndarray, image: D
         return
     base = np.where(r > 0.0, C, 0.0)
     yield base
+    if not refine:
+        return
     scale = max(1.0, float(np.abs(margins).max(initial=0.0)))
     seen = set()
     for width in FREE_SET_WIDTHS:

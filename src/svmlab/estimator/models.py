@@ -43,16 +43,17 @@ class _CertifiedModel(SVMClassifier):
                              float(self.intercept_[0]), self._dual_image(X, y),
                              self._solver_duals(y))
 
-    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=()) -> Certificate:
+    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True
+                 ) -> Certificate:
         """The certificate of a model with these margins, norms and bias under
-        `_formulation()`."""
+        `_formulation()` (``refine``: see `certificates.certify`)."""
         form = self._formulation()
         if form.penalty == "l2":
             regulariser = 0.5 * squared_l2
             regulariser += 0.5 * (b / form.bias_scale) ** 2 if form.bias == "penalised" else 0.0
         else:
             regulariser = l1 + (abs(b / form.bias_scale) if form.bias == "penalised" else 0.0)
-        return certify(form, self.C, margins, regulariser, image, duals)
+        return certify(form, self.C, margins, regulariser, image, duals, refine)
 
     @abstractmethod
     def _dual_image(self, X, y: np.ndarray):

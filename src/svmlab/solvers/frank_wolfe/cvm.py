@@ -49,8 +49,8 @@ class CoreVectorMachine(MEBSVMClassifier):
         return (f"no point outside B(c, (1 + eps) r) with eps={self.eps} over {scan}, within "
                 f"max_iter={self.max_iter} added points")
 
-    def _solve(self, buf, lru, kx, D, delta2, st, q, R, clock, t0, rows):
+    def _solve(self, buf, lru, kx, D, delta2, st, q, R, t0, rows):
         buf, q, R, _, converged, rows, n_rows = meb.run_cvm(
             buf, lru, kx, D, delta2, st, q, R, self.eps, self.eps_annealing, self._sample_size,
-            self.sampling_rounds, self.max_iter, clock, t0, rows, 0)
+            self.sampling_rounds, self.max_iter, t0, rows, 0)
         return buf, q, R, converged, rows, n_rows

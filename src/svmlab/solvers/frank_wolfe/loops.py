@@ -18,10 +18,7 @@ is read from the monotonic clock in nanoseconds.
 """
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from svmlab.numerics.kernel_rows import (
     EVALS,
@@ -33,33 +30,13 @@ from svmlab.numerics.kernel_rows import (
     grow_cache,
     remove_core_slot,
 )
+from svmlab.numerics.trace_buffer import monotonic_ns
 
 TRACE_COLUMNS = ("iteration", "time_ns", "R", "delta_plus", "core_size", "step_type",
                  "kernel_evals", "kernel_served")
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
 MIN_RADIUS2 = 1e-16  # r^2 is floored at this fraction of Delta^2 (a zero ball is degenerate)
 NO_AWAY_ABOVE = 1.0 - 1e-15  # never step away from a point holding (almost) all the mass
-
-
-@intrinsic
-def _clock_gettime_ns(typingctx, clock_id):
-    """clock_gettime(clock_id) in nanoseconds (the clock of Python's time.perf_counter)."""
-    def codegen(context, builder, signature, args):
-        i64, i32 = ir.IntType(64), ir.IntType(32)
-        timespec = ir.LiteralStructType([i64, i64])
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(i32, [i32, timespec.as_pointer()]), "clock_gettime")
-        ts = cgutils.alloca_once(builder, timespec)
-        builder.call(fn, [builder.trunc(args[0], i32), ts])
-        sec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 0))
-        nsec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 1))
-        return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
-    return types.int64(types.int64), codegen
-
-
-@njit(cache=True)
-def clock_ns(clock_id):
-    return _clock_gettime_ns(clock_id)
 
 
 @njit(cache=True)
@@ -330,7 +307,7 @@ def init_two_points(buf, lru, kx, D, st):
 
 
 @njit(cache=True)
-def record(trace, n_rows, iteration, clock_id, t0, R, delta_plus, q, step, lru):
+def record(trace, n_rows, iteration, t0, R, delta_plus, q, step, lru):
     """Append one row (TRACE_COLUMNS) to the trace array, doubling it when full."""
     if n_rows == trace.shape[0]:
         bigger = np.empty((2 * trace.shape[0], trace.shape[1]))
@@ -338,7 +315,7 @@ def record(trace, n_rows, iteration, clock_id, t0, R, delta_plus, q, step, lru):
         trace = bigger
     stats = lru[6]
     trace[n_rows, 0] = iteration
-    trace[n_rows, 1] = clock_ns(clock_id) - t0
+    trace[n_rows, 1] = monotonic_ns() - t0
     trace[n_rows, 2] = R
     trace[n_rows, 3] = delta_plus
     trace[n_rows, 4] = q
@@ -350,7 +327,7 @@ def record(trace, n_rows, iteration, clock_id, t0, R, delta_plus, q, step, lru):
 
 @njit(cache=True)
 def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size, rounds,
-                    final_full_check, max_steps, refresh_every, clock_id, t0, trace, n_rows,
+                    final_full_check, max_steps, refresh_every, t0, trace, n_rows,
                     first_iteration, last_step, Gf, full):
     """FW (away=False, Algorithm 2) or MFW (away=True, Algorithm 3) for up to max_steps steps.
 
@@ -383,7 +360,7 @@ def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size, r
         if delta_plus <= tol and final_full_check and sampled:
             i, t = search_toward(buf, lru, kx, st, q, 0)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        trace, n_rows = record(trace, n_rows, first_iteration + steps, clock_id, t0, R,
+        trace, n_rows = record(trace, n_rows, first_iteration + steps, t0, R,
                                delta_plus, q, last_step, lru)
         if delta_plus <= tol:
             converged = True
@@ -437,7 +414,7 @@ def cvm_search(buf, lru, kx, st, q, threshold, sample_size, rounds, positive, ne
 
 @njit(cache=True)
 def run_cvm(buf, lru, kx, D, delta2, st, q, R, eps, annealing, sample_size, rounds,
-            max_steps, clock_id, t0, trace, n_rows):
+            max_steps, t0, trace, n_rows):
     """Core vector machine (Algorithm 1): solve the QP on the core set by SMO, add the furthest
     point if it lies outside B(c, (1 + eps) r), repeat. With annealing, eps starts at 0.1 and
     halves per level down to eps (LibCVM). Returns (buf, q, R, steps, converged, trace, n_rows).
@@ -457,7 +434,7 @@ def run_cvm(buf, lru, kx, D, delta2, st, q, R, eps, annealing, sample_size, roun
             if i < 0:  # every point is in the core
                 t = G[:q].min()
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-            trace, n_rows = record(trace, n_rows, iteration, clock_id, t0, R, delta_plus, q,
+            trace, n_rows = record(trace, n_rows, iteration, t0, R, delta_plus, q,
                                    step, lru)
             iteration += 1
             if delta_plus <= tol:
