@@ -48,7 +48,7 @@ FIRST_TRACE_ROWS = 1024
 class MEBSVMClassifier(KernelSVMClassifier):
     """Shared machinery of FW, MFW and CVM: start, kernel rows, trace and model recovery.
 
-    A subclass implements `_solve(buf, lru, kx, D, delta2, st, q, R, clock, t0, trace)`, which
+    A subclass implements `_solve(buf, lru, kx, D, delta2, st, q, R, t0, trace)`, which
     runs its numba loop and returns (buf, q, R, converged, trace array, n_rows).
 
     Fitted attributes besides KernelSVMClassifier's: support_ (training indices of the support
@@ -94,15 +94,14 @@ class MEBSVMClassifier(KernelSVMClassifier):
         buf, lru = kr.new_cache(X.shape[0], self.cache_mb, self._row_width(X.shape[0]))
         st = meb.new_state(X.shape[0])
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        clock = time.CLOCK_MONOTONIC
-        t_base, t0 = trace.elapsed(), time.clock_gettime_ns(clock)
+        t_base, t0 = trace.elapsed(), time.monotonic_ns()
         if self.init == "random_meb":
             buf, q, R = meb.init_random_meb(buf, lru, kx, D, st, N_INIT, INIT_TOL * delta2)
         else:
             buf, q, R = meb.init_two_points(buf, lru, kx, D, st)
         rows = np.empty((FIRST_TRACE_ROWS, len(meb.TRACE_COLUMNS)))
         buf, q, R, converged, rows, n_rows = self._solve(
-            buf, lru, kx, D, delta2, st, q, R, clock, t0, rows)
+            buf, lru, kx, D, delta2, st, q, R, t0, rows)
         with trace.paused():
             self._record(trace, dict(zip(meb.TRACE_COLUMNS, rows[:n_rows].T)), delta2, t_base)
         self._recover(X, y, st, q, R, delta2, converged)
@@ -176,7 +175,8 @@ class FrankWolfe(MEBSVMClassifier):
     the paper) or 'full' (every point: G = K~ alpha is kept for all points, one kernel row over
     all points per step; deterministic, and the stop certifies g(alpha*) <= (1 + tol) g(alpha));
     sampling_rounds, the samples in a row without a violator that a sampled stop needs (1 in the
-    paper); final_full_check (confirm a sampled stop with a full scan);
+    paper); final_full_check (confirm a sampled stop with a full scan: on by default; off is the
+    paper's unconfirmed stop, which certifies nothing);
     cache_mb, the kernel row cache budget; max_iter, the cap on steps; refresh_every, the steps
     between renormalisations of alpha, with G and R recomputed from kernel rows (random) or
     rescaled (full) (0: never); random_state.
@@ -192,7 +192,7 @@ class FrankWolfe(MEBSVMClassifier):
 
     def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=1e-6,
                  init="random_meb", sampling="random", sample_size=59, sampling_rounds=1,
-                 final_full_check=False, cache_mb=200.0, max_iter=1_000_000, refresh_every=1000,
+                 final_full_check=True, cache_mb=200.0, max_iter=1_000_000, refresh_every=1000,
                  random_state=None):
         super().__init__(C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
                          cache_mb, max_iter, random_state)
@@ -211,7 +211,7 @@ class FrankWolfe(MEBSVMClassifier):
         """A full scan keeps G for every point: its cached rows span all points."""
         return n_points if self.sampling == "full" else kr.FIRST_WIDTH
 
-    def _solve(self, buf, lru, kx, D, delta2, st, q, R, clock, t0, rows):
+    def _solve(self, buf, lru, kx, D, delta2, st, q, R, t0, rows):
         tol = (1.0 + self.eps) ** 2 - 1.0
         full = self.sampling == "full"
         Gf = np.empty(len(D) if full else 0)
@@ -219,7 +219,7 @@ class FrankWolfe(MEBSVMClassifier):
             R = meb.full_gradient(buf, lru, kx, st, q, Gf)
         buf, q, R, _, converged, rows, n_rows, _ = meb.run_frank_wolfe(
             buf, lru, kx, D, delta2, st, q, R, self.away_steps, tol, self._sample_size,
-            self.sampling_rounds, self.final_full_check, self.max_iter, self.refresh_every, clock, t0, rows, 0, 0,
+            self.sampling_rounds, self.final_full_check, self.max_iter, self.refresh_every, t0, rows, 0, 0,
             meb.INITIAL, Gf, full)
         return buf, q, R, converged, rows, n_rows
 
