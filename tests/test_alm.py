@@ -506,3 +506,57 @@ def test_stopping_rules_and_trace_columns():
     quiet = SVMALM(trace_certificate=False, max_iter=5).fit(A, y)
     assert not any(name.startswith("rel_gap") for name in quiet.trace_.columns())
     assert "objective_hinge_p1.5_l2" in model.objectives(A, y)
+
+
+# -- configs and the paper preset -----------------------------------------------------------
+
+def composed(*overrides, hydra=False):
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from svmlab.app.config import register_schema
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def test_the_yaml_files_state_the_defaults_and_the_preset_composes_into_the_paper_sweep():
+    from omegaconf import OmegaConf
+
+    from svmlab.app.config import build_estimator
+
+    for name, p in (("alm", 1.0), ("alm_l2", 2.0)):
+        params = OmegaConf.to_container(composed(f"solver={name}").solver)
+        params.pop("_target_")
+        assert params == {**{k: SVMALM().get_params()[k] for k in params}, "p": p}
+    cfg = composed("+experiment=alm_paper", hydra=True)
+    sweep = cfg.hydra.sweeper.params
+    assert (sweep.solver, sweep.dataset, sweep.seed) == (
+        "alm,alm_l2,liblinear_hinge,liblinear,pegasos", "ijcnn1,w8a", "range(5)")
+    assert cfg.tracking.experiment == "alm_paper" and cfg.solver.C == 1.0
+    for solver in sweep.solver.split(","):
+        build_estimator(composed("+experiment=alm_paper", f"solver={solver}"))
+    lp = build_estimator(composed("+experiment=alm_paper", "solver=alm", "solver.p=1.3"))
+    assert (lp.p, lp.max_iter, lp.inner_steps, lp.tol) == (1.3, 100, 1, 1e-4)
+
+
+@pytest.mark.slow
+def test_a_tiny_lp_sweep_logs_the_power_hinge_quantities(tmp_path):
+    from support.runs import runs, train
+
+    store = tmp_path / "mlflow.db"
+    assert train(store, "-m", "+experiment=alm_paper", "solver=alm", "solver.p=1.0,1.5",
+                 "solver.max_iter=300", "dataset=breast_cancer", "seed=0",
+                 "tracking.log_model=false") == 0
+    found = {run.data.params["solver.p"]: run for run in runs(store, "alm_paper")
+             if "solver" in run.data.tags}
+    assert sorted(found) == ["1.0", "1.5"]
+    metrics = found["1.5"].data.metrics
+    assert metrics["test_accuracy"] > 0.9
+    assert metrics["objective_hinge_p1.5_l2"] == pytest.approx(
+        metrics["trace/objective_hinge_p1.5_l2"], rel=1e-9)
+    assert 0 <= metrics["rel_gap_hinge_p1.5_l2_bias"] <= (
+        metrics["trace/rel_gap_hinge_p1.5_l2_bias"] * (1 + 1e-9))  # the final one adds candidates
+    assert "trace/primal_residual" in metrics and "trace/mu" in metrics
