@@ -156,40 +156,40 @@ def _delete(model, row):
 
 
 @njit(cache=True)
-def _candidate(model, rule, m, j):
+def _candidate(beta, label, rule, m, j):
+    """Whether row j may merge with row m (arrays, not the model: this runs B times a merge)."""
     if j == m:
         return False
     if rule == SAME_SIGN:
-        return (model.beta[j] > 0.0) == (model.beta[m] > 0.0)
-    return rule == ALL or model.label[j] == model.label[m]
+        return (beta[j] > 0.0) == (beta[m] > 0.0)
+    return rule == ALL or label[j] == label[m]
 
 
 @njit(cache=True)
 def _partner(model, opt, gamma, m, u):
     """The partner row of m (-1 if m has no candidate); model.work holds c_j = gamma ||z_m -
     z_j||^2 afterwards."""
-    size, c = model.size[0], model.work
+    size, c, beta, label = model.size[0], model.work, model.beta, model.label
     dot_products(model.points, m, model.points, model.cols, 0, size, c)
     sq = model.points.sq_norms
     count = 0
     for j in range(size):
         c[j] = -rbf_exponent(gamma, c[j], sq[m], sq[j])
-        count += _candidate(model, opt.rule, m, j)
+        count += _candidate(beta, label, opt.rule, m, j)
     if count == 0:
         return -1
     if opt.rule == RANDOM:
         pick = min(int(u * count), count - 1)
         for j in range(size):
-            if _candidate(model, opt.rule, m, j):
+            if _candidate(beta, label, opt.rule, m, j):
                 if pick == 0:
                     return j
                 pick -= 1
     best, best_wd = -1, np.inf
     for j in range(size):
-        if _candidate(model, opt.rule, m, j) and wd_lower_bound(
-                model.beta[m], model.beta[j], c[j]) < best_wd:
-            wd = best_merge(model.beta[m], model.beta[j], c[j], opt.eps_search,
-                            opt.endpoint_check).wd
+        if _candidate(beta, label, opt.rule, m, j) and wd_lower_bound(
+                beta[m], beta[j], c[j]) < best_wd:
+            wd = best_merge(beta[m], beta[j], c[j], opt.eps_search, opt.endpoint_check).wd
             if wd < best_wd:
                 best, best_wd = j, wd
     return best
