@@ -63,9 +63,12 @@ def test_derived_measures_from_traces_with_a_fallback_to_the_final_certificate()
     np.testing.assert_array_equal(values["time_to_gap_1e-3"], [0.2, 3.0, INF, np.nan])
     np.testing.assert_array_equal(values["iters_to_gap_1e-3"], [2, 30, INF, np.nan])
     assert loaded == ["traced", "final-only", "not-reached"]  # once per run
-    assert notes[0].startswith("1 run(s) have no certified gap in their trace") \
+    assert notes[0].startswith("1 run(s) reached a target only by their final certificate") \
         and notes[0].endswith("final-only")
     assert notes[1].startswith("1 run(s) have no certificate") and notes[1].endswith("uncertified")
+    # the trace never reaches 2e-5, the final certificate (1e-5) does: the fit time, an upper bound
+    tight, _ = precision.derive(runs.iloc[:1], ["time_to_gap_2e-5"], None, load)
+    assert tight["time_to_gap_2e-5"][0] == 9.0
 
 
 def analysis_with_a_failure():

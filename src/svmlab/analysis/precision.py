@@ -3,9 +3,10 @@ and the iteration at which a run's certified relative duality gap first fell to 
 
 They are read from the run's trace artifact (``trace/trace.parquet``): the column
 ``rel_gap_<formulation>`` of the formulation the run certified (tag ``svmlab.formulation``),
-NaN in rows without a certificate. A trace without certified rows falls back to the final
-certificate: a run whose final gap is within ``tol`` reached it by its end, so its fit time and
-iteration count are reported (an upper bound, counted in the notes). A run that never reached
+NaN in rows without a certificate. When no trace row reaches ``tol`` (or the trace has no
+certified rows) the final certificate decides: a run whose final gap is within ``tol`` reached it
+by its end, so its fit time and iteration count are reported (an upper bound, listed in the
+notes; a solver's final point can be better than its last traced one). A run that never reached
 ``tol`` gets +inf, which the performance profiles count as a failure and the significance tests
 as a missing cell. The names are MLflow-safe (no parentheses), e.g. ``time_to_gap_1e-3``.
 """
@@ -64,22 +65,21 @@ def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
             uncertified.append(run["run_id"])
             continue
         trace = load_trace(tracking_uri, run["run_id"])
-        from_trace = column in trace and trace[column].notna().any()
-        if not from_trace:
-            fallback.append(run["run_id"])
+        traced = column in trace and trace[column].notna().any()
         for name, (kind, tol) in wanted.items():
-            if from_trace:
-                time_s, iteration = first_reach(trace, column, tol)
-            elif run[f"metrics.{column}"] <= tol:
+            time_s, iteration = (first_reach(trace, column, tol) if traced
+                                 else (float("inf"), float("inf")))
+            if np.isinf(time_s) and run[f"metrics.{column}"] <= tol:
                 time_s, iteration = run["metrics.fit_time_s"], run["metrics.n_iter"]
-            else:
-                time_s = iteration = float("inf")
+                fallback.append(run["run_id"])
             values[name][i] = time_s if kind == "time" else iteration
     notes = []
+    fallback = list(dict.fromkeys(fallback))
     if fallback:
-        notes.append(f"{len(fallback)} run(s) have no certified gap in their trace; their "
-                     f"{', '.join(names)} come from the final certificate (fit time and "
-                     f"iterations: an upper bound): {', '.join(fallback)}")
+        notes.append(f"{len(fallback)} run(s) reached a target only by their final certificate "
+                     f"(none in the trace, or a better final point); their {', '.join(names)} "
+                     f"there are the fit time and iterations, an upper bound: "
+                     f"{', '.join(fallback)}")
     if uncertified:
         notes.append(f"{len(uncertified)} run(s) have no certificate, so no "
                      f"{', '.join(names)}: {', '.join(uncertified)}")
