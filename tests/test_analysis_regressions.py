@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from svmlab.analysis import (bayes, compare, friedman, hypotheses, report, select, table, ties,
-                             wilcoxon)
+from svmlab.analysis import (bayes, compare, friedman, hypotheses, report, run, select, table,
+                             ties, wilcoxon)
 from svmlab.analysis.cli import add_parser
 from svmlab.errors import SvmlabError
 
@@ -261,6 +261,23 @@ def test_too_few_complete_blocks_names_the_cells_and_the_filter():
                                           "missing cells .*australian: libsvm"), \
             pytest.warns(UserWarning):
         compare.analyze_measure(long, table.Measure("m", True))
+
+
+def test_a_measure_too_small_to_test_is_left_out_while_others_are_analysed(tmp_path):
+    """B never reached the gap target on two of three blocks: time_to_gap cannot be tested, the
+    accuracy can; the analysis goes on and says which measure it left out."""
+    csv = tmp_path / "t.csv"
+    pd.DataFrame({"dataset": list("xyzxyz"), "solver": list("AAABBB"),
+                  "acc": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4],
+                  "time_to_gap_1e-3": [1, 2, 3, 4, np.inf, np.inf]}).to_csv(csv, index=False)
+    request = run.Request(csv=str(csv), measures=[table.parse_measure("acc:higher"),
+                                                  table.parse_measure("time_to_gap_1e-3")])
+    analysis = run.analyze(request, compare.Options(bayes_samples=200))
+    assert [a.measure.name for a in analysis.measures] == ["acc"]
+    assert any(w.startswith("not analysed: time_to_gap_1e-3: need at least 2 treatments and 2 "
+                            "complete blocks; have 2 treatment(s) and 1") for w in analysis.warnings)
+    with pytest.raises(SvmlabError, match="missing cells .*: y: B; z: B"):  # strict: no skipping
+        run.analyze(request, compare.Options(bayes_samples=200, strict=True))
 
 
 def test_tidy_csv_with_key_names(tmp_path):

@@ -15,6 +15,11 @@ from svmlab.analysis import bayes, friedman, hypotheses, posthoc, table, ties, w
 from svmlab.errors import SvmlabError
 
 REJECT, NOT_REJECTED = "reject H0", "not rejected"
+
+
+class TooFewBlocks(SvmlabError):
+    """A measure whose complete table is too small for the tests."""
+
 #: Columns of the Bayesian signed-rank test: shares of posterior samples, not probabilities of
 #: the hypotheses themselves.
 SHARES = ("share A better", "share equivalent", "share B better")
@@ -93,7 +98,7 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     values, dropped = table.complete_blocks(full, options.strict, columns)
     n, k = values.shape
     if k < 2 or n < 2:
-        raise SvmlabError(f"{measure.name}: need at least 2 treatments and 2 complete blocks; "
+        raise TooFewBlocks(f"{measure.name}: need at least 2 treatments and 2 complete blocks; "
                           f"have {k} treatment(s) and {n} complete block(s)"
                           + table.incomplete_hint(full, columns))
     if options.control is not None and options.control not in values.columns:

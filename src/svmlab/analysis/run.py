@@ -67,9 +67,28 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
             warnings.warn(select.confound_message(selection.confounds), stacklevel=1)
         for note in selection.notes:
             warnings.warn(note, stacklevel=1)
-        analyses = [compare.analyze_measure(selection.long, m, options, selection.columns)
-                    for m in request.measures]
+        analyses = _measures(selection, request.measures, options)
     return Analysis(selection, analyses, [str(w.message) for w in caught])
+
+
+def _measures(selection: select.Selection, measures: list[Measure],
+              options: compare.Options) -> list[compare.MeasureAnalysis]:
+    """The protocol on every measure; a measure whose table is too small is left out with a
+    warning while another can be analysed (an error with --strict, or when none can)."""
+    analyses, skipped = [], []
+    for measure in measures:
+        try:
+            analyses.append(compare.analyze_measure(selection.long, measure, options,
+                                                    selection.columns))
+        except compare.TooFewBlocks as exc:
+            if options.strict:
+                raise
+            skipped.append(exc)
+    if not analyses:
+        raise skipped[0]
+    for exc in skipped:
+        warnings.warn(f"not analysed: {exc}", stacklevel=2)
+    return analyses
 
 
 def traces(selection: select.Selection, objective: str | None = None,
