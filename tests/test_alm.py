@@ -13,10 +13,10 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Formulation, LinearImage, certify
-from svmlab.numerics.rows import rows_of
+from svmlab.numerics.rows import matvec, rows_of
 from svmlab.solvers.alm import SVMALM
 from svmlab.solvers.alm.admm import Settings, State, iterate, next_mu
-from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, matvec, prox
+from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, prox
 
 # truncated fits are intended here; the conformance suite checks the ConvergenceWarning
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

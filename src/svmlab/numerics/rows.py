@@ -9,6 +9,7 @@ loops about twice as fast.
 
 `loss_pass` is the NESVM oracle's only pass over the data: for every row, the dot product, the
 loss and its derivative, and the accumulation of the gradient, so each row is read once.
+`matvec` and `rmatvec` are the plain products X w and X^T r, one pass each.
 """
 
 from typing import NamedTuple
@@ -89,3 +90,28 @@ def loss_pass(rows, y, w, b, width, kind, dots, s):
             for k in range(start, end):
                 s[k - start if dense else indices[k]] += yc * data[k]
     return smoothed, exact, sum_c, sum_yc
+
+
+@njit(cache=True)
+def matvec(rows, w, out):
+    """out = X w, one pass over the rows."""
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
+    for i in range(out.shape[0]):
+        start, end = indptr[i], indptr[i + 1]
+        dot = 0.0
+        for k in range(start, end):
+            dot += data[k] * w[k - start if dense else indices[k]]
+        out[i] = dot
+
+
+@njit(cache=True)
+def rmatvec(rows, r, out):
+    """out = X^T r, one pass over the rows (a scatter in row order: deterministic)."""
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
+    out[:] = 0.0
+    for i in range(r.shape[0]):
+        ri = r[i]
+        if ri != 0.0:
+            start, end = indptr[i], indptr[i + 1]
+            for k in range(start, end):
+                out[k - start if dense else indices[k]] += ri * data[k]

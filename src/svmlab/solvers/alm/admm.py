@@ -22,8 +22,8 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from svmlab.numerics.rows import Rows
-from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, matvec, multiplier_step
+from svmlab.numerics.rows import Rows, matvec
+from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, multiplier_step
 
 SCHEDULES = ("constant", "geometric", "balance")
 BALANCE_RATIO = 10.0  # "balance": change mu when one residual exceeds 10x the other

@@ -17,9 +17,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import DualImage, Formulation, dual_bound, loss_sum
 from svmlab.estimator.models import LinearSVMClassifier
-from svmlab.numerics.rows import Rows, rows_of
+from svmlab.numerics.rows import Rows, rmatvec, rows_of
 from svmlab.solvers.alm.admm import SCHEDULES, Settings, State, iterate
-from svmlab.solvers.alm.loops import rmatvec
 
 VARIANTS = ("exact", "inexact")
 FLUSH_ROWS = 256  # trace rows handed to the Trace at once (one array per column and batch)

@@ -104,31 +104,6 @@ def normal_pass(rows, d_w, d_b, q, out, accumulate):
 
 
 @njit(cache=True)
-def matvec(rows, w, out):
-    """out = A w."""
-    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
-    for i in range(out.shape[0]):
-        start, end = indptr[i], indptr[i + 1]
-        dot = 0.0
-        for k in range(start, end):
-            dot += data[k] * w[k - start if dense else indices[k]]
-        out[i] = dot
-
-
-@njit(cache=True)
-def rmatvec(rows, r, out):
-    """out = A^T r (a scatter over the rows, in row order: deterministic)."""
-    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
-    out[:] = 0.0
-    for i in range(r.shape[0]):
-        ri = r[i]
-        if ri != 0.0:
-            start, end = indptr[i], indptr[i + 1]
-            for k in range(start, end):
-                out[k - start if dense else indices[k]] += ri * data[k]
-
-
-@njit(cache=True)
 def conjugate_gradient(rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_w, q, m_w):
     """Warm-started CG on the normal equations of the (w, b)-step (spec §1.4.2):
 
