@@ -16,7 +16,11 @@ from svmlab.numerics.rows import rows_of
 from svmlab.solvers.l1_newton import L1NewtonSVM
 from svmlab.solvers.l1_newton.certificate import exact_objective, scaled_dual
 from svmlab.solvers.l1_newton.linesearch import initial_slope, linesearch_l1
-from svmlab.solvers.l1_newton.newton import newton_direction
+from svmlab.solvers.l1_newton.newton import (
+    DenseCurvature,
+    LowRankCurvature,
+    newton_direction,
+)
 from svmlab.solvers.l1_newton.passes import newton_pass, smoothed_objective
 
 TIGHT = {"eta": 1e-10, "alpha_min": 1e-8}  # w within 1e-5 of the LP's solution
@@ -247,7 +251,7 @@ def test_pruned_newton_direction_solves_its_system_and_descends():
             released = rng.random(k) < 0.5
             w = np.where(released, 0.0, rng.standard_normal(k))
             gt = g + 0.3 * np.sign(w) - 0.3 * np.where(released, np.sign(g), 0.0)
-            keep, d = newton_direction(H, gt, g, released, prune)
+            keep, d = newton_direction(DenseCurvature(H), gt, g, released, prune)
             if prune == "resolve":
                 sub = H[np.ix_(keep, keep)]
                 assert np.linalg.norm(sub @ d + gt[keep]) <= 1e-10 * np.linalg.norm(gt)
@@ -257,6 +261,20 @@ def test_pruned_newton_direction_solves_its_system_and_descends():
             full[keep] = d
             assert initial_slope(w, full, g @ full, 0.3) == pytest.approx(gt[keep] @ d,
                                                                            rel=1e-12)
+
+
+def test_low_rank_curvature_solves_the_same_system_as_the_dense_block():
+    """Wide active sets (k > N) are solved by Woodbury: the same d and d^T H d."""
+    rng = np.random.default_rng(6)
+    B = rng.standard_normal((7, 30)) * rng.random(7)[:, None]
+    keep = np.sort(rng.choice(30, 20, replace=False))
+    rhs = rng.standard_normal(20)
+    d = rng.standard_normal(20)
+    for lam in (1e-3, 1.0):
+        dense = DenseCurvature(lam * np.eye(30) + B.T @ B)
+        low = LowRankCurvature(lam, B)
+        np.testing.assert_allclose(low.solve(keep, rhs), dense.solve(keep, rhs), rtol=1e-9)
+        assert low.quad(keep, d) == pytest.approx(dense.quad(keep, d), rel=1e-12)
 
 
 # ---- the solver against references (§6.7-6.10) -------------------------------------------

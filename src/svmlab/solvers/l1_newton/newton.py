@@ -21,7 +21,12 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from svmlab.solvers.l1_newton.linesearch import initial_slope, linesearch_l1
-from svmlab.solvers.l1_newton.passes import newton_pass, products, smoothed_objective
+from svmlab.solvers.l1_newton.passes import (
+    newton_pass,
+    products,
+    smoothed_objective,
+    weighted_columns,
+)
 
 PRUNES = ("resolve", "zero", "none")
 
@@ -62,11 +67,49 @@ class State:
     last_release: np.ndarray = field(default=None)
 
 
-def newton_direction(H, gt, g, released, prune):
+class DenseCurvature:
+    """H_AA as a matrix (k <= N)."""
+
+    def __init__(self, H):
+        self.H = H
+
+    def solve(self, keep, rhs):
+        return solve_spd(self.H[np.ix_(keep, keep)], rhs)
+
+    def quad(self, keep, d):
+        return float(d @ self.H[np.ix_(keep, keep)] @ d)
+
+
+class LowRankCurvature:
+    """H_AA = lam I + B^T B with B = diag(sqrt(j''(z)/N)) X_A (N x k), for k > N: solved by
+    Woodbury through an N x N system, so a release of many coordinates on wide data costs
+    O(N^2 k) instead of O(k^3). lam = 0 (H singular, k > N) takes the ridge of spec A12."""
+
+    def __init__(self, lam, B):
+        self.lam, self.B = lam, B
+
+    def solve(self, keep, rhs):
+        B = self.B[:, keep]
+        c = self.lam
+        if c == 0.0:
+            c = 1e-10 * max(1.0, float(np.einsum("ij,ij->", B, B)) / len(keep))
+        while True:
+            try:
+                M = cho_factor(c * np.eye(B.shape[0]) + B @ B.T)
+                return (rhs - B.T @ cho_solve(M, B @ rhs)) / c
+            except np.linalg.LinAlgError:
+                c *= 10.0
+
+    def quad(self, keep, d):
+        Bd = self.B[:, keep] @ d
+        return float(self.lam * (d @ d) + Bd @ Bd)
+
+
+def newton_direction(curvature, gt, g, released, prune):
     """(keep, d): the positions of A kept after pruning and d_keep = -H^-1 gt on them."""
     keep = np.arange(len(gt))
     while True:
-        d = -solve_spd(H[np.ix_(keep, keep)], gt[keep])
+        d = -curvature.solve(keep, gt[keep])
         if prune == "none":
             return keep, d
         uphill = released[keep] & (d * g[keep] > 0.0)
@@ -89,6 +132,24 @@ def solve_spd(H, rhs):
             tau = base if tau == 0.0 else 10.0 * tau
 
 
+def curvature_at(rows, y, state, s_: Settings, A, g):
+    """One pass: the full gradient g and the curvature of the active block (dense H_AA when
+    |A| <= N, the factor B otherwise)."""
+    n, p = rows.n_rows, rows.n_cols
+    slot = np.full(p, -1, np.int64)
+    low_rank = len(A) > n
+    if low_rank:
+        B = np.zeros((n, len(A)))
+        weighted_columns(rows, y, state.xw, state.alpha, A, B)
+        newton_pass(rows, y, state.xw, state.w, state.alpha, s_.lam, slot, 0, g,
+                    np.empty((0, 0)))
+        return LowRankCurvature(s_.lam, B)
+    slot[A] = np.arange(len(A))
+    H = np.empty((len(A), len(A)))
+    newton_pass(rows, y, state.xw, state.w, state.alpha, s_.lam, slot, len(A), g, H)
+    return DenseCurvature(H)
+
+
 def run(rows, y, settings: Settings, w0: np.ndarray, on_iteration, on_level):
     """Minimise F_alpha over the smoothing schedule from w0. ``on_iteration(state)`` sees every
     Newton iteration; ``on_level(state)`` is called after each alpha reduction and returns True
@@ -105,21 +166,18 @@ def run(rows, y, settings: Settings, w0: np.ndarray, on_iteration, on_level):
         state.iterations += 1
         w, released = state.w, state.released
         A = np.flatnonzero((w != 0.0) | released)
-        slot = np.full(p, -1, np.int64)
-        slot[A] = np.arange(len(A))
-        H = np.empty((len(A), len(A)))
-        newton_pass(rows, y, state.xw, w, state.alpha, s_.lam, slot, len(A), g, H)
+        curvature = curvature_at(rows, y, state, s_, A, g)
         state.passes += 1
         gA, rA = g[A], released[A]
         gt = gA + s_.mu * np.sign(w[A]) - s_.mu * np.where(rA, np.sign(gA), 0.0)
-        keep, d_keep = newton_direction(H, gt, gA, rA, s_.prune) if len(A) else (A, gt)
+        keep, d_keep = newton_direction(curvature, gt, gA, rA, s_.prune) if len(A) else (A, gt)
         state.released[A[np.setdiff1d(np.arange(len(A)), keep)]] = False
         state.active = len(keep)
         decrement = -float(gt[keep] @ d_keep)
         accepted = False
         if decrement >= s_.eta * state.alpha:
-            accepted = _step(rows, y, state, s_, A[keep], d_keep, H[np.ix_(keep, keep)],
-                             gA[keep], xd)
+            accepted = _step(rows, y, state, s_, A[keep], d_keep,
+                             0.5 * curvature.quad(keep, d_keep), gA[keep], xd)
         if accepted:
             state.released[:] = False
         else:
@@ -130,11 +188,11 @@ def run(rows, y, settings: Settings, w0: np.ndarray, on_iteration, on_level):
     return state
 
 
-def _step(rows, y, state: State, s_: Settings, Ak, d, H, g, xd) -> bool:
-    """Exact l1 line search and Armijo backtracking along d on the coordinates Ak; True if the
-    step was accepted (w, X w and F_alpha updated)."""
+def _step(rows, y, state: State, s_: Settings, Ak, d, a, g, xd) -> bool:
+    """Exact l1 line search (a = d^T H d / 2) and Armijo backtracking along d on the
+    coordinates Ak; True if the step was accepted (w, X w and F_alpha updated)."""
     wA = state.w[Ak]
-    b, a = float(g @ d), 0.5 * float(d @ H @ d)
+    b = float(g @ d)
     s, zeroed = linesearch_l1(wA, d, b, a, s_.mu)
     if s <= 0.0:
         return False

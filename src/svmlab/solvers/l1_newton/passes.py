@@ -51,6 +51,24 @@ def newton_pass(rows, y, xw, w, alpha, lam, slot, n_active, g, H):
 
 
 @njit(cache=True)
+def weighted_columns(rows, y, xw, alpha, columns, B):
+    """B[:, m] = sqrt(j''(z) / N) o X[:, columns[m]] (one pass; B zeroed by the caller), the
+    factor of H_AA - lam I for wide active sets."""
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
+    n = rows.n_rows
+    slot = np.full(rows.n_cols, -1, np.int64)
+    for m in range(columns.shape[0]):
+        slot[columns[m]] = m
+    for i in range(n):
+        scale = np.sqrt(sqrt_hinge(1.0 - y[i] * xw[i], alpha)[2] / n)
+        start, end = indptr[i], indptr[i + 1]
+        for k in range(start, end):
+            s = slot[k - start if dense else indices[k]]
+            if s >= 0:
+                B[i, s] = scale * data[k]
+
+
+@njit(cache=True)
 def products(rows, v, out):
     """out = X v (one pass)."""
     data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
