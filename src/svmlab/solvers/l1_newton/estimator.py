@@ -24,14 +24,10 @@ from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
-from svmlab.numerics.rows import rows_of
+from svmlab.numerics.rows import rmatvec, rows_of
 from svmlab.solvers.l1_newton.certificate import FORMULATION, certificate, exact_objective
 from svmlab.solvers.l1_newton.newton import PRUNES, Settings, run
-from svmlab.solvers.l1_newton.passes import (
-    hinge_derivatives,
-    smoothed_objective,
-    transposed_products,
-)
+from svmlab.solvers.l1_newton.passes import hinge_derivatives, smoothed_objective
 
 WARM_UP_COLUMNS = 20
 
@@ -173,7 +169,7 @@ class L1NewtonSVM(LinearSVMClassifier):
             for theta, source in ((hinge_derivatives(y, xw, alpha), "solver"),
                                   ((y * xw < 1.0).astype(float), "model")):
                 v = np.empty(rows.n_cols)
-                transposed_products(rows, y * theta / n, v)
+                rmatvec(rows, y * theta / n, v)
                 yield theta, v, source
 
         cert = certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)

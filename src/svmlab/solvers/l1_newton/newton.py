@@ -20,13 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from svmlab.numerics.rows import matvec
 from svmlab.solvers.l1_newton.linesearch import initial_slope, linesearch_l1
-from svmlab.solvers.l1_newton.passes import (
-    newton_pass,
-    products,
-    smoothed_objective,
-    weighted_columns,
-)
+from svmlab.solvers.l1_newton.passes import newton_pass, smoothed_objective, weighted_columns
 
 PRUNES = ("resolve", "zero", "none")
 
@@ -158,7 +154,7 @@ def run(rows, y, settings: Settings, w0: np.ndarray, on_iteration, on_level):
     n, p = rows.n_rows, rows.n_cols
     state = State(w0.copy(), np.empty(n), s_.alpha0, released=np.zeros(p, bool),
                   last_release=np.empty(0, np.int64))
-    products(rows, state.w, state.xw)
+    matvec(rows, state.w, state.xw)
     state.passes += 1
     g, xd = np.empty(p), np.empty(n)
     while (state.alpha > s_.alpha_min / s_.beta and state.iterations < s_.max_newton
@@ -199,7 +195,7 @@ def _step(rows, y, state: State, s_: Settings, Ak, d, a, g, xd) -> bool:
     slope = initial_slope(wA, d, b, s_.mu)
     direction = np.zeros_like(state.w)
     direction[Ak] = d
-    products(rows, direction, xd)
+    matvec(rows, direction, xd)
     state.passes += 1
     if not np.isfinite(state.objective):
         state.objective = smoothed_objective(y, state.xw, state.w, state.alpha, s_.lam, s_.mu)
@@ -235,7 +231,7 @@ def _release_or_reduce(rows, y, state: State, s_: Settings, g, on_level) -> bool
     state.alpha /= s_.beta
     state.levels += 1
     state.released[:] = False
-    products(rows, state.w, state.xw)
+    matvec(rows, state.w, state.xw)
     state.passes += 1
     state.objective = smoothed_objective(y, state.xw, state.w, state.alpha, s_.lam, s_.mu)
     return bool(on_level(state))

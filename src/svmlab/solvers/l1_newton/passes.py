@@ -1,7 +1,7 @@
 """The passes over the data of the Newton active-set method (spec 001 §2.6, §3.2), numba.
 
 Every loop reads X through `numerics.rows.Rows`, so dense and CSR input share the code and the
-summation order. Smoothed objective, with z_i = 1 - y_i x_i.w:
+summation order (X v and X^T c are `numerics.rows.matvec` and `rmatvec`). Smoothed objective, with z_i = 1 - y_i x_i.w:
 
     f_alpha(w) = 1/N sum_i j_alpha(z_i) + lam/2 ||w||^2,    F_alpha = f_alpha + mu ||w||_1
     g = -1/N X^T (y o j'(z)) + lam w,   H_AA = lam I + 1/N X_A^T diag(j''(z)) X_A
@@ -66,30 +66,6 @@ def weighted_columns(rows, y, xw, alpha, columns, B):
             s = slot[k - start if dense else indices[k]]
             if s >= 0:
                 B[i, s] = scale * data[k]
-
-
-@njit(cache=True)
-def products(rows, v, out):
-    """out = X v (one pass)."""
-    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
-    for i in range(rows.n_rows):
-        start, end = indptr[i], indptr[i + 1]
-        total = 0.0
-        for k in range(start, end):
-            total += data[k] * v[k - start if dense else indices[k]]
-        out[i] = total
-
-
-@njit(cache=True)
-def transposed_products(rows, c, out):
-    """out = X^T c (one pass)."""
-    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
-    out[:] = 0.0
-    for i in range(rows.n_rows):
-        start, end = indptr[i], indptr[i + 1]
-        if c[i] != 0.0:
-            for k in range(start, end):
-                out[k - start if dense else indices[k]] += c[i] * data[k]
 
 
 @njit(cache=True)
