@@ -571,6 +571,7 @@ def test_the_partner_search_prunes_only_partners_that_cannot_win():
         assert bm.wd_lower_bound(b_m, b_n, c) <= min(wd)
 
 
+@pytest.mark.slow  # end to end: svmlab train into an MLflow store
 def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(tmp_path):
     import pandas as pd
     from mlflow import MlflowClient
