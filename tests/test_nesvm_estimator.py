@@ -199,7 +199,8 @@ def test_trace_columns_by_model_and_kernel(data):
     for (model, bias, kernel), columns in expected.items():
         fitted = NESVM(model=model, fit_intercept=bias, kernel=kernel, max_iter=3000).fit(X, y)
         trace = fitted.trace_.columns()
-        assert set(trace) == columns | {"iteration", "time_s"}
+        certified = f"rel_gap_{fitted._formulation().name}"  # stop='gap' (the default)
+        assert set(trace) == columns | {"iteration", "time_s", certified}
         true_name = "objective_hinge_l1" if model == "lpsvm" else "objective_hinge_l2"
         assert trace[true_name][-1] == pytest.approx(fitted.objectives(X, y)[true_name],
                                                      rel=1e-9)
@@ -211,7 +212,7 @@ def test_trace_columns_by_model_and_kernel(data):
     ({"model": "lpsvm", "kernel": "rbf"}, "supports kernel='linear' only"),
     ({"model": "lssvm", "lipschitz": "paper"}, "Eq.56"),
     ({"stop": "grad", "fit_intercept": True}, "stop='grad'"),
-    ({"model": "lssvm", "homotopy": "harmonic"}, "homotopy='off'"),
+    ({"stop": "gap", "return_iterate": "y"}, "return_iterate='w'"),
 ])
 def test_refusals_name_the_problem(data, params, message):
     X, y = data
@@ -236,7 +237,10 @@ def compose_config(*overrides, hydra_config=False):
 def test_solver_configs_build_estimators():
     estimator = build_estimator(compose_config("solver=nesvm", "kernel=rbf", "kernel.gamma=0.5"))
     assert isinstance(estimator, NESVM) and (estimator.kernel, estimator.gamma) == ("rbf", 0.5)
-    assert (estimator.mu, estimator.eps, estimator.stop) == (5.0, 1e-3, "paper")
+    assert (estimator.mu, estimator.eps, estimator.stop, estimator.homotopy) == (
+        5.0, 1e-2, "gap", "geometric")
+    paper = build_estimator(compose_config("solver=nesvm_paper"))
+    assert (paper.mu, paper.eps, paper.stop, paper.homotopy) == (5.0, 1e-3, "paper", "off")
     preset = build_estimator(compose_config("solver=nesvm_homotopy", "solver.C=10"))
     assert (preset.homotopy, preset.mu, preset.mu_target, preset.C) == ("geometric", 5.0, 1e-2,
                                                                         10.0)
@@ -247,7 +251,7 @@ def test_solver_configs_build_estimators():
 def test_experiment_preset_composes_the_paper_sweep():
     cfg = compose_config("+experiment=nesvm_adult", hydra_config=True)
     params = cfg.hydra.sweeper.params
-    assert params.solver.split(",") == ["nesvm", "liblinear_hinge", "libsvm", "pegasos"]
+    assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge", "libsvm", "pegasos"]
     assert params.dataset.split(",") == ["a1a", "a2a", "a3a", "a9a"]
     assert [float(c) for c in params["solver.C"].split(",")] == [10.0**k for k in range(-3, 4)]
     assert params.seed == "range(10)"

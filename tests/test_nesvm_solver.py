@@ -112,7 +112,7 @@ def test_relative_and_gradient_rules_hold_where_the_solver_stops(rule):
 def test_max_iter_is_respected_and_non_convergence_is_reported():
     X, y = make_problem()
     with pytest.warns(ConvergenceWarning, match="max_iter=5"):
-        model = NESVM(C=1.0, eps=1e-12, max_iter=5).fit(X, y)
+        model = NESVM(C=1.0, eps=1e-12, max_iter=5, homotopy="off").fit(X, y)
     assert model.n_iter_ == 5 and model.converged_ is False
     assert NESVM(C=1.0, max_iter=5000).fit(X, y).converged_ is True
 

@@ -10,10 +10,10 @@ from support.runs import runs, train
 
 def test_nesvm_run_logs_its_trace_and_convergence(tmp_path):
     store = tmp_path / "mlflow.db"
-    assert train(store, "solver=nesvm", "solver.C=0.1", "tracking.log_model=false") == 0
+    assert train(store, "solver=nesvm_paper", "solver.C=0.1", "tracking.log_model=false") == 0
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         assert train(store, "solver=nesvm", "solver.max_iter=3", "solver.eps=1e-12",
-                     "tracking.log_model=false") == 0
+                     "solver.homotopy=off", "tracking.log_model=false") == 0
     converged, stopped = runs(store)
     assert converged.data.tags["svmlab.converged"] == "true"
     assert stopped.data.tags["svmlab.converged"] == "false"

@@ -80,11 +80,12 @@ class LinearSVMClassifier(_CertifiedModel):
         form = self._formulation()
         return LinearImage(X, y, w, b, form.bias_scale if form.bias == "penalised" else None)
 
-    def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0
-                             ) -> Certificate:
-        """The certificate of the weights (w, b), e.g. an iterate, on (X, y)."""
+    def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
+                             refine: bool = True) -> Certificate:
+        """The certificate of the weights (w, b), e.g. an iterate, on (X, y) (``refine``: see
+        `certificates.certify`)."""
         return self._certify(X, y, y * (X @ w + b), float(w @ w), float(np.abs(w).sum()), b,
-                             self._linear_image(X, y, w, b))
+                             self._linear_image(X, y, w, b), refine=refine)
 
 
 class KernelSVMClassifier(_CertifiedModel):

@@ -23,6 +23,7 @@ import numpy as np
 REQUIRED_COLUMNS = ("iteration", "time_s")
 GAP_PREFIXES = ("rel_gap_", "gap_")
 PROGRESS_EVERY_S = 5.0  # wall seconds between two progress lines of a long fit
+MAX_CHUNKS = 1024  # appended pieces of a column before they are joined into one array
 progress_log = logging.getLogger("svmlab.progress")
 
 
@@ -135,6 +136,8 @@ class Trace:
                  for name, values in columns.items()}
         for name, values in chunk.items():
             self._chunks[name].append(values)
+        if len(self._chunks["iteration"]) >= MAX_CHUNKS:  # keep few arrays (pickling, memmaps)
+            self._chunks = {name: [values] for name, values in self.columns().items()}
         self._rows += n
         self._last = {name: values[-1] for name, values in chunk.items()}
         if self.callback is not None:
@@ -174,6 +177,8 @@ class Trace:
         return self._rows
 
     def __getstate__(self) -> dict:
+        """Picklable (a logged model): no callback, and each column as one array."""
         state = self.__dict__.copy()
         state["callback"] = None
+        state["_chunks"] = {name: [values] for name, values in self.columns().items()}
         return state

@@ -13,6 +13,7 @@ One iteration (spec §2.6, Nesterov 2005 scheme 3.11), with g^k = grad F_mu(w^k)
 """
 
 import math
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -20,7 +21,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.certificates import Certificate, Formulation, KernelImage, LinearImage
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.solvers.nesvm.problem import (
@@ -32,10 +33,20 @@ from svmlab.solvers.nesvm.problem import (
 )
 from svmlab.estimator.objectives import least_squares_objectives
 
-STOP_RULES = ("paper", "rel", "grad")
+STOP_RULES = ("gap", "paper", "rel", "grad")
+GAP_CHECK_GROWTH = 1.1  # stop='gap': iterations between certificates grow by this factor
 ITERATES = ("w", "y", "best")
 SCHEDULES = ("off", "harmonic", "geometric")
 GIB = 2**30
+
+
+@dataclass
+class GapState:
+    """stop='gap': the next iteration to certify, and the last certified relative gap."""
+
+    next_check: int = 1
+    checked_at: int = -1
+    rel_gap: float = math.inf
 
 
 def should_stop(rule: str, eps: float, ev: Evaluation, previous: float) -> bool:
@@ -46,12 +57,13 @@ def should_stop(rule: str, eps: float, ev: Evaluation, previous: float) -> bool:
     return change < eps if rule == "paper" else change <= eps * max(1.0, abs(ev.smoothed))
 
 
-def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop: str = "paper",
+def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
              max_iter: int = 100_000, return_iterate: str = "w", on_iterate=None):
     """Minimise F_mu from theta0 = w* (the prox-centre) with step 1/L.
 
     `evaluate(theta)` returns an Evaluation; `on_iterate(k, theta, ev)` sees every evaluated
-    iterate w^k, k = 0, 1, ... The stopping test runs from k = 1 on, so there is at least one
+    iterate w^k, k = 0, 1, ..., after its stopping test. `stop` is a rule of `should_stop` or a
+    test `stop(k, theta, ev, previous)`; it runs from k = 1 on, so there is at least one
     update. Returns (theta, k, converged): the chosen iterate ('w': w^k, 'y': y^k = w^k - g^k/L,
     'best': the evaluated w^j of least F_mu), the number of updates k and whether the rule held
     before max_iter updates.
@@ -60,11 +72,12 @@ def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop: str = "pa
     best, best_value, previous = theta, math.inf, math.nan
     for k in range(max_iter + 1):
         ev = evaluate(theta)
+        converged = k >= 1 and (stop(k, theta, ev, previous) if callable(stop)
+                                else should_stop(stop, eps, ev, previous))
         if on_iterate is not None:
             on_iterate(k, theta, ev)
         if ev.smoothed < best_value:
             best, best_value = theta, ev.smoothed
-        converged = k >= 1 and should_stop(stop, eps, ev, previous)
         if converged or k == max_iter:
             break
         previous = ev.smoothed
@@ -93,8 +106,12 @@ class NESVM(KernelSVMClassifier):
 
     Parameters (spec 000): model ('csvm', 'lpsvm', 'lssvm'); C (multiplies a sum over samples);
     mu (hinge smoothing; LP-SVM: l1 smoothing) and nu (LP-SVM hinge smoothing); eps and stop
-    ('paper': |dF_mu| < eps, 'rel': |dF_mu| <= eps max(1, |F_mu|), 'grad': 1/2||grad||^2 <= eps,
-    C-SVM/LS-SVM, linear, without bias); fit_intercept (unregularised bias b, augmented rows);
+    ('gap', the default: the certified relative duality gap of the unsmoothed problem <= eps;
+    'paper': |dF_mu| < eps, 'rel': |dF_mu| <= eps max(1, |F_mu|), 'grad': 1/2||grad||^2 <= eps,
+    C-SVM/LS-SVM, linear, without bias). The defaults (stop='gap', eps=1e-2, geometric homotopy
+    from mu=5 to 0.01) certify a 1 % gap; the paper's settings (stop='paper', eps=1e-3,
+    homotopy='off') stop on a change of F_mu, which on badly scaled data happens after one
+    update far from the optimum (conf/solver/nesvm_paper.yaml); fit_intercept (unregularised bias b, augmented rows);
     lipschitz ('auto' = 'paper' for linear C-SVM/LP-SVM, 'tight' for kernels and LS-SVM; 'paper',
     'trace', 'tight'; LS-SVM refuses 'paper': Eq.56 is not a Lipschitz constant); return_iterate
     ('w', 'y', 'best'); max_iter (updates per NESVM run); homotopy ('off', 'harmonic',
@@ -132,9 +149,9 @@ class NESVM(KernelSVMClassifier):
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2}
 
-    def __init__(self, C=1.0, *, model="csvm", mu=5.0, nu=5.0, eps=1e-3, fit_intercept=False,
-                 lipschitz="auto", stop="paper", return_iterate="w", max_iter=100_000,
-                 homotopy="off", mu_target=0.05, nu_target=0.05, rho=0.5, inner_eps="fixed",
+    def __init__(self, C=1.0, *, model="csvm", mu=5.0, nu=5.0, eps=1e-2, fit_intercept=False,
+                 lipschitz="auto", stop="gap", return_iterate="w", max_iter=100_000,
+                 homotopy="geometric", mu_target=0.01, nu_target=0.01, rho=0.5, inner_eps="fixed",
                  kernel="linear", gamma="scale", degree=3, coef0=0.0, max_kernel_gib=4.0):
         self.C = C
         self.model = model
@@ -169,12 +186,12 @@ class NESVM(KernelSVMClassifier):
             raise ConfigError("stop='grad' certifies F_mu - F_mu* only for a 1-strongly convex "
                               "F_mu: model='csvm' or 'lssvm' with kernel='linear' and "
                               "fit_intercept=false; use stop='paper' or 'rel'")
+        if self.stop == "gap" and self.return_iterate != "w":
+            raise ConfigError("stop='gap' certifies the iterate w^k, so it returns w^k: use "
+                              f"return_iterate='w' (got {self.return_iterate!r})")
         if self.model == "lpsvm" and not linear:
             raise ConfigError("model='lpsvm' (l1-norm SVM) supports kernel='linear' only; "
                               f"got kernel={self.kernel!r}")
-        if self.homotopy != "off" and self.model == "lssvm":
-            raise ConfigError("homotopy applies to the smoothed models 'csvm' and 'lpsvm'; "
-                              "model='lssvm' has no smoothing parameter: use homotopy='off'")
 
     def lipschitz_mode(self) -> str:
         """The Lipschitz mode used: 'auto' resolves as described in the class docstring."""
@@ -188,7 +205,7 @@ class NESVM(KernelSVMClassifier):
         data = X if linear else self._kernel_matrix(X)
         problem = SmoothedSVM(data, y, self.C, self.model, self.mu, self.nu,
                               self.fit_intercept, kernel=not linear)
-        theta = self._homotopy(problem, trace)
+        theta = self._homotopy(problem, trace, X, y)
         w, b = problem.split(theta)
         self.intercept_ = np.array([b])
         if linear:
@@ -211,17 +228,23 @@ class NESVM(KernelSVMClassifier):
                 "or use kernel=linear")
         return Kernel(self.kernel, self._gamma, self.degree, self.coef0).matrix(X, X)
 
-    def _homotopy(self, problem: SmoothedSVM, trace) -> np.ndarray:
+    def _homotopy(self, problem: SmoothedSVM, trace, X, y) -> np.ndarray:
         """Corrected Algorithm 2 (spec §3): stages at decreasing mu (and nu), each warm-started
-        with prox-centre w* = its start, L recomputed from the mu-free parts; 'off' = one stage."""
+        with prox-centre w* = its start, L recomputed from the mu-free parts; 'off' = one stage,
+        and so is LS-SVM's, which has nothing smoothed.
+
+        stop='gap' ends the fit at the first certified iterate (see `_gap_test`); a stage before
+        the last also ends when its smoothed objective settles (the 'rel' rule)."""
         mode = self.lipschitz_mode()
         reg, loss = problem.lipschitz_parts(mode)
-        mus = schedule(self.mu, self.mu_target, self.homotopy, self.rho)
-        nus = schedule(self.nu, self.nu_target, self.homotopy, self.rho)
+        homotopy = "off" if self.model == "lssvm" else self.homotopy
+        mus = schedule(self.mu, self.mu_target, homotopy, self.rho)
+        nus = schedule(self.nu, self.nu_target, homotopy, self.rho)
         stages = max(len(mus), len(nus)) if self.model == "lpsvm" else len(mus)
         mus += [mus[-1]] * (stages - len(mus))
         nus += [nus[-1]] * (stages - len(nus))
         theta, done, self.converged_ = np.zeros(problem.dim), 0, True
+        gap = GapState()
 
         for stage in range(stages):
             problem.mu, problem.nu = mus[stage], nus[stage]
@@ -229,17 +252,73 @@ class NESVM(KernelSVMClassifier):
             last = stage == stages - 1
             eps = self.eps if last or self.inner_eps == "fixed" else (
                 self.eps * problem.mu / self.mu_target)
-            record = self._recorder(problem, trace, done)
-            theta, k, converged = nesterov(problem.evaluate, theta, L, eps, self.stop,
+            record = self._recorder(problem, trace, done, gap)
+            stop = self.stop
+            if stop == "gap":
+                gap.checked_at = -1
+                stop = self._gap_test(X, y, problem, last, done, gap)
+            theta, k, converged = nesterov(problem.evaluate, theta, L, eps, stop,
                                            self.max_iter, self.return_iterate, record)
             done += k + 1
-            self.converged_ &= converged
+            if self.stop == "gap":
+                self.converged_ = gap.rel_gap <= self.eps
+                if self.converged_:
+                    break
+            else:
+                self.converged_ &= converged
         self.lipschitz_, self.mu_stages_ = L, mus
+        w, b = problem.split(theta)
+        self._last_duals = self._smoothed_duals(problem, y * (problem.X @ w + b))
         return theta
 
-    def _recorder(self, problem: SmoothedSVM, trace, offset: int):
+    def _gap_test(self, X, y, problem: SmoothedSVM, last: bool, offset: int, gap: GapState):
+        """The stopping test of stop='gap': the certified relative gap of the true problem at the
+        iterate is <= eps. It is certified (on the solver's clock: the test is part of the
+        solver) at iterations 1, 2, 3, ... of the fit, spaced by a factor GAP_CHECK_GROWTH, and
+        when a stage before the last ends by the 'rel' rule (its smoothed objective settled).
+        These are the quick certificates (`certificates.certify` with refine=False): the
+        smoothed problem's dual point is among their candidates, and it is tight as mu gets
+        small; the free-set refinement would cost a bounded least-squares fit each time."""
+
+        def test(k, theta, ev, previous):
+            settled = not last and should_stop("rel", self.eps, ev, previous)
+            if settled or offset + k >= gap.next_check:
+                gap.next_check = max(offset + k + 1, int((offset + k) * GAP_CHECK_GROWTH))
+                gap.checked_at, gap.rel_gap = k, self._iterate_certificate(
+                    X, y, problem, theta).rel_gap
+            return gap.checked_at == k and gap.rel_gap <= self.eps or settled
+
+        return test
+
+    def _iterate_certificate(self, X, y, problem: SmoothedSVM, theta) -> Certificate:
+        """The certificate of the iterate theta for the true (unsmoothed) problem, with the
+        smoothed problem's dual point a_i = -C l_mu'(m_i) among the candidates."""
+        w, b = problem.split(theta)
+        if self.kernel == "linear":
+            image, f = LinearImage(X, y, w, b), X @ w + b
+            squared, l1 = float(w @ w), float(np.abs(w).sum())
+        else:
+            k_alpha = problem.X @ w  # problem.X is the kernel matrix
+            image = KernelImage(X, y, self._kernel(), X, w, b)
+            f, squared, l1 = k_alpha + b, float(w @ k_alpha), None
+        margins = y * f
+        return self._certify(X, y, margins, squared, l1, b, image,
+                             self._smoothed_duals(problem, margins), refine=False)
+
+    def _smoothed_duals(self, problem: SmoothedSVM, margins: np.ndarray) -> tuple:
+        """The smoothed problem's dual point a_i = C clip((1 - m_i) / width_i, 0, 1) (none for
+        the LS-SVM, which is not smoothed)."""
+        return () if self.model == "lssvm" else (
+            self.C * np.clip((1.0 - margins) / problem.hinge_width(), 0.0, 1.0),)
+
+    def _solver_duals(self, y: np.ndarray) -> tuple:
+        """The final certificate tries the smoothed dual point of the last stage too, as the
+        stopping test did."""
+        return self._last_duals
+
+    def _recorder(self, problem: SmoothedSVM, trace, offset: int, gap: GapState):
         """Trace callback of one stage: iteration numbers continue across homotopy stages."""
-        true_name = TRUE_OBJECTIVE[self.model]
+        true_name, name = TRUE_OBJECTIVE[self.model], self._formulation().name
         smoothing = {} if self.model == "lssvm" else {"mu": problem.mu}
         if self.model == "lpsvm":
             smoothing["nu"] = problem.nu
@@ -252,6 +331,8 @@ class NESVM(KernelSVMClassifier):
                     row["objective_smoothed"] = ev.smoothed
                 if ev.dual_gap is not None:
                     row["dual_gap"] = ev.dual_gap
+                if self.stop == "gap":  # NaN where the iterate was not certified
+                    row[f"rel_gap_{name}"] = gap.rel_gap if gap.checked_at == k else math.nan
                 trace.append(offset + k, **row)
 
         return record
@@ -262,6 +343,10 @@ class NESVM(KernelSVMClassifier):
                            "free" if self.fit_intercept else "none")
 
     def _stopping_rule(self) -> str:
+        if self.stop == "gap":
+            return (f"certified relative duality gap of the {self._formulation().name} problem "
+                    f"<= eps={self.eps} at an iterate, within max_iter={self.max_iter} updates "
+                    "per smoothing stage")
         rule = {"paper": "|F_mu(w^k) - F_mu(w^k-1)| < eps",
                 "rel": "|F_mu(w^k) - F_mu(w^k-1)| <= eps max(1, |F_mu|)",
                 "grad": "1/2 ||grad F_mu||^2 <= eps"}[self.stop]
