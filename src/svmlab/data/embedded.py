@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import ClassVar
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer
 
 from svmlab.data.dataset import Dataset, DatasetInfo
 from svmlab.data.entry import TEST_FRACTION, Entry, flag
@@ -50,13 +48,19 @@ class EmbeddedEntry(Entry):
         return DatasetInfo(self.name, self.kind, n_train, n_test, self.n_features, "embedded")
 
 
+def _breast_cancer() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_breast_cancer  # imported here: `svmlab datasets` starts fast
+
+    return load_breast_cancer(return_X_y=True)
+
+
 ENTRIES = (
     EmbeddedEntry(
         name="breast_cancer",
         description="Wisconsin diagnostic breast cancer (scikit-learn): 569 rows x 30 features; "
                     "labels 0 = malignant -> -1, 1 = benign -> +1",
         params=(TEST_FRACTION, flag("standardize", True)),
-        loader=partial(load_breast_cancer, return_X_y=True),
+        loader=_breast_cancer,
         source="sklearn.datasets.load_breast_cancer",
         n_rows=569,
         n_features=30,

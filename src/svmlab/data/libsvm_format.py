@@ -17,7 +17,6 @@ from typing import BinaryIO
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_file
 
 from svmlab.errors import DataError
 
@@ -81,6 +80,8 @@ def read_libsvm_file(path: Path, n_features: int | None, also_hash: tuple = ()) 
     with the file, line number and line text for a malformed file, an index beyond
     ``n_features``, or a NaN or inf label or value.
     """
+    from sklearn.datasets import load_svmlight_file  # imported here: `svmlab datasets` starts fast
+
     own = hashlib.sha256()
     try:
         with open_content(path) as raw:

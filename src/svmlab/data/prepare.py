@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.model_selection import train_test_split
 
 from svmlab.errors import DataError
 
@@ -69,6 +68,8 @@ def stratified_split(y: np.ndarray, test_fraction: float, seed: int,
                      where: str) -> tuple[np.ndarray, np.ndarray]:
     """Row indices (train, test) of a seeded split that keeps the class proportions."""
     try:
+        from sklearn.model_selection import train_test_split  # imported here: a light CLI
+
         train, test = train_test_split(np.arange(len(y)), test_size=test_fraction,
                                        stratify=y, random_state=seed)
     except ValueError as exc:  # too few samples of a class for the requested split
