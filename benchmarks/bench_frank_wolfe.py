@@ -26,6 +26,7 @@ import time
 from datetime import UTC, datetime
 
 import numpy as np
+from bench_data import load_split
 
 # dataset -> (C, gamma); gamma None = 1 / n_features
 SETTINGS = {"ijcnn1": (32.0, 2.0), "w8a": (1.0, None), "a9a": (1.0, None)}
@@ -56,30 +57,10 @@ def _estimator(solver: str, C: float, gamma: float, seed: int, full_eps: float):
     return cls(C=C, kernel="rbf", gamma=gamma, cache_mb=200.0, random_state=seed, **options)
 
 
-def _load(dataset: str, data_dir: str):
-    """(X_train, y_train, X_test, y_test): the official split, or, when the test file is not
-    available (w8a.t is not in the shared folder), a stratified 80/20 split of the training
-    file with seed 0."""
-    from sklearn.datasets import load_svmlight_file
-    from sklearn.model_selection import train_test_split
-
-    from svmlab import data
-    from svmlab.errors import DownloadError
-
-    try:
-        ds = data.load(dataset, data_dir=data_dir)
-        return ds.X_train, ds.y_train, ds.X_test, ds.y_test
-    except DownloadError:
-        X, y = load_svmlight_file(os.path.join(data_dir, dataset, dataset))
-        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, stratify=y,
-                                                            random_state=0)
-        return X_train, y_train, X_test, y_test
-
-
 def _fit_once(args) -> dict:
     """Child process: load, reset the peak RSS, fit, measure; one solver, one seed."""
     dataset, C, gamma, solver, seed, data_dir, full_eps = args
-    X_train, y_train, X_test, y_test = _load(dataset, data_dir)
+    X_train, y_train, X_test, y_test = load_split(dataset, data_dir)
     gamma = gamma or 1.0 / X_train.shape[1]
     if solver != "svc":  # load the numba cache on a tiny problem first (A17: exclude JIT time)
         warm = np.r_[np.flatnonzero(y_train > 0)[:100], np.flatnonzero(y_train < 0)[:100]]

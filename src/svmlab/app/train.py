@@ -15,6 +15,7 @@ import functools
 import hashlib
 import inspect
 import json
+import os
 import subprocess
 import sys
 import time
@@ -209,7 +210,8 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     and the outcome carries the error. Ctrl-C and SIGTERM still stop the sweep.
     """
     start = time.perf_counter()
-    outcome = {"job_num": context.job_num, "overrides": context.overrides, "error": None}
+    outcome = {"job_num": context.job_num, "overrides": context.overrides, "error": None,
+               "pid": os.getpid(), "started_at": time.time()}
     try:
         previous = finished_before(cfg)
         if previous:
