@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 
-def load_split(dataset: str, data_dir: str):
-    """(X_train, y_train, X_test, y_test): the official split, or, when the test file is not
-    available, a stratified 80/20 split of the training file with seed 0."""
+
+def load_split(dataset: str, data_dir: str, **params):
+    """(X_train, y_train, X_test, y_test) with labels +-1: the official split (``params``: the
+    dataset's loading parameters), or, when the test file is not available, a stratified 80/20
+    split of the training file with seed 0."""
     from sklearn.datasets import load_svmlight_file
     from sklearn.model_selection import train_test_split
 
@@ -16,10 +19,10 @@ def load_split(dataset: str, data_dir: str):
     from svmlab.errors import DownloadError
 
     try:
-        ds = data.load(dataset, data_dir=data_dir)
+        ds = data.load(dataset, data_dir=data_dir, **params)
         return ds.X_train, ds.y_train, ds.X_test, ds.y_test
     except DownloadError:
         X, y = load_svmlight_file(os.path.join(data_dir, dataset, dataset))
-        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, stratify=y,
-                                                            random_state=0)
-        return X_train, y_train, X_test, y_test
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, np.where(y > 0, 1.0, -1.0), test_size=0.2, stratify=y, random_state=0)
+        return X_train.tocsr(), y_train, X_test.tocsr(), y_test

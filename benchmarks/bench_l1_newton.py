@@ -35,30 +35,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 import scipy.sparse as sp
+from bench_data import load_split
 
 DATASETS = {"australian": {"max_abs_scale": True}, "colon-cancer": {}, "a9a": {}, "w8a": {},
             "synthetic_tall": {}, "synthetic_wide": {}}
 SOLVERS = ("linprog", "newton", "liblinear")
 TARGET_RATIO, TARGET_ON = 0.1, ("a9a", "w8a")
-
-
-def load(name: str, data_dir: str):
-    """(X_train, y_train, X_test, y_test) through svmlab.data; w8a: see the module docstring."""
-    from svmlab import data
-    from svmlab.errors import DownloadError
-
-    try:
-        ds = data.load(name, data_dir=data_dir, **DATASETS[name])
-        return ds.X_train, ds.y_train, ds.X_test, ds.y_test
-    except DownloadError:
-        from sklearn.datasets import load_svmlight_file
-        from sklearn.model_selection import train_test_split
-
-        X, y = load_svmlight_file(os.path.join(data_dir, name, name))
-        X_train, X_test, y_train, y_test = train_test_split(
-            X.astype(np.float64), np.where(y > 0, 1.0, -1.0), test_size=0.2, stratify=y,
-            random_state=0)
-        return X_train.tocsr(), y_train, X_test.tocsr(), y_test
 
 
 def run_linprog(X, y, mu, method):
@@ -156,7 +138,7 @@ def main() -> None:
     print("dataset         N x d            mu        solver     time_s   ratio  rel_gap   "
           "excess    nnz  test_acc  passes  notes")
     for name in args.datasets:
-        X, y, X_test, y_test = load(name, args.data_dir)
+        X, y, X_test, y_test = load_split(name, args.data_dir, **DATASETS[name])
         mu = args.mu_ratio * float(np.abs(np.asarray(X.T @ y)).max()) / X.shape[0]
         runs = {solver: [] for solver in args.solvers}
         for _ in range(args.repeats):

@@ -17,6 +17,7 @@ from svmlab.numerics.rows import matvec, rows_of
 from svmlab.solvers.alm import SVMALM
 from svmlab.solvers.alm.admm import Settings, State, iterate, next_mu
 from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, prox
+from support.configs import composed
 
 # truncated fits are intended here; the conformance suite checks the ConvergenceWarning
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -509,18 +510,6 @@ def test_stopping_rules_and_trace_columns():
 
 
 # -- configs and the paper preset -----------------------------------------------------------
-
-def composed(*overrides, hydra=False):
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    from svmlab.app.config import register_schema
-
-    register_schema()
-    GlobalHydra.instance().clear()
-    with initialize_config_module("svmlab.conf", version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
-
 
 def test_the_yaml_files_state_the_defaults_and_the_preset_composes_into_the_paper_sweep():
     from omegaconf import OmegaConf

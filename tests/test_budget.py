@@ -17,6 +17,7 @@ from svmlab.solvers.budget import BSCA, BSGD
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import merge as mg
 from svmlab.solvers.budget import model as bm
+from support.configs import composed
 
 
 def moons(n, noise=0.25, seed=0):
@@ -516,18 +517,6 @@ def test_the_trace_has_one_certified_row_per_epoch_with_test_accuracy():
 # ---- configs: the solver files and the bsca_budget preset ---------------------------------------
 
 PAPER_PROBLEMS = {"ijcnn1": 2.0, "a9a": 2.0**-7, "cod-rna": 2.0**-3}
-
-
-def composed(*overrides, hydra=False):
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    from svmlab.app.config import register_schema
-
-    register_schema()
-    GlobalHydra.instance().clear()
-    with initialize_config_module("svmlab.conf", version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
 
 
 @pytest.mark.parametrize("solver, cls", [("bsca", BSCA), ("bsgd", BSGD)])

@@ -2,23 +2,16 @@
 into the intended sweep, build the intended estimators, and a tiny version of a sweep runs."""
 
 import pytest
-from hydra import compose, initialize_config_module
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from support.runs import runs, train
 from svmlab.app.config import build_estimator, check_typed_parts, register_schema
 from svmlab.solvers.frank_wolfe import CoreVectorMachine
 from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
+from support.configs import composed
 
 register_schema()
 PAPER_DATASETS = "a1a,a2a,a3a,a8a,a9a,w1a,w3a,w5a,w7a,w8a,ijcnn1"
-
-
-def composed(*overrides, hydra=False):
-    GlobalHydra.instance().clear()
-    with initialize_config_module("svmlab.conf", version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
 
 
 @pytest.mark.parametrize("solver, cls", [("fw", FrankWolfe), ("mfw", ModifiedFrankWolfe),

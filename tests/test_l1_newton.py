@@ -22,6 +22,7 @@ from svmlab.solvers.l1_newton.newton import (
     newton_direction,
 )
 from svmlab.solvers.l1_newton.passes import newton_pass, smoothed_objective
+from support.configs import composed
 
 TIGHT = {"eta": 1e-10, "alpha_min": 1e-8}  # w within 1e-5 of the LP's solution
 
@@ -457,18 +458,6 @@ def test_regularisation_path_warm_starts_and_logs_every_mu():
 
 
 # ---- configuration ------------------------------------------------------------------------
-
-def composed(*overrides, hydra=False):
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    from svmlab.app.config import register_schema
-
-    register_schema()
-    GlobalHydra.instance().clear()
-    with initialize_config_module("svmlab.conf", version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
-
 
 def test_the_solver_file_states_the_defaults_and_the_preset_builds_every_job():
     from omegaconf import OmegaConf

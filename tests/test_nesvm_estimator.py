@@ -3,24 +3,22 @@
 test_conformance.py)."""
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hydra import compose, initialize_config_dir
 from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
-from svmlab.app.config import build_estimator, register_schema
+from svmlab.app.config import build_estimator
 from svmlab.data import load as load_dataset
 from svmlab.errors import ConfigError, DataError
 from svmlab.solvers.nesvm import NESVM, nesterov
 from svmlab.solvers.nesvm.problem import SmoothedSVM
 from test_nesvm_math import make_problem, rbf_matrix
+from support.configs import composed
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def hinge_primal(X, y, w, b, C):
@@ -228,28 +226,22 @@ def test_lipschitz_auto_follows_the_spec_defaults():
     assert NESVM(lipschitz="trace").lipschitz_mode() == "trace"
 
 
-def compose_config(*overrides, hydra_config=False):
-    register_schema()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra_config)
-
-
 def test_solver_configs_build_estimators():
-    estimator = build_estimator(compose_config("solver=nesvm", "kernel=rbf", "kernel.gamma=0.5"))
+    estimator = build_estimator(composed("solver=nesvm", "kernel=rbf", "kernel.gamma=0.5"))
     assert isinstance(estimator, NESVM) and (estimator.kernel, estimator.gamma) == ("rbf", 0.5)
     assert (estimator.mu, estimator.eps, estimator.stop, estimator.homotopy) == (
         5.0, 1e-2, "gap", "geometric")
-    paper = build_estimator(compose_config("solver=nesvm_paper"))
+    paper = build_estimator(composed("solver=nesvm_paper"))
     assert (paper.mu, paper.eps, paper.stop, paper.homotopy) == (5.0, 1e-3, "paper", "off")
-    preset = build_estimator(compose_config("solver=nesvm_homotopy", "solver.C=10"))
+    preset = build_estimator(composed("solver=nesvm_homotopy", "solver.C=10"))
     assert (preset.homotopy, preset.mu, preset.mu_target, preset.C) == ("geometric", 5.0, 1e-2,
                                                                         10.0)
     with pytest.raises(ConfigError, match="model"):
-        build_estimator(compose_config("solver=nesvm", "solver.model=svm"))
+        build_estimator(composed("solver=nesvm", "solver.model=svm"))
 
 
 def test_experiment_preset_composes_the_paper_sweep():
-    cfg = compose_config("+experiment=nesvm_adult", hydra_config=True)
+    cfg = composed("+experiment=nesvm_adult", hydra=True)
     params = cfg.hydra.sweeper.params
     assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge", "libsvm", "pegasos"]
     assert params.dataset.split(",") == ["a1a", "a2a", "a3a", "a9a"]
