@@ -213,7 +213,8 @@ def test_mfw_converges_in_far_fewer_iterations_than_fw(data):
 
 def test_sampled_runs_are_bit_reproducible_and_seed_dependent(data):
     X, y = data
-    fits = [ModifiedFrankWolfe(C=4.0, gamma=0.5, sample_size=10, random_state=s).fit(X, y)
+    fits = [ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="random", sample_size=10,
+                               random_state=s).fit(X, y)
             for s in (7, 7, 8)]
     a, b, c = (pd.DataFrame(f.trace_.columns()).drop(columns="time_s") for f in fits)
     assert a.equals(b)
@@ -256,7 +257,8 @@ def test_59_draws_hit_the_top_5_percent_with_probability_0_9515():
 def test_final_full_check_gives_the_full_scan_certificate(data):
     X, y = data
     eps = 1e-6
-    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=eps, sample_size=5, final_full_check=True,
+    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=eps, sampling="random", sample_size=5,
+                             final_full_check=True,
                              random_state=0).fit(X, y)
     Q = ktilde(X, y, 4.0)
     alpha = full_alpha(est, len(y))
@@ -270,7 +272,7 @@ def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
     sampled stops, as in the paper)."""
     X, y = data
     Q = ktilde(X, y, 4.0)
-    runs = {rounds: ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=1e-6, sample_size=2,
+    runs = {rounds: ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=1e-6, sampling="random", sample_size=2,
                                        sampling_rounds=rounds, final_full_check=False,
                                        random_state=0).fit(X, y)
             for rounds in (1, 30)}

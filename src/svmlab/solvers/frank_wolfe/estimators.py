@@ -170,10 +170,11 @@ class FrankWolfe(MEBSVMClassifier):
     """FW: Frank-Wolfe on the L2-SVM dual (Algorithm 2 of the paper); see the module docstring.
 
     Parameters: C; kernel, gamma, degree, coef0 (as in LIBSVM); eps, the MEB accuracy (stop when
-    delta+ <= (1 + eps)^2 - 1); init 'random_meb' (MEB of 20 class-balanced random points) or
-    'two_point'; sampling 'random' (sample_size i.i.d. uniform candidates per iteration, 59 in
-    the paper) or 'full' (every point: G = K~ alpha is kept for all points, one kernel row over
-    all points per step; deterministic, and the stop certifies g(alpha*) <= (1 + tol) g(alpha));
+    delta+ <= (1 + eps)^2 - 1; default 1e-5, the paper's 1e-6); init 'random_meb' (MEB of 20
+    class-balanced random points) or 'two_point'; sampling 'full' (the default: every point,
+    G = K~ alpha is kept for all points, one kernel row over all points per step;
+    deterministic, and the stop certifies g(alpha*) <= (1 + tol) g(alpha)) or 'random' (the
+    paper's: sample_size i.i.d. uniform candidates per iteration, 59 in the paper);
     sampling_rounds, the samples in a row without a violator that a sampled stop needs (1 in the
     paper); final_full_check (confirm a sampled stop with a full scan: on by default; off is the
     paper's unconfirmed stop, which certifies nothing);
@@ -190,8 +191,8 @@ class FrankWolfe(MEBSVMClassifier):
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=1e-6,
-                 init="random_meb", sampling="random", sample_size=59, sampling_rounds=1,
+    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=1e-5,
+                 init="random_meb", sampling="full", sample_size=59, sampling_rounds=1,
                  final_full_check=True, cache_mb=200.0, max_iter=1_000_000, refresh_every=1000,
                  random_state=None):
         super().__init__(C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
@@ -219,8 +220,8 @@ class FrankWolfe(MEBSVMClassifier):
             R = meb.full_gradient(buf, lru, kx, st, q, Gf)
         buf, q, R, _, converged, rows, n_rows, _ = meb.run_frank_wolfe(
             buf, lru, kx, D, delta2, st, q, R, self.away_steps, tol, self._sample_size,
-            self.sampling_rounds, self.final_full_check, self.max_iter, self.refresh_every, t0, rows, 0, 0,
-            meb.INITIAL, Gf, full)
+            self.sampling_rounds, self.final_full_check, self.max_iter, self.refresh_every, t0,
+            rows, 0, 0, meb.INITIAL, Gf, full)
         return buf, q, R, converged, rows, n_rows
 
 
