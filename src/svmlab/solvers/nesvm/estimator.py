@@ -308,8 +308,10 @@ class NESVM(KernelSVMClassifier):
     def _smoothed_duals(self, problem: SmoothedSVM, margins: np.ndarray) -> tuple:
         """The smoothed problem's dual point a_i = C clip((1 - m_i) / width_i, 0, 1) (none for
         the LS-SVM, which is not smoothed)."""
-        return () if self.model == "lssvm" else (
-            self.C * np.clip((1.0 - margins) / problem.hinge_width(), 0.0, 1.0),)
+        if self.model == "lssvm":
+            return ()
+        with np.errstate(divide="ignore"):  # an all-zero row has width 0: its a_i is C or 0
+            return (self.C * np.clip((1.0 - margins) / problem.hinge_width(), 0.0, 1.0),)
 
     def _solver_duals(self, y: np.ndarray) -> tuple:
         """The final certificate tries the smoothed dual point of the last stage too, as the
