@@ -11,7 +11,7 @@ from sklearn.svm import LinearSVC
 from svmlab.app.config import build_estimator
 from svmlab.errors import ConfigError
 from svmlab.solvers.pegasos import Pegasos
-from test_nesvm_estimator import compose_config
+from support.configs import composed
 from test_nesvm_math import make_problem
 
 
@@ -76,8 +76,8 @@ def test_converges_to_the_hinge_svm_optimum():
 
 
 def test_config_builds_a_seeded_estimator():
-    estimator = build_estimator(compose_config("solver=pegasos", "seed=7", "solver.epochs=3"))
+    estimator = build_estimator(composed("solver=pegasos", "seed=7", "solver.epochs=3"))
     assert isinstance(estimator, Pegasos)
     assert (estimator.random_state, estimator.epochs, estimator.projection) == (7, 3, True)
     with pytest.raises(ConfigError, match="cannot use kernel 'rbf'"):
-        build_estimator(compose_config("solver=pegasos", "kernel=rbf"))
+        build_estimator(composed("solver=pegasos", "kernel=rbf"))
