@@ -107,7 +107,7 @@ def main():
                       f" svc)  merging {run['merge_s']:.2f} s  merge fraction "
                       f"{run['merge_fraction']:.4f}  nonzero steps {run['nonzero_fraction']:.4f}  "
                       f"rel_gap {run['rel_gap']:.3g}  wall {run['wall_s']:.1f} s")
-                print(f"     accuracy per epoch (%): "
+                print("     accuracy per epoch (%): "
                       + " ".join(f"{100 * a:.2f}" for a in acc)
                       + f"   final - svc: {100 * (acc[-1] - svc_acc):+.2f} pp")
             limit = min(runs["bsca"]["fit_s"], runs["bsgd"]["fit_s"])
