@@ -137,7 +137,7 @@ class Trace:
         for name, values in chunk.items():
             self._chunks[name].append(values)
         if len(self._chunks["iteration"]) >= MAX_CHUNKS:  # keep few arrays (pickling, memmaps)
-            self._chunks = {name: [values] for name, values in self.columns().items()}
+            self._chunks = self._joined()
         self._rows += n
         self._last = {name: values[-1] for name, values in chunk.items()}
         if self.callback is not None:
@@ -180,5 +180,9 @@ class Trace:
         """Picklable (a logged model): no callback, and each column as one array."""
         state = self.__dict__.copy()
         state["callback"] = None
-        state["_chunks"] = {name: [values] for name, values in self.columns().items()}
+        state["_chunks"] = self._joined()
         return state
+
+    def _joined(self) -> dict[str, list[np.ndarray]]:
+        """The chunks with each column joined into one array."""
+        return {name: [values] for name, values in self.columns().items()}

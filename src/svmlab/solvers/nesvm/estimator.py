@@ -110,8 +110,9 @@ class NESVM(KernelSVMClassifier):
     'paper': |dF_mu| < eps, 'rel': |dF_mu| <= eps max(1, |F_mu|), 'grad': 1/2||grad||^2 <= eps,
     C-SVM/LS-SVM, linear, without bias). The defaults (stop='gap', eps=1e-2, geometric homotopy
     from mu=5 to 0.01) certify a 1 % gap; the paper's settings (stop='paper', eps=1e-3,
-    homotopy='off') stop on a change of F_mu, which on badly scaled data happens after one
-    update far from the optimum (conf/solver/nesvm_paper.yaml); fit_intercept (unregularised bias b, augmented rows);
+    homotopy='off', conf/solver/nesvm_paper.yaml) stop on a change of F_mu, which on badly
+    scaled data happens after one update far from the optimum; fit_intercept (unregularised
+    bias b, augmented rows);
     lipschitz ('auto' = 'paper' for linear C-SVM/LP-SVM, 'tight' for kernels and LS-SVM; 'paper',
     'trace', 'tight'; LS-SVM refuses 'paper': Eq.56 is not a Lipschitz constant); return_iterate
     ('w', 'y', 'best'); max_iter (updates per NESVM run); homotopy ('off', 'harmonic',
@@ -294,14 +295,12 @@ class NESVM(KernelSVMClassifier):
         """The certificate of the iterate theta for the true (unsmoothed) problem, with the
         smoothed problem's dual point a_i = -C l_mu'(m_i) among the candidates."""
         w, b = problem.split(theta)
+        scores = problem.X @ w  # problem.X: the rows (linear) or the kernel matrix
         if self.kernel == "linear":
-            image, f = LinearImage(X, y, w, b), X @ w + b
-            squared, l1 = float(w @ w), float(np.abs(w).sum())
+            image, squared, l1 = LinearImage(X, y, w, b), float(w @ w), float(np.abs(w).sum())
         else:
-            k_alpha = problem.X @ w  # problem.X is the kernel matrix
-            image = KernelImage(X, y, self._kernel(), X, w, b)
-            f, squared, l1 = k_alpha + b, float(w @ k_alpha), None
-        margins = y * f
+            image, squared, l1 = KernelImage(X, y, self._kernel(), X, w, b), float(w @ scores), None
+        margins = y * (scores + b)
         return self._certify(X, y, margins, squared, l1, b, image,
                              self._smoothed_duals(problem, margins), refine=False)
 
