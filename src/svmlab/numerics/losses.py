@@ -9,6 +9,11 @@ Smoothed hinge of a margin violation m with quadratic-zone width t = mu * a_i (a
 
 A zero row (t = 0) has no smoothing: h_0(m) = max(0, m) with u = 1 where m > 0.
 
+A loss piece for `svmlab.numerics.rows.loss_pass` is an @njit function
+``piece(m, t) -> (smoothed loss, exact loss, c)`` of a margin violation m = 1 - y f(x) and a
+smoothing width t, with c the coefficient of the row in the gradient: `hinge_piece` (the
+smoothed hinge, c = u) and `squared_piece` (m^2, c = m; the LS-SVM).
+
 Smoothed |t| (Huber): l_mu(t) = max_{-1 <= u <= 1} u t - (mu/2) u^2, u = clip(t / mu, -1, 1).
 
 Square-root smoothed hinge of u = 1 - y w.x (Hajewski, Oliveira, Stewart; spec 001 §1.2):
@@ -31,6 +36,19 @@ def smoothed_hinge(m: float, t: float) -> tuple[float, float]:
         return max(m, 0.0), 1.0 if m > 0.0 else 0.0
     u = min(max(m / t, 0.0), 1.0)
     return u * (m - 0.5 * t * u), u
+
+
+@njit(cache=True, error_model="numpy")
+def hinge_piece(m, t):
+    """(h_t(m), max(0, m), u): the smoothed hinge, the hinge and the gradient coefficient."""
+    value, u = smoothed_hinge(m, t)
+    return value, max(0.0, m), u
+
+
+@njit(cache=True)
+def squared_piece(m, t):
+    """(m^2, m^2, m): the squared loss (no smoothing) and its gradient coefficient."""
+    return m * m, m * m, m
 
 
 @njit(cache=True, error_model="numpy")

@@ -8,7 +8,8 @@ pointers): numba then skips the negative-index wraparound test on every access, 
 loops about twice as fast.
 
 `loss_pass` is the NESVM oracle's only pass over the data: for every row, the dot product, the
-loss and its derivative, and the accumulation of the gradient, so each row is read once.
+loss and its derivative (a loss piece passed in as a function), and the accumulation of the
+gradient, so each row is read once.
 `matvec` and `rmatvec` are the plain products X w and X^T r, one pass each.
 """
 
@@ -17,11 +18,6 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-
-from svmlab.numerics.losses import smoothed_hinge
-
-HINGE = 0    # loss: Nesterov-smoothed hinge, derivative u = clip(m / width, 0, 1)
-SQUARED = 1  # loss: m^2 (LS-SVM), derivative coefficient m (the factor 2 is the caller's)
 
 
 class Rows(NamedTuple):
@@ -57,13 +53,13 @@ def row_norms(rows):
 
 
 @njit(cache=True, error_model="numpy")
-def loss_pass(rows, y, w, b, width, kind, dots, s):
+def loss_pass(rows, y, w, b, width, loss, dots, s):
     """One pass over the rows at (w, b): loss sums and s = sum_i c_i y_i X_i.
 
-    For row i: dots[i] = X_i.w, m_i = 1 - y_i (X_i.w + b), and c_i = u_i (HINGE, smoothing width
-    width[i]) or m_i (SQUARED). Rows with c_i = 0 are not read a second time.
-    Returns (sum smoothed loss, sum exact loss, sum c_i, sum y_i c_i); the exact loss is
-    max(0, m_i) for HINGE and m_i^2 for SQUARED.
+    For row i: dots[i] = X_i.w, m_i = 1 - y_i (X_i.w + b), and (smoothed loss, exact loss, c_i)
+    = loss(m_i, width[i]), a loss piece of `svmlab.numerics.losses` (e.g. the smoothed hinge,
+    c_i = u_i, or the squared loss, c_i = m_i). Rows with c_i = 0 are not read a second time.
+    Returns (sum smoothed loss, sum exact loss, sum c_i, sum y_i c_i).
     """
     data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
     s[:] = 0.0
@@ -75,14 +71,9 @@ def loss_pass(rows, y, w, b, width, kind, dots, s):
             dot += data[k] * w[k - start if dense else indices[k]]
         dots[i] = dot
         m = 1.0 - y[i] * (dot + b)
-        if kind == SQUARED:
-            c = m
-            smoothed += m * m
-            exact += m * m
-        else:
-            value, c = smoothed_hinge(m, width[i])
-            smoothed += value
-            exact += max(0.0, m)
+        value, exact_value, c = loss(m, width[i])
+        smoothed += value
+        exact += exact_value
         sum_c += c
         if c != 0.0:
             yc = y[i] * c

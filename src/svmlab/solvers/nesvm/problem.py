@@ -17,8 +17,8 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.utils import gen_batches
 
-from svmlab.numerics.rows import HINGE, SQUARED, Rows, loss_pass, row_norms, rows_of
-from svmlab.numerics.losses import huber
+from svmlab.numerics.losses import hinge_piece, huber, squared_piece
+from svmlab.numerics.rows import Rows, loss_pass, row_norms, rows_of
 
 MODELS = ("csvm", "lpsvm", "lssvm")
 LIPSCHITZ_MODES = ("paper", "trace", "tight")
@@ -83,7 +83,7 @@ class SmoothedSVM:
         rows, squared = self.rows, self.model == "lssvm"
         smoothed_loss, exact_loss, sum_c, sum_yc = loss_pass(
             rows, self.y, w, b, self.hinge_width(),
-            SQUARED if squared else HINGE, self._dots, self._s)
+            squared_piece if squared else hinge_piece, self._dots, self._s)
         if self.model == "lpsvm":
             reg_smoothed, reg_grad = huber(w, self.mu)
             reg_true = float(np.abs(w).sum())
