@@ -99,7 +99,7 @@ def test_unknown_solver_key_in_a_yaml_is_named_with_the_allowed_ones():
     (["kernel=gaussian"], "Could not find 'kernel/gaussian'"),
     (["dataset=a10a"], "Could not find 'dataset/a10a'"),
     (["solver=libsvm", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, tol, "),
-    (["solver=fw", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, eps, "),
+    (["solver=fw", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, stop, eps, "),
     (["kernel.gama=1"], "unknown key in kernel: 'gama'; allowed: name, gamma, degree, coef0. "
                         "Did you mean 'gamma'?"),
     (["seed=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),

@@ -5,9 +5,8 @@ epsilon annealing and the rbf-only restriction."""
 import numpy as np
 import pytest
 
+from svmlab.solvers.frank_wolfe import CoreVectorMachine, ModifiedFrankWolfe
 from svmlab.solvers.frank_wolfe import loops as meb
-from svmlab.solvers.frank_wolfe import CoreVectorMachine
-from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
 from test_frank_wolfe import empty_state, full_alpha, ktilde, problem, simplex_qp
 
 
@@ -18,16 +17,16 @@ def data():
 
 def test_smo_solves_the_simplex_qp_on_a_core_set(data):
     X, y = data
-    kx, D, buf, lru, st = empty_state(X, y, 4.0)
+    mk, D, cache, sl = empty_state(X, y, 4.0)
     chosen = np.arange(0, 60, 2)
     q = 0
     for i in chosen:
-        buf, q = meb.append_point(buf, lru, st, q, i, 0.0)
-    alpha, G = st[1], st[2]
+        cache, q = meb.append_point(cache, sl, q, i, 0.0)
+    alpha, G = sl.alpha, sl.G
     alpha[:q] = 1.0 / q
     Q = ktilde(X[chosen], y[chosen], 4.0)
     G[:q] = Q @ alpha[:q]
-    R, steps = meb.smo(buf, lru, kx, D, st, q, 1e-14, 100000)
+    R, steps = meb.smo(cache, mk, D, sl, q, 1e-14, 100000)
     ref = simplex_qp(Q)
     assert steps > 0
     np.testing.assert_allclose(alpha[:q], ref, atol=1e-9)

@@ -12,10 +12,13 @@ from scipy.stats import chisquare
 from sklearn.datasets import make_classification
 from sklearn.svm import LinearSVC
 
-from svmlab.numerics import kernel_rows as kr
-from svmlab.solvers.frank_wolfe import loops as meb
-from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
+from svmlab.errors import ConfigError
 from svmlab.estimator.kernels import Kernel
+from svmlab.numerics.kernels import DENSE_FROM
+from svmlab.numerics.row_cache import FIRST_WIDTH, new_cache
+from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe, estimators
+from svmlab.solvers.frank_wolfe import loops as meb
+from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel
 
 POLY2 = {"kernel": "poly", "degree": 2, "coef0": 0.0, "gamma": 0.5}
 RBF = {"kernel": "rbf", "gamma": 0.5}
@@ -62,11 +65,11 @@ def simplex_qp(Q, linear=None):
 
 
 def empty_state(X, y, C, kernel="rbf", gamma=0.5, degree=3, coef0=0.0, full=False):
-    """(kx, D, buf, lru, st): the numba-side data, diagonal, row cache and empty core list; the
-    cache's rows span all points for the full-gradient mode (full)."""
-    kx = kr.kernel_data(X, y, kernel, gamma, degree, coef0, C)
-    buf, lru = kr.new_cache(len(y), 1.0, len(y) if full else kr.FIRST_WIDTH)
-    return kx, kr.diagonal(kx), buf, lru, meb.new_state(len(y))
+    """(mk, D, cache, slots): the modified kernel, its diagonal, a row cache and an empty core
+    list; with full, the cache's rows span all points and Gf is kept for every point."""
+    mk = modified_kernel(X, y, kernel, gamma, degree, coef0, C)
+    cache = new_cache(len(y), 1.0, len(y) if full else FIRST_WIDTH)
+    return mk, diagonal(mk), cache, meb.new_slots(len(y), full, False)
 
 
 def full_alpha(est, m):
@@ -288,10 +291,10 @@ def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
 def test_random_meb_start_solves_the_class_balanced_20_point_qp(data):
     """Property 18: 20 distinct points, 10 per class, alpha = the 20-point MEB, I_0 = {alpha>0}."""
     X, y = data
-    kx, D, buf, lru, st = empty_state(X, y, 4.0)
+    mk, D, cache, sl = empty_state(X, y, 4.0)
     meb.seed_rng(5)
-    buf, q, R = meb.init_random_meb(buf, lru, kx, D, st, 20, 1e-13 * D.max())
-    core, alpha = st[0][:q], st[1][:q]
+    cache, q, R = meb.init_random_meb(cache, mk, D, sl, 20, 1e-13 * D.max())
+    core, alpha = sl.core[:q], sl.alpha[:q]
     assert np.all(alpha > 0) and alpha.sum() == pytest.approx(1, abs=1e-14)
     # the candidate set is recovered from the same seed: 10 + 10 distinct indices
     meb.seed_rng(5)
@@ -356,7 +359,7 @@ def test_explicit_feature_map_of_the_linear_kernel(data):
 def test_dense_and_csr_input_give_the_same_model(data, cutoff, sampling):
     X, y = data
     X = np.where(np.abs(X) < cutoff, 0.0, X)
-    assert (np.count_nonzero(X) >= kr.DENSE_FROM * X.size) == (cutoff == 0.5)
+    assert (np.count_nonzero(X) >= DENSE_FROM * X.size) == (cutoff == 0.5)
     kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, eps=1e-6, random_state=0)
     dense = ModifiedFrankWolfe(**kwargs).fit(X, y)
     sparse = ModifiedFrankWolfe(**kwargs).fit(sp.csr_matrix(X), y)
@@ -399,3 +402,49 @@ def test_a_tiny_cache_gives_the_same_result_as_a_large_one(data, sampling):
     np.testing.assert_allclose(small.dual_coef_, large.dual_coef_, rtol=1e-9)
     assert small.n_kernel_evals_ > large.n_kernel_evals_
     assert small.cache_hit_rate_ < large.cache_hit_rate_
+
+
+@pytest.mark.parametrize("cls, params", [(FrankWolfe, RBF), (ModifiedFrankWolfe, RBF),
+                                         (ModifiedFrankWolfe, {"kernel": "linear"}),
+                                         (ModifiedFrankWolfe, POLY2), (CoreVectorMachine, RBF)])
+def test_gap_rule_stops_at_a_certified_relative_gap(data, cls, params):
+    """stop='gap': the loop's exact gap (recorded in the trace) is the end-of-fit certificate,
+    and it is within eps, for kernels whose MEB accuracy says little about the SVM."""
+    X, y = data
+    eps = 1e-3
+    est = cls(C=4.0, stop="gap", eps=eps, sampling="full", random_state=0, **params).fit(X, y)
+    rel = est.trace_.columns()["rel_gap_l2svm"]
+    assert est.converged_ and rel[-1] <= eps
+    assert rel[-1] == pytest.approx(est.certificate_.rel_gap, rel=1e-8)
+    assert np.isnan(rel).any() == (cls is not CoreVectorMachine)  # FW/MFW: spaced checks
+
+
+def test_meb_rule_records_the_gap_of_its_last_iterate(data):
+    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="full", random_state=0).fit(*data)
+    gap = est.trace_.columns()["gap_l2svm"]
+    assert gap[-1] == pytest.approx(est.certificate_.gap, rel=1e-7)
+    sampled = ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="random", random_state=0).fit(*data)
+    assert np.isnan(sampled.trace_.columns()["gap_l2svm"]).all()  # no scan of every point
+
+
+@pytest.mark.parametrize("cls", [ModifiedFrankWolfe, CoreVectorMachine])
+def test_gap_rule_refuses_sampled_searches(data, cls):
+    with pytest.raises(ConfigError, match="stop='gap' needs G over every point"):
+        cls(stop="gap", sampling="random").fit(*data)
+
+
+@pytest.mark.parametrize("cls, sampling", [(FrankWolfe, "random"), (ModifiedFrankWolfe, "full"),
+                                           (CoreVectorMachine, "random")])
+def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, sampling,
+                                                                monkeypatch):
+    """The loops return to Python at every deadline and resume exactly where they stopped."""
+    X, y = data
+    kwargs = {"C": 4.0, "gamma": 0.5, "sampling": sampling, "sample_size": 10,
+              "random_state": 0}
+    whole = cls(**kwargs).fit(X, y)
+    monkeypatch.setattr(estimators, "SLICE_NS", -10**18)  # every deadline has passed
+    sliced = cls(**kwargs).fit(X, y)
+    np.testing.assert_array_equal(whole.dual_coef_, sliced.dual_coef_)
+    for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals"):
+        np.testing.assert_array_equal(whole.trace_.columns()[name],
+                                      sliced.trace_.columns()[name])

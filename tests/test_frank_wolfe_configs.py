@@ -4,11 +4,10 @@ into the intended sweep, build the intended estimators, and a tiny version of a 
 import pytest
 from omegaconf import OmegaConf
 
+from support.configs import composed
 from support.runs import runs, train
 from svmlab.app.config import build_estimator, check_typed_parts, register_schema
-from svmlab.solvers.frank_wolfe import CoreVectorMachine
-from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
-from support.configs import composed
+from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 
 register_schema()
 PAPER_DATASETS = "a1a,a2a,a3a,a8a,a9a,w1a,w3a,w5a,w7a,w8a,ijcnn1"

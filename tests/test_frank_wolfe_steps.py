@@ -7,13 +7,26 @@ the invariant sum alpha gamma^2 = r^2, exact line searches, the closed forms, aw
 import numpy as np
 import pytest
 
+from svmlab.numerics.trace_buffer import new_buffer
 from svmlab.solvers.frank_wolfe import loops as meb
 from test_frank_wolfe import POLY2, RBF, empty_state, ktilde, problem
 
-NEVER_STOP = -1.0  # delta+ >= 0 under a full scan, so a tolerance of -1 never stops
+NEVER_STOP = -1.0  # eps = -1: the 'meb' bound (1 + eps)^2 - 1 = -1 < 0 <= delta+, never met
 
 
 MODES = pytest.mark.parametrize("full", [False, True], ids=["core-rows", "full-gradient"])
+
+
+def one_step(cache, mk, D, sl, q, R, away, full, refresh_every=0):
+    """One FW/MFW step by the loop itself (max_steps = 1); returns (cache, q, R, step type)."""
+    progress = meb.new_progress(q, R, NEVER_STOP)
+    progress.counts[meb.I_MIN] = np.argmin(sl.Gf) if full else -1
+    opt = meb.Options(away, False, NEVER_STOP, 0, 1, False, 1, refresh_every, full)
+    trace = new_buffer(2 + len(meb.TRACE_COLUMNS), np.zeros(2, np.int64), capacity=4)
+    cache = meb.run_frank_wolfe(cache, mk, D, D.max(), sl, opt, progress, trace)
+    assert progress.counts[meb.STEPS] == 1
+    return (cache, progress.counts[meb.Q], progress.values[meb.RADIUS],
+            progress.counts[meb.LAST_STEP])
 
 
 class Run:
@@ -21,36 +34,32 @@ class Run:
     core slots with a scan through core rows (full False), or Gf kept for every point."""
 
     def __init__(self, X, y, C, params, seed=0, full=False):
-        self.kx, self.D, self.buf, self.lru, self.st = empty_state(X, y, C, **params, full=full)
+        self.mk, self.D, self.cache, self.sl = empty_state(X, y, C, **params, full=full)
         self.delta2 = self.D.max()
         self.Q = ktilde(X, y, C, **params)
         self.full = full
         meb.seed_rng(seed)
-        self.buf, self.q, self.R = meb.init_random_meb(self.buf, self.lru, self.kx, self.D,
-                                                       self.st, 20, 1e-13 * self.delta2)
-        self.Gf = np.empty(len(y) if full else 0)
+        self.cache, self.q, self.R = meb.init_random_meb(self.cache, self.mk, self.D, self.sl,
+                                                         20, 1e-13 * self.delta2)
         if full:
-            self.R = meb.full_gradient(self.buf, self.lru, self.kx, self.st, self.q, self.Gf)
-        self.trace = np.empty((8, len(meb.TRACE_COLUMNS)))
+            self.R = meb.full_gradient(self.cache, self.mk, self.sl, self.q)
 
     def alpha(self):
         out = np.zeros(len(self.D))
-        out[self.st[0][: self.q]] = self.st[1][: self.q]
+        out[self.sl.core[: self.q]] = self.sl.alpha[: self.q]
         return out
 
     def step(self, away, refresh_every=0):
         """One step; returns its type (meb.TOWARD, AWAY or DROP)."""
-        self.buf, self.q, self.R, steps, _, self.trace, _, kind = meb.run_frank_wolfe(
-            self.buf, self.lru, self.kx, self.D, self.delta2, self.st, self.q, self.R, away,
-            NEVER_STOP, 0, 1, False, 1, refresh_every, 0, self.trace, 0,
-            0, meb.INITIAL, self.Gf, self.full)
-        assert steps == 1
+        self.cache, self.q, self.R, kind = one_step(self.cache, self.mk, self.D, self.sl,
+                                                    self.q, self.R, away, self.full,
+                                                    refresh_every)
         return kind
 
 
 def check_state(run):
     """Properties 1 and 2: simplex, A = {alpha > 0}, slots consistent, G (and Gf) and R exact."""
-    core, alpha, G, pos = (a for a in run.st)
+    core, alpha, G, pos = run.sl.core, run.sl.alpha, run.sl.G, run.sl.pos
     q = run.q
     assert np.all(alpha[:q] > 0) and np.all(alpha[q:] == 0)
     assert abs(alpha[:q].sum() - 1) <= 1e-12
@@ -59,7 +68,7 @@ def check_state(run):
     full = run.alpha()
     np.testing.assert_allclose(G[:q], (run.Q @ full)[core[:q]], rtol=1e-10)
     if run.full:
-        np.testing.assert_allclose(run.Gf, run.Q @ full, rtol=1e-10)
+        np.testing.assert_allclose(run.sl.Gf, run.Q @ full, rtol=1e-10)
     assert run.R == pytest.approx(full @ run.Q @ full, rel=1e-10)
 
 
@@ -133,21 +142,16 @@ def test_refresh_recomputes_the_incremental_state_exactly(full):
     for _ in range(40):
         run.step(away=True, refresh_every=1)
         check_state(run)
-        assert abs(run.st[1][: run.q].sum() - 1) <= 1e-15 * run.q
+        assert abs(run.sl.alpha[: run.q].sum() - 1) <= 1e-15 * run.q
 
 
-def one_step(buf, lru, kx, D, st, q, R, full):
-    """One MFW step from a hand-made state; returns (q, R, step type)."""
-    Gf = np.empty(len(D) if full else 0)
+def hand_made_step(mk, D, cache, sl, q, R, full):
+    """One MFW step from a hand-made state (Gf built from it when full); returns (q, R, kind)."""
     if full:
-        assert meb.full_gradient(buf, lru, kx, st, q, Gf) == pytest.approx(R, rel=1e-14)
-    _, q, R, steps, _, _, _, kind = meb.run_frank_wolfe(
-        buf, lru, kx, D, D.max(), st, q, R, True, NEVER_STOP, 0, 1, False, 1, 0,
-        0, np.empty((4, len(meb.TRACE_COLUMNS))), 0, 0, meb.INITIAL, Gf,
-        full)
-    assert steps == 1
+        assert meb.full_gradient(cache, mk, sl, q) == pytest.approx(R, rel=1e-14)
+    _, q, R, kind = one_step(cache, mk, D, sl, q, R, True, full)
     if full:
-        np.testing.assert_allclose(Gf[st[0][:q]], st[2][:q], rtol=1e-14)
+        np.testing.assert_allclose(sl.Gf[sl.core[:q]], sl.G[:q], rtol=1e-14)
     return q, R, kind
 
 
@@ -157,13 +161,13 @@ def test_a_two_point_core_with_an_inner_point_forces_a_drop_step(full):
     segment's point nearest the origin is z_a; from alpha = (0.6, 0.4) MFW steps away from b
     (delta- > delta+) and the line search reaches the bound: b leaves the core with alpha 0."""
     X, y = np.array([[1.0], [3.0]]), np.ones(2)
-    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear", full=full)
+    mk, D, cache, sl = empty_state(X, y, 1e6, kernel="linear", full=full)
     Q = ktilde(X, y, 1e6, kernel="linear")
-    core, alpha, G, pos = st
+    core, alpha, G, pos = sl.core, sl.alpha, sl.G, sl.pos
     core[:2], alpha[:2], pos[:] = [0, 1], [0.6, 0.4], [0, 1]
     G[:2] = Q @ alpha[:2]
     R = alpha[:2] @ G[:2]
-    q, R, kind = one_step(buf, lru, kx, D, st, 2, R, full)
+    q, R, kind = hand_made_step(mk, D, cache, sl, 2, R, full)
     assert kind == meb.DROP and q == 1
     assert core[0] == 0 and alpha[0] == pytest.approx(1, abs=1e-15) and pos[1] == -1
     assert alpha[1] == 0.0
@@ -174,11 +178,11 @@ def test_a_two_point_core_with_an_inner_point_forces_a_drop_step(full):
 def test_plain_fw_takes_only_toward_steps_and_keeps_every_point(full):
     X, y = problem()
     run = Run(X, y, 4.0, RBF, full=full)
-    members = set(run.st[0][: run.q])
+    members = set(run.sl.core[: run.q])
     for _ in range(60):
         assert run.step(away=False) == meb.TOWARD
         check_state(run)
-        now = set(run.st[0][: run.q])
+        now = set(run.sl.core[: run.q])
         assert members <= now
         members = now
 
@@ -189,11 +193,11 @@ def test_a_full_toward_step_collapses_the_core_to_the_new_point(full):
     is lam = 1 (K~_ab >= D_a), which leaves A = {a} with R = D_a (a third, larger point sets
     Delta^2)."""
     X, y = np.array([[1.0], [3.0], [4.0]]), np.ones(3)
-    kx, D, buf, lru, st = empty_state(X, y, 1e6, kernel="linear", full=full)
-    core, alpha, G, pos = st
+    mk, D, cache, sl = empty_state(X, y, 1e6, kernel="linear", full=full)
+    core, alpha, G, pos = sl.core, sl.alpha, sl.G, sl.pos
     core[0], alpha[0], pos[1] = 1, 1.0, 0
     G[0] = D[1]
-    q, R, kind = one_step(buf, lru, kx, D, st, 1, D[1], full)
+    q, R, kind = hand_made_step(mk, D, cache, sl, 1, D[1], full)
     assert kind == meb.TOWARD and q == 1
     assert (core[0], alpha[0], G[0], R) == (0, 1.0, D[0], D[0])
     assert (pos[0], pos[1], pos[2]) == (0, -1, -1)

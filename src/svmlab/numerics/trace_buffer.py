@@ -80,3 +80,10 @@ def next_row(buf, iteration):
 def slice_over(buf):
     """True when the loop must return to Python: the buffer is full or the deadline passed."""
     return buf.meta[0] >= buf.rows.shape[0] or monotonic_ns() >= buf.meta[1]
+
+
+@njit(cache=True)
+def exclude_since(buf, start_ns):
+    """Take the time since start_ns (a `monotonic_ns` reading) off the solver clock: work that
+    only the trace needs, done inside a loop."""
+    buf.clock[1] += monotonic_ns() - start_ns

@@ -7,8 +7,9 @@ outside B(c, (1 + eps) r), repeat. The core set grows by exactly one point per a
 As in LibCVM, candidates are drawn from the points outside the core set, alternating between
 the classes, in up to `sampling_rounds` rounds of `sample_size` points; the first round with a
 violator supplies the point. With eps_annealing the tolerance starts at 0.1 and halves down to
-eps. The inner SMO stops when max_{alpha_j > 0} G_j - min G <= tol r^2 / 2, so that at exit
-every core point satisfies the same ball test as the others.
+eps. The inner SMO stops when max_{alpha_j > 0} G_j - min G is at most the R - min G the stopping
+rule allows (tol r^2 / 2 under 'meb'), so that at exit every core point passes the same test as
+the others.
 
 The MEB view needs a normalised kernel (k(x, x) constant), so CVM supports rbf only. Trace
 columns and fitted attributes are those of FrankWolfe; iterations count the core QP solves, and
@@ -25,9 +26,11 @@ from svmlab.solvers.frank_wolfe.estimators import MEBSVMClassifier
 
 
 class CoreVectorMachine(MEBSVMClassifier):
-    """CVM: parameters as FrankWolfe's, plus eps_annealing and sampling_rounds (LibCVM: 7)."""
+    """CVM: parameters as FrankWolfe's, plus eps_annealing and sampling_rounds (LibCVM: 7).
+    stop='gap' needs sampling='full' (every point outside the core searched at each step)."""
 
     supported_kernels = ("rbf",)
+    keeps_gradient = False
     _parameter_constraints: ClassVar[dict] = {
         **MEBSVMClassifier._parameter_constraints,
         "kernel": [StrOptions({"rbf"})],
@@ -35,22 +38,30 @@ class CoreVectorMachine(MEBSVMClassifier):
         "sampling_rounds": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=1e-6,
-                 init="random_meb", sampling="random", sample_size=59, sampling_rounds=7,
-                 eps_annealing=True, cache_mb=200.0, max_iter=1_000_000, random_state=None):
-        super().__init__(C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
+    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="meb",
+                 eps=1e-6, init="random_meb", sampling="random", sample_size=59,
+                 sampling_rounds=7, eps_annealing=True, cache_mb=200.0, max_iter=1_000_000,
+                 random_state=None):
+        super().__init__(C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
                          cache_mb, max_iter, random_state)
         self.sampling_rounds = sampling_rounds
         self.eps_annealing = eps_annealing
 
-    def _stopping_rule(self) -> str:
-        scan = "a full scan" if self.sampling == "full" else (
-            f"{self.sampling_rounds} rounds of {self.sample_size} sampled points (uncertified)")
-        return (f"no point outside B(c, (1 + eps) r) with eps={self.eps} over {scan}, within "
-                f"max_iter={self.max_iter} added points")
+    _loop = staticmethod(meb.run_cvm)
 
-    def _solve(self, buf, lru, kx, D, delta2, st, q, R, t0, rows):
-        buf, q, R, _, converged, rows, n_rows = meb.run_cvm(
-            buf, lru, kx, D, delta2, st, q, R, self.eps, self.eps_annealing, self._sample_size,
-            self.sampling_rounds, self.max_iter, t0, rows, 0)
-        return buf, q, R, converged, rows, n_rows
+    def _options(self) -> meb.Options:
+        return meb.Options(False, self.stop == "gap", float(self.eps), self._sample_size,
+                           self.sampling_rounds, False, self.max_iter, 0,
+                           self.sampling == "full")
+
+    def _first_level(self) -> float:
+        """LibCVM's annealing starts at eps = 0.1."""
+        return 0.1 if self.eps_annealing and self.eps < 0.1 else float(self.eps)
+
+    def _stopping_rule(self) -> str:
+        if self.sampling == "full":
+            scan = "a full scan"
+        else:
+            scan = (f"{self.sampling_rounds} rounds of {self.sample_size} sampled points "
+                    "(uncertified)")
+        return f"{self._rule()} over {scan}, within max_iter={self.max_iter} added points"

@@ -5,7 +5,7 @@ The L2-SVM (bias regularised, margin rho free, squared slacks)
     min  1/2 (||w||^2 + b^2 + C sum_i xi_i^2) - rho   s.t.  y_i (w.phi(x_i) + b) >= rho - xi_i
 
 has the dual  min alpha^T K~ alpha  over the unit simplex, with the modified kernel
-K~_ij = y_i y_j (k(x_i, x_j) + 1) + delta_ij / C (`svmlab.numerics.kernel_rows`). For a normalised
+K~_ij = y_i y_j (k(x_i, x_j) + 1) + delta_ij / C (`kernel`). For a normalised
 kernel (rbf) this is the minimum enclosing ball (MEB) of the points z_i with z_i.z_j = K~_ij.
 FW (Algorithm 2) moves towards the point of smallest G_i = (K~ alpha)_i; MFW (Algorithm 3) may
 instead move away from the active point of largest G_j, and drops it when its weight reaches 0.
@@ -15,8 +15,11 @@ support vectors = {alpha_i > 0}, rho = alpha^T K~ alpha. See docs/frank_wolfe.md
 Trace columns, one row per iterate (row 0 is the initial point):
     objective_l2svm_dual  -R/2 with R = alpha^T K~ alpha (equals objective_l2svm at the optimum)
     meb_radius2           r^2 = Delta^2 - R, the objective g the solver maximises
-    delta_plus            gamma^2(i*) / r^2 - 1; the solver stops when <= (1 + eps)^2 - 1
+    delta_plus            gamma^2(i*) / r^2 - 1; rule 'meb' stops when <= (1 + eps)^2 - 1
     fw_gap                r^2 * delta_plus, the Frank-Wolfe duality gap (full scan) or its sample
+    gap_l2svm             the certified L2-SVM duality gap of the iterate's model (`loops`),
+                          at iterations spaced by a factor 1.1 under full scans (NaN elsewhere)
+    rel_gap_l2svm         gap_l2svm / |primal value|; rule 'gap' stops when <= eps
     core_size             |A|, the number of active points
     step_type             the step that produced the iterate: -1 initial, 0 toward (FW),
                           1 away, 2 drop (an away step that removed a point), 3 CVM tolerance
@@ -33,23 +36,29 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from svmlab.numerics import kernel_rows as kr
-from svmlab.solvers.frank_wolfe import loops as meb
+from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.objectives import l2svm_objective, primal_objectives
+from svmlab.numerics.row_cache import EVALS, FIRST_WIDTH, SERVED, new_cache
+from svmlab.numerics.trace_buffer import new_buffer
+from svmlab.solvers.frank_wolfe import loops as meb
+from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel
 
 N_INIT = 20               # points of the random-MEB start (paper section 5.2.2)
 INIT_TOL = 1e-13          # SMO tolerance of the start's small QP, relative to Delta^2
-FIRST_TRACE_ROWS = 1024
+SLICE_NS = 500_000_000    # a loop returns to Python at least this often (progress, Ctrl-C)
+STOP_RULES = ("meb", "gap")
 
 
 class MEBSVMClassifier(KernelSVMClassifier):
-    """Shared machinery of FW, MFW and CVM: start, kernel rows, trace and model recovery.
+    """Shared machinery of FW, MFW and CVM: start, kernel rows, sliced loop, trace and model.
 
-    A subclass implements `_solve(buf, lru, kx, D, delta2, st, q, R, t0, trace)`, which
-    runs its numba loop and returns (buf, q, R, converged, trace array, n_rows).
+    A subclass provides `_loop` (its numba loop, `loops.run_frank_wolfe` or `loops.run_cvm`),
+    `_options()` (its `loops.Options`), `_first_level()` (the tolerance level it starts at) and
+    `keeps_gradient` (a full scan keeps G = K~ alpha for every point, FW/MFW, or searches every
+    point anew, CVM).
 
     Fitted attributes besides KernelSVMClassifier's: support_ (training indices of the support
     vectors, ascending), alpha_ (their weights, summing to 1), n_support_, rho_ (= R),
@@ -60,6 +69,7 @@ class MEBSVMClassifier(KernelSVMClassifier):
     _parameter_constraints: ClassVar[dict] = {
         **KernelSVMClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
+        "stop": [StrOptions(set(STOP_RULES))],
         "eps": [Interval(Real, 0.0, None, closed="neither")],
         "init": [StrOptions({"random_meb", "two_point"})],
         "sampling": [StrOptions({"random", "full"})],
@@ -69,14 +79,16 @@ class MEBSVMClassifier(KernelSVMClassifier):
         "random_state": ["random_state"],
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2}
+    keeps_gradient = True
 
-    def __init__(self, C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
+    def __init__(self, C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
                  cache_mb, max_iter, random_state):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.stop = stop
         self.eps = eps
         self.init = init
         self.sampling = sampling
@@ -87,59 +99,66 @@ class MEBSVMClassifier(KernelSVMClassifier):
 
     def _fit(self, X, y, trace):
         self._gamma = resolve_gamma(self.gamma, X)
-        kx = kr.kernel_data(kr.rows_layout(X), y, self.kernel, self._gamma, self.degree,
-                            self.coef0, self.C)
-        D = kr.diagonal(kx)
+        mk = modified_kernel(X, y, self.kernel, self._gamma, self.degree, self.coef0, self.C)
+        D = diagonal(mk)
         delta2 = float(D.max())
-        buf, lru = kr.new_cache(X.shape[0], self.cache_mb, self._row_width(X.shape[0]))
-        st = meb.new_state(X.shape[0])
+        opt = self._options()
+        keep = opt.full and self.keeps_gradient
+        cache = new_cache(X.shape[0], self.cache_mb, X.shape[0] if keep else FIRST_WIDTH)
+        sl = meb.new_slots(X.shape[0], keep, opt.full and not keep)
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        t_base, t0 = trace.elapsed(), time.monotonic_ns()
         if self.init == "random_meb":
-            buf, q, R = meb.init_random_meb(buf, lru, kx, D, st, N_INIT, INIT_TOL * delta2)
+            cache, q, R = meb.init_random_meb(cache, mk, D, sl, N_INIT, INIT_TOL * delta2)
         else:
-            buf, q, R = meb.init_two_points(buf, lru, kx, D, st)
-        rows = np.empty((FIRST_TRACE_ROWS, len(meb.TRACE_COLUMNS)))
-        buf, q, R, converged, rows, n_rows = self._solve(
-            buf, lru, kx, D, delta2, st, q, R, t0, rows)
+            cache, q, R = meb.init_two_points(cache, mk, D, sl)
+        if keep:
+            R = meb.full_gradient(cache, mk, sl, q)
+        progress = meb.new_progress(q, R, self._first_level())
+        progress.counts[meb.I_MIN] = np.argmin(sl.Gf) if keep else -1
+        buffer = new_buffer(2 + len(meb.TRACE_COLUMNS), trace.clock.state)
+        while progress.counts[meb.STATUS] == meb.RUNNING:
+            buffer.meta[1] = time.monotonic_ns() + SLICE_NS
+            cache = self._loop(cache, mk, D, delta2, sl, opt, progress, buffer)
+            trace.drain(buffer, meb.TRACE_COLUMNS)
         with trace.paused():
-            self._record(trace, dict(zip(meb.TRACE_COLUMNS, rows[:n_rows].T)), delta2, t_base)
-        self._recover(X, y, st, q, R, delta2, converged)
+            self._summarise(trace, cache.stats)
+        self._recover(X, y, sl, progress, delta2)
 
-    def _row_width(self, n_points: int) -> int:
-        """Columns of a cached row to start with: rows over the core slots grow with the core."""
-        return kr.FIRST_WIDTH
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.stop == "gap" and self.sampling != "full":
+            raise ConfigError("stop='gap' needs G over every point, which sampling='random' "
+                              "does not compute: use sampling='full', or stop='meb'")
 
     @property
     def _sample_size(self) -> int:
         """Candidates per search: sample_size for random sampling, 0 (all points) for full."""
         return self.sample_size if self.sampling == "random" else 0
 
-    def _record(self, trace, raw: dict, delta2: float, t_base: float) -> None:
-        R, requested = raw["R"], raw["kernel_evals"] + raw["kernel_served"]
-        step = raw["step_type"].astype(np.int64)
-        trace.extend({
-            "iteration": raw["iteration"].astype(np.int64),
-            "time_s": t_base + raw["time_ns"] * 1e-9,
-            "objective_l2svm_dual": -0.5 * R,
-            "meb_radius2": delta2 - R,
-            "delta_plus": raw["delta_plus"],
-            "fw_gap": (delta2 - R) * raw["delta_plus"],
-            "core_size": raw["core_size"],
-            "step_type": step,
-            "kernel_evals": raw["kernel_evals"],
-            "cache_hit_rate": np.divide(raw["kernel_served"], requested,
-                                        out=np.zeros_like(R), where=requested > 0),
-        })
-        self.n_kernel_evals_ = int(raw["kernel_evals"][-1])
-        self.cache_hit_rate_ = float(trace.columns()["cache_hit_rate"][-1])
-        self.delta_plus_ = float(raw["delta_plus"][-1])
+    def _first_level(self) -> float:
+        return self.eps
+
+    def _rule(self) -> str:
+        """The stopping rule's test, in words."""
+        if self.stop == "gap":
+            return f"certified relative L2-SVM duality gap <= eps={self.eps}"
+        return f"delta+ <= (1 + eps)^2 - 1 with eps={self.eps}"
+
+    def _summarise(self, trace, stats: np.ndarray) -> None:
+        """Counts of the fit, from the cache's statistics and the trace."""
+        columns = trace.columns()
+        step = columns["step_type"]
+        requested = stats[EVALS] + stats[SERVED]
+        self.n_kernel_evals_ = int(stats[EVALS])
+        self.cache_hit_rate_ = float(stats[SERVED] / requested) if requested else 0.0
+        self.delta_plus_ = float(columns["delta_plus"][-1])
         self.n_toward_steps_, self.n_away_steps_, self.n_drop_steps_ = (
             int(np.sum(step == kind)) for kind in (meb.TOWARD, meb.AWAY, meb.DROP))
 
-    def _recover(self, X, y, st, q, R, delta2, converged) -> None:
+    def _recover(self, X, y, sl, progress, delta2) -> None:
         """The classifier of eq. 13: coefficients alpha_i y_i, bias sum alpha_i y_i."""
-        core, alpha = st[0][:q], st[1][:q]
+        q, R = progress.counts[meb.Q], float(progress.values[meb.RADIUS])
+        core, alpha = sl.core[:q], sl.alpha[:q]
         keep = alpha > 0
         order = np.argsort(core[keep])
         self.support_ = core[keep][order]
@@ -148,8 +167,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.dual_coef_ = (self.alpha_ * y[self.support_])[None, :]
         self.intercept_ = np.array([self.dual_coef_[0].sum()])
         self.n_support_ = len(self.support_)
-        self.rho_, self.delta2_, self.radius2_ = float(R), delta2, delta2 - float(R)
-        self.converged_ = bool(converged)
+        self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
+        self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
 
     def _certificate(self, X, y: np.ndarray) -> Certificate:
         """The L2-SVM primal at the model against the dual value -R/2 of its alpha."""
@@ -169,18 +188,20 @@ class MEBSVMClassifier(KernelSVMClassifier):
 class FrankWolfe(MEBSVMClassifier):
     """FW: Frank-Wolfe on the L2-SVM dual (Algorithm 2 of the paper); see the module docstring.
 
-    Parameters: C; kernel, gamma, degree, coef0 (as in LIBSVM); eps, the MEB accuracy (stop when
-    delta+ <= (1 + eps)^2 - 1; default 1e-5, the paper's 1e-6); init 'random_meb' (MEB of 20
+    Parameters: C; kernel, gamma, degree, coef0 (as in LIBSVM); stop and eps, the stopping rule
+    and its tolerance: 'meb' (the paper's: delta+ <= (1 + eps)^2 - 1, a ball accuracy; default
+    eps 1e-5, the paper's 1e-6) or 'gap' (the certified relative L2-SVM duality gap <= eps,
+    which means the same for every kernel; `loops`); init 'random_meb' (MEB of 20
     class-balanced random points) or 'two_point'; sampling 'full' (the default: every point,
     G = K~ alpha is kept for all points, one kernel row over all points per step;
-    deterministic, and the stop certifies g(alpha*) <= (1 + tol) g(alpha)) or 'random' (the
-    paper's: sample_size i.i.d. uniform candidates per iteration, 59 in the paper);
-    sampling_rounds, the samples in a row without a violator that a sampled stop needs (1 in the
-    paper); final_full_check (confirm a sampled stop with a full scan: on by default; off is the
-    paper's unconfirmed stop, which certifies nothing);
-    cache_mb, the kernel row cache budget; max_iter, the cap on steps; refresh_every, the steps
-    between renormalisations of alpha, with G and R recomputed from kernel rows (random) or
-    rescaled (full) (0: never); random_state.
+    deterministic, and every stop is certified) or 'random' (the paper's: sample_size i.i.d.
+    uniform candidates per iteration, 59 in the paper); sampling_rounds, the samples in a row
+    without a violator that a sampled stop needs (1 in the paper); final_full_check (confirm a
+    sampled stop with a full scan: on by default; off is the paper's unconfirmed stop, which
+    certifies nothing; stop='gap' needs sampling='full'); cache_mb, the kernel row cache
+    budget; max_iter, the cap on steps; refresh_every, the steps between renormalisations of
+    alpha, with G and R recomputed from kernel rows (random) or rescaled (full) (0: never);
+    random_state.
     """
 
     away_steps = False
@@ -191,38 +212,28 @@ class FrankWolfe(MEBSVMClassifier):
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, eps=1e-5,
-                 init="random_meb", sampling="full", sample_size=59, sampling_rounds=1,
-                 final_full_check=True, cache_mb=200.0, max_iter=1_000_000, refresh_every=1000,
-                 random_state=None):
-        super().__init__(C, kernel, gamma, degree, coef0, eps, init, sampling, sample_size,
+    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="meb",
+                 eps=1e-5, init="random_meb", sampling="full", sample_size=59,
+                 sampling_rounds=1, final_full_check=True, cache_mb=200.0, max_iter=1_000_000,
+                 refresh_every=1000, random_state=None):
+        super().__init__(C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
                          cache_mb, max_iter, random_state)
         self.sampling_rounds = sampling_rounds
         self.final_full_check = final_full_check
         self.refresh_every = refresh_every
 
+    _loop = staticmethod(meb.run_frank_wolfe)
+
+    def _options(self) -> meb.Options:
+        return meb.Options(self.away_steps, self.stop == "gap", float(self.eps),
+                           self._sample_size, self.sampling_rounds, self.final_full_check,
+                           self.max_iter, self.refresh_every, self.sampling == "full")
+
     def _stopping_rule(self) -> str:
         scan = ("a full scan" if self.sampling == "full" else
                 f"{self.sampling_rounds} sample(s) of {self.sample_size} points"
                 + (" confirmed by a full scan" if self.final_full_check else " (uncertified)"))
-        return (f"delta+ <= (1 + eps)^2 - 1 with eps={self.eps} over {scan}, within "
-                f"max_iter={self.max_iter} steps")
-
-    def _row_width(self, n_points: int) -> int:
-        """A full scan keeps G for every point: its cached rows span all points."""
-        return n_points if self.sampling == "full" else kr.FIRST_WIDTH
-
-    def _solve(self, buf, lru, kx, D, delta2, st, q, R, t0, rows):
-        tol = (1.0 + self.eps) ** 2 - 1.0
-        full = self.sampling == "full"
-        Gf = np.empty(len(D) if full else 0)
-        if full:
-            R = meb.full_gradient(buf, lru, kx, st, q, Gf)
-        buf, q, R, _, converged, rows, n_rows, _ = meb.run_frank_wolfe(
-            buf, lru, kx, D, delta2, st, q, R, self.away_steps, tol, self._sample_size,
-            self.sampling_rounds, self.final_full_check, self.max_iter, self.refresh_every, t0,
-            rows, 0, 0, meb.INITIAL, Gf, full)
-        return buf, q, R, converged, rows, n_rows
+        return f"{self._rule()} over {scan}, within max_iter={self.max_iter} steps"
 
 
 class ModifiedFrankWolfe(FrankWolfe):

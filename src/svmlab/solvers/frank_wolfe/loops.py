@@ -1,8 +1,8 @@
 """numba loops of the Frank-Wolfe (FW, MFW) and core vector machine (CVM) solvers of the L2-SVM.
 
-All three minimise R(alpha) = alpha^T K~ alpha over the unit simplex (K~: `kernel_rows`), i.e.
+All three minimise R(alpha) = alpha^T K~ alpha over the unit simplex (K~: `kernel`), i.e.
 maximise g(alpha) = Delta^2 - R, the squared radius r^2 of the current ball in the minimum
-enclosing ball (MEB) view. The state is the core list (the active points, one slot each):
+enclosing ball (MEB) view. The iterate is a list of active points (`Slots`, one slot each):
 
     core[p]   data index of slot p          alpha[p]  its weight (> 0 for FW/MFW)
     G[p]      (K~ alpha)_core[p]            pos[i]    slot of data index i, or -1
@@ -10,45 +10,99 @@ enclosing ball (MEB) view. The state is the core list (the active points, one sl
 
 and it is updated incrementally (exact line searches for any kernel; the paper's closed forms are
 the special case D_i = Delta^2). Removing a slot moves the last slot into it (`remove_slot`), and
-the row cache is remapped the same way. FW and MFW with full scans keep instead Gf = K~ alpha for
-every point, with cached rows over all points (`full_gradient`): a step then costs one kernel row
-of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient bookkeeping.
-A trace row is recorded per iteration into a float64 array with the columns TRACE_COLUMNS; time
-is read from the monotonic clock in nanoseconds.
+the cached rows are remapped the same way. FW and MFW with full scans keep instead Gf = K~ alpha
+for every point, with cached rows over all points (`full_gradient`): a step then costs one
+kernel row of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient
+bookkeeping. Rows come from the shared LRU cache (`svmlab.numerics.row_cache`).
+
+Stopping rules. Rule 'meb' (the paper's) stops when delta+ = (Delta^2 + R - 2t) / r^2 - 1 <=
+(1 + eps)^2 - 1, t = the search's min G: a ball accuracy, whose meaning in terms of the SVM
+depends on the kernel. Rule 'gap' (full scans only) stops when the certified relative duality
+gap of the L2-SVM is at most eps: the model of alpha has margins m_i = G_i - alpha_i / C, its
+primal value P at the best rho is `l2svm_primal` (as `svmlab.estimator.objectives.l2svm_objective`)
+and the dual value of alpha is -R/2, so the gap is P + R/2 and the relative gap that over |P|.
+It is computed from G over every point (FW/MFW: Gf; CVM: its full search) at iterations spaced
+by a factor GAP_CHECK_GROWTH (CVM: every iteration) and recorded in the trace's gap columns
+(NaN in the other rows); under rule 'meb' that work is taken off the solver clock.
+
+The loops run in slices (`svmlab.numerics.trace_buffer`): a call records one trace row per
+iterate (TRACE_COLUMNS after the iteration and the solver time) and returns when the buffer is
+full, the slice's deadline has passed or the run has ended; `Progress` holds what the next call
+needs to resume exactly where the last one stopped.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from svmlab.numerics.kernel_rows import (
-    EVALS,
-    SERVED,
-    WIDTH,
-    cache_row,
-    clear_rows,
-    fill_row,
-    grow_cache,
-    remove_core_slot,
-)
-from svmlab.numerics.trace_buffer import monotonic_ns
+from svmlab.numerics.row_cache import EVALS, SERVED, WIDTH, cached_row, clear, grow, move_column
+from svmlab.numerics.trace_buffer import exclude_since, monotonic_ns, next_row, slice_over
 
-TRACE_COLUMNS = ("iteration", "time_ns", "R", "delta_plus", "core_size", "step_type",
-                 "kernel_evals", "kernel_served")
+TRACE_COLUMNS = ("objective_l2svm_dual", "meb_radius2", "delta_plus", "fw_gap", "gap_l2svm",
+                 "rel_gap_l2svm", "core_size", "step_type", "kernel_evals", "cache_hit_rate")
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
+RUNNING, CONVERGED, MAX_STEPS = 0, 1, 2
+# Progress.counts entries, Progress.values entries
+Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK = range(7)
+RADIUS, LEVEL, INNER = range(3)
+GAP_CHECK_GROWTH = 1.1  # iterations between two exact gaps grow by this factor
 MIN_RADIUS2 = 1e-16  # r^2 is floored at this fraction of Delta^2 (a zero ball is degenerate)
 NO_AWAY_ABOVE = 1.0 - 1e-15  # never step away from a point holding (almost) all the mass
+
+
+class Slots(NamedTuple):
+    """The active points of the iterate (see the module docstring)."""
+
+    core: np.ndarray   # int64
+    alpha: np.ndarray
+    G: np.ndarray
+    pos: np.ndarray    # int64
+    Gf: np.ndarray     # K~ alpha for every point (kept by FW/MFW's full scans, written by
+                       # CVM's full searches), else empty
+    points: np.ndarray  # 0, ..., m - 1 (FW/MFW's full scans), else empty
+
+
+class Options(NamedTuple):
+    """A run's settings: the step rule, the stopping rule and the search."""
+
+    away: bool             # MFW's away and drop steps
+    gap_stop: bool         # rule 'gap' (else 'meb'); needs a scan of every point
+    eps: float             # the rule's tolerance (CVM: the last level's)
+    sample_size: int       # candidates per search; 0: every point
+    rounds: int            # samples in a row without a violator before a sampled stop
+    final_full_check: bool  # confirm a sampled stop with a full scan
+    max_steps: int
+    refresh_every: int     # steps between renormalisations (0: never)
+    full: bool             # G over every point: FW/MFW keep Gf, CVM searches every point
+
+
+class Progress(NamedTuple):
+    """Where a sliced run stands: counts[Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS,
+    NEXT_CHECK (the next iteration with an exact gap)] and values[RADIUS (= R), LEVEL (CVM's
+    current eps), INNER (CVM's factor on its inner tolerance)]."""
+
+    counts: np.ndarray  # int64
+    values: np.ndarray
+
+
+def new_slots(n_points: int, full: bool, scan: bool) -> Slots:
+    """An empty core list over n_points data points; full: FW/MFW's G over every point is kept
+    (Gf and points); scan: CVM's full searches write G over every point (Gf)."""
+    return Slots(np.full(n_points, -1, np.int64), np.zeros(n_points), np.zeros(n_points),
+                 np.full(n_points, -1, np.int64), np.zeros(n_points if full or scan else 0),
+                 np.arange(n_points if full else 0))
+
+
+def new_progress(q: int, R: float, level: float) -> Progress:
+    """A run about to record its first iterate (q slots, alpha^T K~ alpha = R)."""
+    return Progress(np.array([q, 0, 0, INITIAL, -1, RUNNING, 0], np.int64), np.array([R, level, 1.0]))
 
 
 @njit(cache=True)
 def seed_rng(seed):
     """Seed numba's generator, which drives the sampling and the random initialisation."""
     np.random.seed(seed)
-
-
-def new_state(n_points: int) -> tuple:
-    """(core, alpha, G, pos) for an empty core list over n_points data points."""
-    return (np.full(n_points, -1, np.int64), np.zeros(n_points), np.zeros(n_points),
-            np.full(n_points, -1, np.int64))
 
 
 @njit(cache=True)
@@ -60,44 +114,48 @@ def _dot(a, b, n):
 
 
 @njit(cache=True)
-def g_value(buf, lru, kx, st, q, i):
-    """G_i = (K~ alpha)_i: the maintained value for a core point, else a cached row times alpha."""
-    core, alpha, G, pos = st
-    if pos[i] >= 0:
-        return G[pos[i]]
-    s = cache_row(buf, lru, kx, i, core, q)
-    return _dot(alpha, buf[s], q)
+def row_of(cache, mk, i, cols, n):
+    """K~(i, cols[:n]) from the cache (computing what it lacks)."""
+    return cache.buf[cached_row(cache, i, cols, n, mk.fill, mk)]
 
 
 @njit(cache=True)
-def search_toward(buf, lru, kx, st, q, sample_size):
+def g_value(cache, mk, sl, q, i):
+    """G_i = (K~ alpha)_i: the maintained value for a core point, else a cached row times alpha."""
+    if sl.pos[i] >= 0:
+        return sl.G[sl.pos[i]]
+    return _dot(sl.alpha, row_of(cache, mk, i, sl.core, q), q)
+
+
+@njit(cache=True)
+def search_toward(cache, mk, sl, q, sample_size):
     """(i*, G_i*) with i* = argmin G over sample_size i.i.d. uniform draws, or all points if 0."""
-    m = kx[4].shape[0]
+    m = sl.pos.shape[0]
     n = m if sample_size == 0 else sample_size
     best_i, best = -1, np.inf
     for t in range(n):
         i = t if sample_size == 0 else np.random.randint(0, m)
-        g = g_value(buf, lru, kx, st, q, i)
+        g = g_value(cache, mk, sl, q, i)
         if g < best:
             best_i, best = i, g
     return best_i, best
 
 
 @njit(cache=True)
-def append_point(buf, lru, st, q, i, g_i):
-    """Give data index i a new slot with alpha = 0 and G = g_i; grows the cache rows if needed."""
-    core, alpha, G, pos = st
-    if q + 1 > lru[5][WIDTH]:
-        buf = grow_cache(buf, lru, q + 1)
-    core[q], alpha[q], G[q], pos[i] = i, 0.0, g_i, q
-    return buf, q + 1
+def append_point(cache, sl, q, i, g_i):
+    """Give data index i a new slot with alpha = 0 and G = g_i; grows the cache rows if needed.
+    Returns (cache, q + 1)."""
+    if q + 1 > cache.meta[WIDTH]:
+        cache = grow(cache, q + 1)
+    sl.core[q], sl.alpha[q], sl.G[q], sl.pos[i] = i, 0.0, g_i, q
+    return cache, q + 1
 
 
 @njit(cache=True)
-def remove_slot(buf, lru, st, q, p, remap):
+def remove_slot(cache, sl, q, p, remap):
     """Remove slot p (its alpha must be 0) by moving the last slot into it; returns q - 1.
     With remap, cached rows (indexed by core slot) are moved the same way."""
-    core, alpha, G, pos = st
+    core, alpha, G, pos = sl.core, sl.alpha, sl.G, sl.pos
     last = q - 1
     pos[core[p]] = -1
     if p != last:
@@ -105,16 +163,16 @@ def remove_slot(buf, lru, st, q, p, remap):
         pos[core[p]] = p
     core[last], alpha[last], G[last] = -1, 0.0, 0.0
     if remap:
-        remove_core_slot(buf, lru, p, q)
+        move_column(cache, p, q)
     return last
 
 
 @njit(cache=True)
-def remove_empty_slots(buf, lru, st, q, remap):
+def remove_empty_slots(cache, sl, q, remap):
     """Remove every slot whose alpha is exactly 0; returns the new q."""
     for p in range(q - 1, -1, -1):
-        if st[1][p] == 0.0:
-            q = remove_slot(buf, lru, st, q, p, remap)
+        if sl.alpha[p] == 0.0:
+            q = remove_slot(cache, sl, q, p, remap)
     return q
 
 
@@ -139,13 +197,13 @@ def mixed_radius(R, t, d_i, lam):
 
 
 @njit(cache=True)
-def move(buf, lru, kx, st, q, p, lam, Gf, points, full):
+def move(cache, mk, sl, q, p, lam, full):
     """alpha <- (1 - lam) alpha + lam e_p and G <- (1 - lam) G + lam K~(core[p], .), where
     lam < 0 is an away step. G is the core slots' G (full False) or Gf over all points (full
     True; the slots' G are then copied from it). Returns argmin Gf (full) or -1."""
-    core, alpha, Gs = st[0], st[1], st[2]
-    G, cols, n = (Gf, points, points.shape[0]) if full else (Gs, core, q)
-    row = buf[cache_row(buf, lru, kx, core[p], cols, n)]
+    core, alpha, Gs, Gf = sl.core, sl.alpha, sl.G, sl.Gf
+    G, cols, n = (Gf, sl.points, Gf.shape[0]) if full else (Gs, core, q)
+    row = row_of(cache, mk, core[p], cols, n)
     for s in range(q):
         alpha[s] *= 1.0 - lam
     alpha[p] += lam
@@ -162,49 +220,50 @@ def move(buf, lru, kx, st, q, p, lam, Gf, points, full):
 
 
 @njit(cache=True)
-def toward_step(buf, lru, kx, D, st, q, R, i, t, Gf, points, full):
+def toward_step(cache, mk, D, sl, q, R, i, t, full):
     """FW step alpha <- (1 - lam) alpha + lam e_i with the exact line search; t = G_i.
 
-    Returns (buf, q, R, argmin Gf). lam = 1 (possible for non-normalised kernels) leaves A = {i}.
+    Returns (cache, q, R, argmin Gf). lam = 1 (possible for non-normalised kernels) leaves
+    A = {i}.
     """
     lam = toward_lambda(R, t, D[i])
-    if st[3][i] < 0:
-        buf, q = append_point(buf, lru, st, q, i, t)
-    i_min = move(buf, lru, kx, st, q, st[3][i], lam, Gf, points, full)
+    if sl.pos[i] < 0:
+        cache, q = append_point(cache, sl, q, i, t)
+    i_min = move(cache, mk, sl, q, sl.pos[i], lam, full)
     R = mixed_radius(R, t, D[i], lam)
     if lam == 1.0:
-        q = remove_empty_slots(buf, lru, st, q, not full)
-    return buf, q, R, i_min
+        q = remove_empty_slots(cache, sl, q, not full)
+    return cache, q, R, i_min
 
 
 @njit(cache=True)
-def away_step(buf, lru, kx, D, st, q, R, p, Gf, points, full):
+def away_step(cache, mk, D, sl, q, R, p, full):
     """Away step alpha <- (1 + lam) alpha - lam e_j from slot p (j = core[p]), exact line search
     on [0, alpha_j / (1 - alpha_j)]; at the bound alpha_j becomes exactly 0 and the slot is
     removed (drop step). Returns (q, R, dropped, argmin Gf)."""
-    j, t, a = st[0][p], st[2][p], st[1][p]
+    j, t, a = sl.core[p], sl.G[p], sl.alpha[p]
     lam_max = a / (1.0 - a)
     lam = away_lambda(R, t, D[j], lam_max)
-    i_min = move(buf, lru, kx, st, q, p, -lam, Gf, points, full)
+    i_min = move(cache, mk, sl, q, p, -lam, full)
     R = mixed_radius(R, t, D[j], -lam)
     dropped = lam >= lam_max
     if dropped:
-        st[1][p] = 0.0
-        q = remove_slot(buf, lru, st, q, p, not full)
+        sl.alpha[p] = 0.0
+        q = remove_slot(cache, sl, q, p, not full)
     return q, R, dropped, i_min
 
 
 @njit(cache=True)
-def refresh(buf, lru, kx, st, q, Gf, full):
+def refresh(cache, mk, sl, q, full):
     """Renormalise alpha to sum 1 and make G and R consistent with it: recomputed exactly from
     the core rows (core slots' G), or rescaled by the same factor (Gf over all points, whose
     exact recomputation would cost q full rows). Returns (R, argmin Gf or -1)."""
-    core, alpha, G = st[0], st[1], st[2]
+    core, alpha, G, Gf = sl.core, sl.alpha, sl.G, sl.Gf
     total = alpha[:q].sum()
     alpha[:q] /= total
     if not full:
         for p in range(q):
-            G[p] = _dot(alpha, buf[cache_row(buf, lru, kx, core[p], core, q)], q)
+            G[p] = _dot(alpha, row_of(cache, mk, core[p], core, q), q)
         return _dot(alpha, G, q), -1
     Gf /= total
     G[:q] /= total
@@ -212,15 +271,15 @@ def refresh(buf, lru, kx, st, q, Gf, full):
 
 
 @njit(cache=True)
-def full_gradient(buf, lru, kx, st, q, Gf):
-    """Gf = K~ alpha over all points, from the full rows of the core points. The cached rows are
-    forgotten first: from here on they are rows over all points, not over the core slots."""
-    core, alpha, G = st[0], st[1], st[2]
-    clear_rows(lru)
-    points = np.arange(Gf.shape[0])
+def full_gradient(cache, mk, sl, q):
+    """Gf = K~ alpha over all points, from the full rows of the core points; returns R. The
+    cached rows are forgotten first: from here on they are rows over all points, not over the
+    core slots."""
+    core, alpha, G, Gf = sl.core, sl.alpha, sl.G, sl.Gf
+    clear(cache)
     Gf[:] = 0.0
     for p in range(q):
-        row = buf[cache_row(buf, lru, kx, core[p], points, points.shape[0])]
+        row = row_of(cache, mk, core[p], sl.points, Gf.shape[0])
         for k in range(Gf.shape[0]):
             Gf[k] += alpha[p] * row[k]
     for p in range(q):
@@ -229,11 +288,11 @@ def full_gradient(buf, lru, kx, st, q, Gf):
 
 
 @njit(cache=True)
-def smo(buf, lru, kx, D, st, q, tol_abs, max_steps):
+def smo(cache, mk, D, sl, q, tol_abs, max_steps):
     """Minimise alpha^T K~ alpha on the simplex over the core slots by SMO (second-order working
     set: i = argmin G, j = argmax (G_j - G_i)^2 / a_ij over alpha_j > 0), until
     max_{alpha_j > 0} G_j - min G <= tol_abs. Returns (R, steps)."""
-    core, alpha, G = st[0], st[1], st[2]
+    core, alpha, G = sl.core, sl.alpha, sl.G
     steps = 0
     while steps < max_steps:
         i = np.argmin(G[:q])
@@ -243,7 +302,7 @@ def smo(buf, lru, kx, D, st, q, tol_abs, max_steps):
                 g_max = G[p]
         if g_max - G[i] <= tol_abs:
             break
-        row_i = buf[cache_row(buf, lru, kx, core[i], core, q)]
+        row_i = row_of(cache, mk, core[i], core, q)
         j, best_gain, a_j = -1, -1.0, 1.0
         for p in range(q):
             diff = G[p] - G[i]
@@ -252,7 +311,7 @@ def smo(buf, lru, kx, D, st, q, tol_abs, max_steps):
                 a = a if a > 0.0 else 1e-12
                 if diff * diff / a > best_gain:
                     j, best_gain, a_j = p, diff * diff / a, a
-        row_j = buf[cache_row(buf, lru, kx, core[j], core, q)]
+        row_j = row_of(cache, mk, core[j], core, q)
         s = min((G[j] - G[i]) / a_j, alpha[j])
         alpha[i] += s
         alpha[j] = 0.0 if s == alpha[j] else alpha[j] - s
@@ -263,138 +322,188 @@ def smo(buf, lru, kx, D, st, q, tol_abs, max_steps):
 
 
 @njit(cache=True)
-def init_random_meb(buf, lru, kx, D, st, n_init, tol_abs):
+def init_random_meb(cache, mk, D, sl, n_init, tol_abs):
     """Random-MEB start: n_init distinct points drawn alternately from the two classes, the MEB
     of these points by SMO from alpha = 1/n_init, then the points with alpha = 0 removed.
-    Returns (buf, q, R)."""
-    y = kx[5]
+    Returns (cache, q, R)."""
+    y = mk.y
     positive = np.random.permutation(np.nonzero(y > 0)[0])
     negative = np.random.permutation(np.nonzero(y < 0)[0])
     q, a, b = 0, 0, 0
     while q < n_init and (a < positive.shape[0] or b < negative.shape[0]):
         take_positive = (q % 2 == 0 and a < positive.shape[0]) or b >= negative.shape[0]
         if take_positive:
-            buf, q = append_point(buf, lru, st, q, positive[a], 0.0)
+            cache, q = append_point(cache, sl, q, positive[a], 0.0)
             a += 1
         else:
-            buf, q = append_point(buf, lru, st, q, negative[b], 0.0)
+            cache, q = append_point(cache, sl, q, negative[b], 0.0)
             b += 1
-    core, alpha, G = st[0], st[1], st[2]
-    alpha[:q] = 1.0 / q
+    sl.alpha[:q] = 1.0 / q
     for p in range(q):
-        G[p] = _dot(alpha, buf[cache_row(buf, lru, kx, core[p], core, q)], q)
-    R, _ = smo(buf, lru, kx, D, st, q, tol_abs, 1000 * q * q)
-    return buf, remove_empty_slots(buf, lru, st, q, True), R
+        sl.G[p] = _dot(sl.alpha, row_of(cache, mk, sl.core[p], sl.core, q), q)
+    R, _ = smo(cache, mk, D, sl, q, tol_abs, 1000 * q * q)
+    return cache, remove_empty_slots(cache, sl, q, True), R
 
 
 @njit(cache=True)
-def init_two_points(buf, lru, kx, D, st):
+def init_two_points(cache, mk, D, sl):
     """Two-point start: a random point a, b the point furthest from it in the MEB feature space
-    (max D_a + D_b - 2 K~_ab), alpha_a = alpha_b = 1/2. Returns (buf, q, R)."""
+    (max D_a + D_b - 2 K~_ab), alpha_a = alpha_b = 1/2. Returns (cache, q, R)."""
     m = D.shape[0]
     a = np.random.randint(0, m)
     row = np.empty(m)
-    lru[6][EVALS] += fill_row(kx, a, np.arange(m), 0, m, row)
+    cache.stats[EVALS] += mk.fill(mk, a, np.arange(m), 0, m, row)
     b, best = -1, -np.inf
     for i in range(m):
         dist = D[a] + D[i] - 2.0 * row[i]
         if i != a and dist > best:
             b, best = i, dist
-    buf, q = append_point(buf, lru, st, 0, a, 0.5 * (D[a] + row[b]))
-    buf, q = append_point(buf, lru, st, q, b, 0.5 * (row[b] + D[b]))
-    st[1][0] = st[1][1] = 0.5
-    return buf, q, 0.25 * (D[a] + 2.0 * row[b] + D[b])
+    cache, q = append_point(cache, sl, 0, a, 0.5 * (D[a] + row[b]))
+    cache, q = append_point(cache, sl, q, b, 0.5 * (row[b] + D[b]))
+    sl.alpha[0] = sl.alpha[1] = 0.5
+    return cache, q, 0.25 * (D[a] + 2.0 * row[b] + D[b])
 
 
 @njit(cache=True)
-def record(trace, n_rows, iteration, t0, R, delta_plus, q, step, lru):
-    """Append one row (TRACE_COLUMNS) to the trace array, doubling it when full."""
-    if n_rows == trace.shape[0]:
-        bigger = np.empty((2 * trace.shape[0], trace.shape[1]))
-        bigger[:n_rows] = trace
-        trace = bigger
-    stats = lru[6]
-    trace[n_rows, 0] = iteration
-    trace[n_rows, 1] = monotonic_ns() - t0
-    trace[n_rows, 2] = R
-    trace[n_rows, 3] = delta_plus
-    trace[n_rows, 4] = q
-    trace[n_rows, 5] = step
-    trace[n_rows, 6] = stats[EVALS]
-    trace[n_rows, 7] = stats[SERVED]
-    return trace, n_rows + 1
+def l2svm_primal(sl, q, R, inv_c, G_all):
+    """The L2-SVM primal value of the model of alpha, at its best rho, from G over every point
+    (1/2 (||w||^2 + b^2 + C sum_i max(0, rho - m_i)^2) - rho, m_i = G_i - alpha_i / C)."""
+    margins = G_all.copy()
+    sum_a2 = 0.0
+    for p in range(q):
+        margins[sl.core[p]] -= sl.alpha[p] * inv_c
+        sum_a2 += sl.alpha[p] * sl.alpha[p]
+    margins.sort()
+    total, rho = 0.0, 0.0
+    for k in range(margins.shape[0]):  # rho solves C sum_i max(0, rho - m_i) = 1
+        total += margins[k]
+        rho = (inv_c + total) / (k + 1)
+        if k + 1 == margins.shape[0] or rho <= margins[k + 1]:
+            break
+    slack2 = 0.0
+    for k in range(margins.shape[0]):
+        if margins[k] >= rho:
+            break
+        slack2 += (rho - margins[k]) ** 2
+    return 0.5 * (R - sum_a2 * inv_c + slack2 / inv_c) - rho
 
 
 @njit(cache=True)
-def run_frank_wolfe(buf, lru, kx, D, delta2, st, q, R, away, tol, sample_size, rounds,
-                    final_full_check, max_steps, refresh_every, t0, trace, n_rows,
-                    first_iteration, last_step, Gf, full):
-    """FW (away=False, Algorithm 2) or MFW (away=True, Algorithm 3) for up to max_steps steps.
+def gap_check(trace, opt, sl, q, R, inv_c, G_all):
+    """(gap, relative gap) of the model of alpha (on the solver clock only under rule 'gap')."""
+    start = monotonic_ns()
+    primal = l2svm_primal(sl, q, R, inv_c, G_all)
+    if not opt.gap_stop:
+        exclude_since(trace, start)
+    gap = primal + 0.5 * R
+    return gap, gap / max(abs(primal), 1e-300)
+
+
+@njit(cache=True)
+def meb_tolerance(level):
+    """The bound on delta+ of rule 'meb' at tolerance level `level` (eps)."""
+    return (1.0 + level) ** 2 - 1.0
+
+
+@njit(cache=True)
+def record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, stats):
+    """One trace row (TRACE_COLUMNS) for the iterate."""
+    row = trace.rows[next_row(trace, iteration)]
+    requested = stats[EVALS] + stats[SERVED]
+    row[2] = -0.5 * R
+    row[3] = delta2 - R
+    row[4] = delta_plus
+    row[5] = (delta2 - R) * delta_plus
+    row[6] = gap
+    row[7] = rel_gap
+    row[8] = q
+    row[9] = step
+    row[10] = stats[EVALS]
+    row[11] = stats[SERVED] / requested if requested > 0 else 0.0
+
+
+@njit(cache=True)
+def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
+    """FW (away False, Algorithm 2) or MFW (away True, Algorithm 3) for one slice; returns the
+    cache (whose rows may have grown).
 
     The toward vertex i* = argmin G is searched over sample_size random points (0: a scan of all
     points through the core rows), or, with full, read off Gf = K~ alpha, which is then kept for
     every point (from `full_gradient`): one full kernel row per step instead of the
-    sample_size x q values of a search. Each iteration records the current iterate with its
-    delta+ = gamma^2(i*) / r^2 - 1, and stops when delta+ <= tol; a sampled stop needs `rounds`
-    samples in a row without a violator, and with final_full_check a full scan too. MFW takes the away step from j* = argmax_A G
-    when delta- > delta+ and |A| >= 2. Returns (buf, q, R, steps, converged, trace, n_rows,
-    last_step).
+    sample_size x q values of a search. Each iterate is recorded, then the rule is tested; a
+    sampled 'meb' stop needs `rounds` samples in a row without a violator and, with
+    final_full_check, a full scan. MFW takes the away step from j* = argmax_A G when
+    delta- > delta+ and |A| >= 2.
     """
-    alpha, G = st[1], st[2]
-    points = np.arange(Gf.shape[0] if full else 0)
-    i_min = np.argmin(Gf) if full else -1
-    sampled = sample_size > 0 and not full
-    steps, converged = 0, False
-    while True:
+    counts, values = progress.counts, progress.values
+    q, R, steps = counts[Q], values[RADIUS], counts[STEPS]
+    last_step, i_min = counts[LAST_STEP], counts[I_MIN]
+    full, alpha, G, Gf = opt.full, sl.alpha, sl.G, sl.Gf
+    sampled = opt.sample_size > 0 and not full
+    tol = meb_tolerance(opt.eps)
+    status = RUNNING
+    while status == RUNNING:
         if full:
             i, t = i_min, Gf[i_min]
         else:
-            i, t = search_toward(buf, lru, kx, st, q, sample_size)
+            i, t = search_toward(cache, mk, sl, q, opt.sample_size)
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
         delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        for _ in range(rounds - 1 if sampled else 0):  # more samples before a sampled stop
+        for _ in range(opt.rounds - 1 if sampled else 0):  # more samples before a sampled stop
             if delta_plus > tol:
                 break
-            i, t = search_toward(buf, lru, kx, st, q, sample_size)
+            i, t = search_toward(cache, mk, sl, q, opt.sample_size)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        if delta_plus <= tol and final_full_check and sampled:
-            i, t = search_toward(buf, lru, kx, st, q, 0)
+        if delta_plus <= tol and sampled and opt.final_full_check:
+            i, t = search_toward(cache, mk, sl, q, 0)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        trace, n_rows = record(trace, n_rows, first_iteration + steps, t0, R,
-                               delta_plus, q, last_step, lru)
-        if delta_plus <= tol:
-            converged = True
+        gap, rel_gap = np.nan, np.nan
+        meb_stop = not opt.gap_stop and delta_plus <= tol
+        if full and (steps >= counts[NEXT_CHECK] or meb_stop or steps == opt.max_steps):
+            gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, Gf)
+            counts[NEXT_CHECK] = max(steps + 1, int(steps * GAP_CHECK_GROWTH))
+        record(trace, steps, delta2, R, delta_plus, gap, rel_gap, q, last_step, cache.stats)
+        if meb_stop or (opt.gap_stop and rel_gap <= opt.eps):
+            status = CONVERGED
             break
-        if steps == max_steps:
+        if steps == opt.max_steps:
+            status = MAX_STEPS
             break
         p = np.argmax(G[:q])
         delta_minus = 1.0 - (delta2 + R - 2.0 * G[p]) / r2
-        if away and q >= 2 and delta_minus > delta_plus and alpha[p] < NO_AWAY_ABOVE:
-            q, R, dropped, i_min = away_step(buf, lru, kx, D, st, q, R, p, Gf, points, full)
+        if opt.away and q >= 2 and delta_minus > delta_plus and alpha[p] < NO_AWAY_ABOVE:
+            q, R, dropped, i_min = away_step(cache, mk, D, sl, q, R, p, full)
             last_step = DROP if dropped else AWAY
         else:
-            buf, q, R, i_min = toward_step(buf, lru, kx, D, st, q, R, i, t, Gf, points, full)
+            cache, q, R, i_min = toward_step(cache, mk, D, sl, q, R, i, t, full)
             last_step = TOWARD
         steps += 1
-        if refresh_every > 0 and steps % refresh_every == 0:
-            R, i_min = refresh(buf, lru, kx, st, q, Gf, full)
-    return buf, q, R, steps, converged, trace, n_rows, last_step
+        if opt.refresh_every > 0 and steps % opt.refresh_every == 0:
+            R, i_min = refresh(cache, mk, sl, q, full)
+        if slice_over(trace):
+            break
+    counts[Q], counts[STEPS], counts[LAST_STEP], counts[I_MIN] = q, steps, last_step, i_min
+    counts[STATUS], values[RADIUS] = status, R
+    return cache
 
 
 @njit(cache=True)
-def cvm_search(buf, lru, kx, st, q, threshold, sample_size, rounds, positive, negative):
-    """(i*, G_i*) over points outside the core: all of them (sample_size = 0), or LibCVM's
-    search: up to `rounds` rounds of sample_size draws alternating between the classes, ending
-    at the first round whose best point has G below `threshold` (a violator)."""
-    pos = st[3]
-    m = kx[4].shape[0]
+def cvm_search(cache, mk, sl, q, threshold, sample_size, rounds, positive, negative):
+    """(i*, G_i*) over points outside the core: all of them (sample_size = 0; their G is written
+    to Gf, with the core slots' G), or LibCVM's search: up to `rounds` rounds of sample_size
+    draws alternating between the classes, ending at the first round whose best point has G
+    below `threshold` (a violator)."""
+    pos = sl.pos
     best_i, best = -1, np.inf
     if sample_size == 0:
-        for i in range(m):
+        for i in range(pos.shape[0]):
             if pos[i] < 0:
-                g = g_value(buf, lru, kx, st, q, i)
+                g = g_value(cache, mk, sl, q, i)
+                sl.Gf[i] = g
                 if g < best:
                     best_i, best = i, g
+        for p in range(q):
+            sl.Gf[sl.core[p]] = sl.G[p]
         return best_i, best
     for _ in range(rounds):
         for t in range(sample_size):
@@ -403,7 +512,7 @@ def cvm_search(buf, lru, kx, st, q, threshold, sample_size, rounds, positive, ne
             for _try in range(100):  # rejection of core points
                 i = pool[np.random.randint(0, pool.shape[0])]
                 if pos[i] < 0:
-                    g = g_value(buf, lru, kx, st, q, i)
+                    g = g_value(cache, mk, sl, q, i)
                     if g < best:
                         best_i, best = i, g
                     break
@@ -413,40 +522,53 @@ def cvm_search(buf, lru, kx, st, q, threshold, sample_size, rounds, positive, ne
 
 
 @njit(cache=True)
-def run_cvm(buf, lru, kx, D, delta2, st, q, R, eps, annealing, sample_size, rounds,
-            max_steps, t0, trace, n_rows):
-    """Core vector machine (Algorithm 1): solve the QP on the core set by SMO, add the furthest
-    point if it lies outside B(c, (1 + eps) r), repeat. With annealing, eps starts at 0.1 and
-    halves per level down to eps (LibCVM). Returns (buf, q, R, steps, converged, trace, n_rows).
-    """
-    y = kx[5]
-    positive, negative = np.nonzero(y > 0)[0], np.nonzero(y < 0)[0]
-    eps_level = 0.1 if annealing and eps < 0.1 else eps
-    steps, iteration, step, converged = 0, 0, INITIAL, False
-    G = st[2]
-    while True:
-        tol = (1.0 + eps_level) ** 2 - 1.0
-        while True:
-            R, _ = smo(buf, lru, kx, D, st, q, 0.5 * tol * (delta2 - R), 100000 * (q + 10))
-            r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
-            i, t = cvm_search(buf, lru, kx, st, q, R - 0.5 * tol * r2, sample_size, rounds,
-                              positive, negative)
-            if i < 0:  # every point is in the core
-                t = G[:q].min()
-            delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-            trace, n_rows = record(trace, n_rows, iteration, t0, R, delta_plus, q,
-                                   step, lru)
-            iteration += 1
-            if delta_plus <= tol:
+def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
+    """Core vector machine (Algorithm 1) for one slice: solve the QP on the core set by SMO, add
+    the furthest point if the rule fails at the current level, repeat; returns the cache. The
+    level (values[LEVEL]) starts at eps or, with LibCVM's annealing, at 0.1, and halves down to
+    eps each time the rule holds. The inner SMO stops when max_{alpha > 0} G - min G is at most
+    tol r^2 / 2 (rule 'meb': then every core point passes the ball test) or tol R / 2 (rule
+    'gap'), times values[INNER]; under rule 'gap' that factor shrinks tenfold when no point
+    outside the core violates it but the gap is still too large."""
+    counts, values = progress.counts, progress.values
+    q, R, steps = counts[Q], values[RADIUS], counts[STEPS]
+    iteration, step, level, scale = (counts[ITERATION], counts[LAST_STEP], values[LEVEL],
+                                     values[INNER])
+    positive, negative = np.nonzero(mk.y > 0)[0], np.nonzero(mk.y < 0)[0]
+    G = sl.G
+    status = RUNNING
+    while status == RUNNING:
+        tol = level if opt.gap_stop else meb_tolerance(level)
+        inner = 0.5 * tol * (R if opt.gap_stop else delta2 - R) * scale
+        R, _ = smo(cache, mk, D, sl, q, inner, 100000 * (q + 10))
+        r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
+        i, t = cvm_search(cache, mk, sl, q, R - 0.5 * meb_tolerance(level) * r2,
+                          opt.sample_size, opt.rounds, positive, negative)
+        if i < 0:  # every point is in the core
+            t = G[:q].min()
+        delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
+        gap, rel_gap = np.nan, np.nan
+        if opt.full:
+            gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, sl.Gf)
+        record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, cache.stats)
+        iteration += 1
+        if rel_gap <= tol if opt.gap_stop else delta_plus <= tol:
+            if level <= opt.eps:
+                status = CONVERGED
                 break
-            if steps == max_steps:
-                return buf, q, R, steps, converged, trace, n_rows
-            buf, q = append_point(buf, lru, st, q, i, t)
+            level, scale = max(0.5 * level, opt.eps), 1.0
+            step = TIGHTEN
+        elif steps == opt.max_steps:
+            status = MAX_STEPS
+            break
+        elif opt.gap_stop and (i < 0 or t >= R - inner):  # the core's QP is not solved finely
+            scale *= 0.1                                  # enough for the gap: solve it finer
+        else:
+            cache, q = append_point(cache, sl, q, i, t)
             steps += 1
             step = TOWARD
-        if eps_level <= eps:
-            converged = True
+        if slice_over(trace):
             break
-        eps_level = max(0.5 * eps_level, eps)
-        step = TIGHTEN
-    return buf, q, R, steps, converged, trace, n_rows
+    counts[Q], counts[STEPS], counts[ITERATION], counts[LAST_STEP] = q, steps, iteration, step
+    counts[STATUS], values[RADIUS], values[LEVEL], values[INNER] = status, R, level, scale
+    return cache

@@ -1,0 +1,59 @@
+"""The modified kernel of the L2-SVM as rows for the shared row cache.
+
+    K~(i, j) = y_i y_j (k(x_i, x_j) + 1) + [i == j] / C,    k = linear | rbf | poly (LIBSVM's)
+
+`modified_row` is a row filler for `svmlab.numerics.row_cache.cached_row`: the kernel values of
+`svmlab.numerics.kernels`, then this transform. No n x n matrix is ever formed.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from svmlab.numerics.kernels import (
+    KernelSpec,
+    PointSet,
+    kernel_spec,
+    kernel_values,
+    point_set,
+    rows_layout,
+    self_kernel,
+)
+
+
+class ModifiedKernel(NamedTuple):
+    """K~ of the training points: their kernel, the points, the labels (+-1), 1/C, and the
+    row filler `modified_row` (carried as data: compiled code that took it as a global could
+    not be cached)."""
+
+    spec: KernelSpec
+    points: PointSet
+    y: np.ndarray
+    inv_c: float
+    fill: object
+
+
+def modified_kernel(X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0: float,
+                    C: float) -> ModifiedKernel:
+    """K~ of (X, y) for a dense array or a CSR matrix with int32 indices."""
+    return ModifiedKernel(kernel_spec(kernel, gamma, degree, coef0), point_set(rows_layout(X)),
+                          np.ascontiguousarray(y, dtype=np.float64), 1.0 / float(C),
+                          modified_row)
+
+
+@njit(cache=True)
+def modified_row(mk, i, cols, start, stop, out):
+    """out[t] = K~(i, cols[t]) for t in [start, stop); returns the number of kernel values."""
+    kernel_values(mk.spec, mk.points, i, mk.points, cols, start, stop, out)
+    y = mk.y
+    for t in range(start, stop):
+        j = cols[t]
+        out[t] = y[i] * y[j] * (out[t] + 1.0) + (mk.inv_c if i == j else 0.0)
+    return stop - start
+
+
+@njit(cache=True)
+def diagonal(mk):
+    """D_i = K~(i, i) = k(x_i, x_i) + 1 + 1/C for every point."""
+    return self_kernel(mk.spec, mk.points) + 1.0 + mk.inv_c
