@@ -39,9 +39,9 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
     """Download ``url`` to ``dest``, keeping it only if its uncompressed content agrees with
     the known values of ``expected``; returns the content measured (None if nothing is known).
 
-    With nothing known, only the length is checked (against Content-Length), so that large
-    files are not decompressed twice; a corrupt file then fails when it is loaded. The progress
-    bar goes to stderr and is shown only on a terminal.
+    With nothing known, only the length is checked (against Content-Length); a corrupt file
+    then fails when it is loaded. The progress bar goes to stderr and is shown only on a
+    terminal.
     """
     part = dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(8)}.part")
     with _sigterm_exits():

@@ -177,7 +177,7 @@ class LibsvmEntry(Entry):
 
     def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
         used = self.used_files()
-        copies = [self._ensure(file, data_dir, cache_dir, None, params["verify"])
+        copies = [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
                   for file in used]
         paths = [path for path, _ in copies]
         digest = hashlib.sha256()  # over the train then the test file, uncompressed
