@@ -22,21 +22,21 @@ RECORDS = ".verified"
 
 
 def _record(path: Path, cache: Path) -> Path:
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()
-    return cache / RECORDS / f"{key}.json"
+    return cache / RECORDS / f"{hashlib.sha256(str(path).encode()).hexdigest()}.json"
 
 
 def _signature(path: Path, stat: os.stat_result) -> dict:
-    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 def content_of(path: Path, cache: Path) -> Content:
     """The content of ``path``: as recorded if the file is unchanged, else measured and
     recorded. Raises DataError if the file cannot be read."""
     stat = path.stat()  # before measuring: a change during the measurement is seen next time
+    absolute = path.resolve()
     try:
-        record = json.loads(_record(path, cache).read_text())
-        if record["file"] == _signature(path, stat):
+        record = json.loads(_record(absolute, cache).read_text())
+        if record["file"] == _signature(absolute, stat):
             return Content(record["sha256"], record["n_rows"])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no record, or an unreadable one: measure
@@ -49,8 +49,9 @@ def remember(path: Path, content: Content, cache: Path,
              stat: os.stat_result | None = None) -> None:
     """Record ``content`` as what ``path`` holds while it has the size and modification time
     of ``stat`` (default: the file's now)."""
-    record = _record(path, cache)
-    text = json.dumps({"file": _signature(path, stat or path.stat()),
+    absolute = path.resolve()
+    record = _record(absolute, cache)
+    text = json.dumps({"file": _signature(absolute, stat or path.stat()),
                        "sha256": content.sha256, "n_rows": content.n_rows})
     written = record.with_name(f"{record.name}.{secrets.token_hex(8)}.tmp")
     try:
@@ -60,4 +61,3 @@ def remember(path: Path, content: Content, cache: Path,
     except OSError:
         with contextlib.suppress(OSError):
             written.unlink(missing_ok=True)
-
