@@ -54,7 +54,7 @@ def _refuse_unnamed_compression(path: Path) -> None:
 
 @dataclass(frozen=True)
 class Content:
-    """A file's uncompressed content in brief: its sha256 and number of samples.
+    """A summary of a file's uncompressed content: its sha256 and number of samples.
 
     An expected content has None where the official value is not known.
     """
