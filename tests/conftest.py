@@ -47,12 +47,15 @@ def isolated_data_env(monkeypatch, tmp_path, refused_url) -> None:
 
 
 class LibsvmSite:
-    """What the server serves: ``files`` by flat name, ``cut_short`` names sent half-way only;
-    ``requests`` counts the GETs per name."""
+    """What the server serves: ``files`` by flat name, ``cut_short`` names sent half-way only,
+    ``stalled`` names sent half-way and then held until ``release`` is set; ``requests`` counts
+    the GETs per name."""
 
     def __init__(self, files: dict[str, Path]):
         self.files = files
         self.cut_short: set[str] = set()
+        self.stalled: set[str] = set()
+        self.release = threading.Event()
         self.requests: Counter = Counter()
         self.url = ""
 
@@ -73,6 +76,11 @@ def libsvm_site(shared_libsvm):
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if name in site.stalled:
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                site.release.wait()
+                return
             self.wfile.write(body[: len(body) // 2] if name in site.cut_short else body)
 
         def log_message(self, *args):
@@ -83,6 +91,7 @@ def libsvm_site(shared_libsvm):
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield site
+    site.release.set()
     server.shutdown()
     server.server_close()
     thread.join()

@@ -10,13 +10,23 @@ import pytest
 
 from svmlab import data
 from svmlab.data.registry import REGISTRY
+from svmlab.data.verified import RECORDS
 from svmlab.errors import DataError, DownloadError
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("isolated_data_env")]
 
 
 def _files(folder: Path) -> list[Path]:
-    return [path for path in folder.rglob("*") if path.is_file()]
+    """The files under ``folder``, without the records of what files hold."""
+    return [path for path in folder.rglob("*") if path.is_file() and RECORDS not in path.parts]
+
+
+def _stand_in(folder: Path, name: str) -> Path:
+    """A file with the official row count of cod-rna's ``name`` (the shared folder lacks it)."""
+    n_rows = next(file.n_rows for file in REGISTRY["cod-rna"].files if file.name == name)
+    path = folder / name
+    path.write_text("1 1:0.5 8:1\n-1 2:0.25\n" * (n_rows // 2) + "1 1:1\n" * (n_rows % 2))
+    return path
 
 
 def test_download_into_an_empty_cache_then_use_the_cache(libsvm_site, shared_libsvm, tmp_path):
@@ -63,7 +73,8 @@ def test_a_corrupted_download_fails_its_checksum_and_leaves_nothing(libsvm_site,
     with pytest.raises(DownloadError) as error:
         data.fetch("heart_scale", cache_dir=cache, base_url=libsvm_site.url)
     message = str(error.value)
-    assert "checksum mismatch for heart_scale" in message
+    assert f"heart_scale downloaded from {libsvm_site.url}/heart_scale differs from the " \
+           f"official file: expected sha256" in message
     assert REGISTRY["heart_scale"].file("train").sha256 in message
     assert hashlib.sha256(bytes(content)).hexdigest() in message
     assert _files(cache) == []
@@ -77,7 +88,7 @@ def test_a_corrupted_compressed_download_leaves_nothing(libsvm_site, shared_libs
     corrupted.write_bytes(bytes(content))
     libsvm_site.files["ijcnn1.t.bz2"] = corrupted
     cache = tmp_path / "cache"
-    with pytest.raises(DownloadError, match=r"failed its checksum|checksum mismatch"):
+    with pytest.raises(DownloadError, match=r"cannot be read|differs from the official file"):
         data.fetch("ijcnn1", cache_dir=cache, base_url=libsvm_site.url)
     assert _files(cache) == [cache / "ijcnn1" / "ijcnn1.bz2"]  # the train file was fine
 
@@ -128,9 +139,8 @@ def test_local_copies_are_not_downloaded(libsvm_site, shared_libsvm, tmp_path):
 def test_fetch_gets_every_official_file_including_the_extra_one(libsvm_site, tmp_path):
     served = tmp_path / "served"
     served.mkdir()
-    for name in ("cod-rna.t", "cod-rna.r"):  # small stand-ins: not in the shared folder
-        (served / name).write_text("1 1:0.5 8:1\n-1 2:0.25\n")
-        libsvm_site.files[name] = served / name
+    for name in ("cod-rna.t", "cod-rna.r"):
+        libsvm_site.files[name] = _stand_in(served, name)
     cache = tmp_path / "cache"
     paths = data.fetch("cod-rna", cache_dir=cache, base_url=libsvm_site.url)
     assert [path.name for path in paths] == ["cod-rna", "cod-rna.t", "cod-rna.r"]
@@ -140,11 +150,10 @@ def test_fetch_gets_every_official_file_including_the_extra_one(libsvm_site, tmp
 def test_load_does_not_download_the_extra_files(libsvm_site, tmp_path, monkeypatch):
     served = tmp_path / "served"
     served.mkdir()
-    (served / "cod-rna.t").write_text("1 1:0.5 8:1\n-1 2:0.25\n")
-    libsvm_site.files["cod-rna.t"] = served / "cod-rna.t"
+    libsvm_site.files["cod-rna.t"] = _stand_in(served, "cod-rna.t")
     monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
     dataset = data.load("cod-rna", cache_dir=tmp_path / "cache")
-    assert (dataset.n_train, dataset.n_test) == (59535, 2)
+    assert (dataset.n_train, dataset.n_test) == (59535, 271617)
     assert libsvm_site.requests == {"cod-rna": 1, "cod-rna.t": 1}
 
 

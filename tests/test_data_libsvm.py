@@ -15,7 +15,7 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.svm import LinearSVC
 
 from svmlab import data
-from svmlab.data.libsvm_format import read_libsvm_file
+from svmlab.data.libsvm_format import measure_content, read_libsvm_file
 from svmlab.data.registry import REGISTRY
 from svmlab.errors import DataError
 
@@ -37,8 +37,10 @@ def _check_manifest_file(shared: Path, row: dict) -> None:
     assert part.X.shape == (int(row["rows"]), int(row["features"]))
     labels = tuple(int(v) for v in row["label values"].split(","))
     assert tuple(np.unique(part.y)) == labels
+    content = measure_content(shared / row["file"])
+    assert content.n_rows == int(row["rows"])
     if not row["file"].endswith(".bz2"):  # MANIFEST hashes the bytes as stored
-        assert part.sha256 == row["sha256"]
+        assert content.sha256 == row["sha256"]
 
 
 # -- every shared file -----------------------------------------------------------------------
@@ -140,7 +142,7 @@ def test_split_is_seeded_and_stratified(shared_libsvm):
     assert abs(np.sum(first.y_train > 0) - positives * 517 / 690) <= 1
     half = data.load("australian", seed=3, test_fraction=0.5, data_dir=shared_libsvm)
     assert (half.n_train, half.n_test) == (345, 345)
-    assert half.params == {"test_fraction": 0.5, "max_abs_scale": False}
+    assert half.params == {"test_fraction": 0.5, "max_abs_scale": False, "verify": True}
 
 
 @pytest.mark.shared_data
@@ -179,8 +181,7 @@ def test_local_folder_takes_precedence_over_the_cache(shared_libsvm, tmp_path):
     local = data.load("heart", data_dir=shared_libsvm, cache_dir=cache)
     assert local.n_train + local.n_test == 270
     assert local.source == str(shared_libsvm / "heart" / "heart")
-    with pytest.warns(UserWarning, match="differs from the official heart"):
-        cached = data.load("heart", data_dir=tmp_path / "empty", cache_dir=cache)
+    cached = data.load("heart", data_dir=tmp_path / "empty", cache_dir=cache, verify=False)
     assert cached.n_train + cached.n_test == 271
     assert cached.source == str(cache / "heart" / "heart")
 
@@ -196,19 +197,6 @@ def test_environment_variables_name_the_folders(shared_libsvm, tmp_path, monkeyp
     assert data.load("diabetes").source == str(cache / "diabetes" / "diabetes")
     flat = _copy(shared_libsvm, "heart_scale", tmp_path / "flat", flat=True)
     assert data.load("heart_scale", data_dir=flat).source == str(flat / "heart_scale")
-
-
-@pytest.mark.shared_data
-def test_a_local_file_with_the_wrong_hash_is_used_with_a_warning(shared_libsvm, tmp_path):
-    _changed_heart(tmp_path, shared_libsvm)
-    official = REGISTRY["heart"].file("train").sha256
-    with pytest.warns(UserWarning) as warned:
-        dataset = data.load("heart", data_dir=tmp_path)
-    message = str(warned[0].message)
-    path = tmp_path / "heart" / "heart"
-    actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    assert str(path) in message and official in message and actual in message
-    assert dataset.digest == actual
 
 
 @pytest.mark.shared_data
@@ -246,7 +234,8 @@ CORRUPT_THIRD_LINE = [
 
 
 def _write_fourclass(folder: Path, text: str) -> Path:
-    """A file in the place of fourclass_scale (2 features, no test file, no known hash)."""
+    """A file in the place of fourclass_scale (2 features, no test file); not the official
+    file, so it is loaded with verify=False."""
     path = folder / "fourclass_scale" / "fourclass_scale"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -258,7 +247,7 @@ def test_malformed_line_is_reported_with_file_line_number_and_text(tmp_path, lin
     lines = GOOD.splitlines()
     path = _write_fourclass(tmp_path, "\n".join([*lines[:2], line, *lines[2:]]) + "\n")
     with pytest.raises(DataError) as error:
-        data.load("fourclass_scale", data_dir=tmp_path)
+        data.load("fourclass_scale", data_dir=tmp_path, verify=False)
     message = str(error.value)
     assert message.startswith(f"{path}, line 3: {problem}: {line!r}")
     assert "expected lines of the form '<label> <index>:<value>" in message
@@ -266,18 +255,20 @@ def test_malformed_line_is_reported_with_file_line_number_and_text(tmp_path, lin
 
 def test_indices_start_at_one_and_a_zero_index_is_refused(tmp_path):
     _write_fourclass(tmp_path, "+1 1:5\n-1 2:7\n" * 4)
-    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5)
+    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5,
+                        verify=False)
     for X, y in ((dataset.X_train, dataset.y_train), (dataset.X_test, dataset.y_test)):
         assert np.array_equal(X.toarray(), np.where(y[:, None] > 0, [5.0, 0.0], [0.0, 7.0]))
     path = _write_fourclass(tmp_path, "+1 0:5\n-1 1:7\n" * 4)  # a valid zero-based file
     with pytest.raises(DataError, match=f"{path}, line 1: the index in '0:5' is not a positive"):
-        data.load("fourclass_scale", data_dir=tmp_path)
+        data.load("fourclass_scale", data_dir=tmp_path, verify=False)
 
 
 def test_comments_blank_lines_and_qid_are_accepted(tmp_path):
     text = "# a comment\n\n+1 qid:1 1:0.5 2:1  # trailing\n-1 1:-0.5\n+1 2:1\n-1 1:-1\n" * 4
     _write_fourclass(tmp_path, text)
-    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5)
+    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5,
+                        verify=False)
     assert dataset.n_train + dataset.n_test == 16
 
 
@@ -307,7 +298,7 @@ def test_a_corrupt_compressed_file_is_a_data_error(tmp_path):
 def test_bad_label_sets_and_empty_files_are_refused(tmp_path, text, message):
     path = _write_fourclass(tmp_path, text)
     with pytest.raises(DataError, match=message) as error:
-        data.load("fourclass_scale", data_dir=tmp_path)
+        data.load("fourclass_scale", data_dir=tmp_path, verify=False)
     assert str(path) in str(error.value)
 
 
@@ -317,7 +308,7 @@ def test_without_a_catalogue_width_train_and_test_get_the_widest_file(tmp_path):
     folder.mkdir()
     (folder / "svmguide3").write_text("+1 1:1\n-1 2:1\n")
     (folder / "svmguide3.t").write_text("+1 3:1\n-1 1:1\n")
-    dataset = data.load("svmguide3", data_dir=tmp_path)
+    dataset = data.load("svmguide3", data_dir=tmp_path, verify=False)
     assert dataset.X_train.shape == (2, 3) and dataset.X_test.shape == (2, 3)
     assert dataset.X_test[0, 2] == 1.0
 
@@ -328,12 +319,12 @@ def test_test_labels_must_be_among_the_training_labels(tmp_path):
     (folder / "splice").write_text(GOOD)
     (folder / "splice.t").write_text("+1 1:1\n+2 2:1\n")
     with pytest.raises(DataError, match=r"test file .*splice\.t has label values \[2\]"):
-        data.load("splice", data_dir=tmp_path)
+        data.load("splice", data_dir=tmp_path, verify=False)
     (folder / "splice.t").write_text("+1 1:1\n+1 2:1\n")  # one class in a test file is fine
-    assert data.load("splice", data_dir=tmp_path).n_test == 2
+    assert data.load("splice", data_dir=tmp_path, verify=False).n_test == 2
 
 
 def test_a_class_too_small_to_split_is_refused(tmp_path):
     _write_fourclass(tmp_path, "+1 1:1\n" + "-1 1:2\n" * 9)
     with pytest.raises(DataError, match="cannot split"):
-        data.load("fourclass_scale", data_dir=tmp_path)
+        data.load("fourclass_scale", data_dir=tmp_path, verify=False)

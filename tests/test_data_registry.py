@@ -212,7 +212,8 @@ def test_every_dataset_config_composes_with_hydra():
             data.validate(**OmegaConf.to_container(cfg.dataset))
         cfg = compose(overrides=["+dataset=german.numer", "dataset.test_fraction=0.5"])
         assert OmegaConf.to_container(cfg.dataset) == {
-            "name": "german.numer", "test_fraction": 0.5, "max_abs_scale": False}
+            "name": "german.numer", "test_fraction": 0.5, "max_abs_scale": False,
+            "verify": True}
         cfg = compose(overrides=["+dataset=synthetic_gaussian", "dataset.n=30", "dataset.d=3"])
     dataset = data.load(**cfg.dataset, seed=4)  # as the training entry point calls it
     assert (dataset.n_train, dataset.n_test, dataset.n_features) == (30, 30, 3)

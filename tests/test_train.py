@@ -160,15 +160,38 @@ def test_interrupted_run_ends_killed_not_running(tmp_path, sig, status):
     assert "svmlab.error" in run.data.tags
 
 
+@pytest.mark.usefixtures("isolated_data_env")
 def test_malformed_dataset_file_fails_the_run_naming_file_and_line(tmp_path, capsys):
     folder = tmp_path / "data" / "heart_scale"
     folder.mkdir(parents=True)
     (folder / "heart_scale").write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:abc\n")
     store = tmp_path / "mlflow.db"
     with pytest.raises(SystemExit):
-        train(store, "solver=liblinear", "dataset=heart_scale", f"paths.data_dir={tmp_path / 'data'}")
+        train(store, "solver=liblinear", "dataset=heart_scale", "dataset.verify=false",
+              f"paths.data_dir={tmp_path / 'data'}")
     (run,) = runs(store)
     assert run.info.status == "FAILED"
     error = run.data.tags["svmlab.error"]
     assert "heart_scale" in error and "line 2" in error
     assert "line 2" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("isolated_data_env")
+def test_a_dataset_file_that_is_not_the_official_one_fails_the_run_unless_accepted(tmp_path,
+                                                                                   capsys):
+    path = tmp_path / "data" / "heart_scale" / "heart_scale"
+    path.parent.mkdir(parents=True)
+    path.write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:0.3\n" * 4)
+    store = tmp_path / "mlflow.db"
+    args = ("solver=liblinear", "dataset=heart_scale", f"paths.data_dir={tmp_path / 'data'}")
+    with pytest.raises(SystemExit):
+        train(store, *args)
+    assert "set the dataset parameter verify=false" in capsys.readouterr().err
+    assert train(store, *args, "dataset.verify=false") == 0
+    refused, accepted = runs(store)
+    assert refused.info.status == "FAILED"
+    assert f"{path} differs from the official" in refused.data.tags["svmlab.error"]
+    assert "svmlab.data_unverified" not in refused.data.tags
+    assert accepted.info.status == "FINISHED"
+    assert accepted.data.tags["svmlab.data_unverified"].startswith(
+        f"{path} differs from the official heart_scale: expected sha256 ")

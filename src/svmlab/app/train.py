@@ -177,6 +177,8 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
                             cache_dir=cfg.paths.cache_dir)
         tracker.log_dataset(dataset)
+        if dataset.unverified:  # a file that differs from the official one, used anyway
+            tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
 
         start_ms = int(time.time() * 1000)
         # a solver whose fit takes eval_set traces test accuracy (off its clock)

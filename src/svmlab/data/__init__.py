@@ -40,7 +40,8 @@ def load(name: str, *, seed: int = 0, data_dir: PathLike | None = None,
 
     ``seed`` drives the train/test split and the generators. ``data_dir`` and ``cache_dir``
     are where LIBSVM files are looked for (see ``svmlab.data.libsvm``). Raises DataError for an
-    unknown name or parameter, a bad value, or unusable data.
+    unknown name or parameter, a bad value, unusable data, or a LIBSVM file that differs from
+    the official one (unless the parameter ``verify`` is false).
     """
     entry = get_entry(name)
     resolved = entry.resolve(params)
@@ -65,8 +66,9 @@ def fetch(name: str, data_dir: PathLike | None = None, cache_dir: PathLike | Non
           base_url: str | None = None) -> list[Path]:
     """Make the files of LIBSVM dataset ``name`` available and return their paths.
 
-    Files found in the local folder or the cache are used as they are; the others are
-    downloaded into the cache. Raises DownloadError when a download fails.
+    Files found in the local folder or the cache are verified (see ``svmlab.data.libsvm``); the
+    others are downloaded into the cache. Raises DataError for a copy that differs from the
+    official file, DownloadError when a download fails.
     """
     entry = get_entry(name)
     if not isinstance(entry, LibsvmEntry):

@@ -17,6 +17,8 @@ class Dataset:
     (negative, positive), the smaller one having become -1. ``digest`` (sha256 hex) identifies the
     source data, and ``params`` the resolved loading parameters: with the seed they determine the
     arrays exactly. ``source`` says where the data came from (file paths, or the generator).
+    ``unverified`` says how a file differs from the official one when it was used anyway (the
+    dataset parameter ``verify`` false); None when the data is what it should be.
     """
 
     name: str
@@ -28,6 +30,7 @@ class Dataset:
     digest: str
     source: str
     params: dict
+    unverified: str | None = None
 
     @property
     def n_features(self) -> int:

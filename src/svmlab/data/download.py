@@ -1,64 +1,131 @@
-"""Downloading one file: streamed, checksummed, and written atomically.
+"""Downloading one file: streamed, verified, and written atomically.
 
-The bytes go to a temporary file in the destination folder, which is fsynced and then renamed
+The bytes go to a part file beside the destination, ``.<name>.<host>.<pid>.<random>.part``,
+created like any new file (mode 0666 less the umask). Once complete and verified, it is renamed
 onto the destination (``os.replace``). On any failure (HTTP error, refused connection, timeout,
-a response cut short, a checksum mismatch, Ctrl-C) the temporary file is removed, so the
-destination either holds the complete, verified file or does not exist. Parallel jobs that
-download the same file at once are safe: each writes its own temporary file.
+a response cut short, content that differs from the official file, Ctrl-C, SIGTERM) the part
+file is removed, so the destination either holds the complete, verified file or does not
+exist. Parallel jobs that download the same file at once are safe: each writes its own part
+file. A part file whose process is gone (killed with SIGKILL, say) is left behind;
+``remove_stale_parts`` removes it, which the next fetch or load of that file does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
-import lzma
 import os
+import re
+import secrets
+import signal
+import socket
 import sys
-import tempfile
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from tqdm import tqdm
 
-from svmlab.data.libsvm_format import content_sha256
-from svmlab.errors import DownloadError
+from svmlab.data.libsvm_format import Content, measure_content
+from svmlab.errors import DataError, DownloadError
 
 TIMEOUT_S = 60  # for connecting and for each read
 _CHUNK = 1 << 20
+_HOST = socket.gethostname().replace(".", "_")  # no dots: part names are split at dots
 
 
-def download(url: str, dest: Path, sha256: str | None) -> None:
-    """Download ``url`` to ``dest``; with ``sha256``, verify the uncompressed content first.
+def download(url: str, dest: Path, expected: Content) -> Content | None:
+    """Download ``url`` to ``dest``, keeping it only if its uncompressed content agrees with
+    the known values of ``expected``; returns the content measured (None if nothing is known).
 
-    Without a known hash only the length is checked (against Content-Length), so that large
-    files are not decompressed twice; a corrupt file then fails when it is loaded. The progress
-    bar goes to stderr and is shown only on a terminal.
+    With nothing known, only the length is checked (against Content-Length); a corrupt file
+    then fails when it is loaded. The progress bar goes to stderr and is shown only on a
+    terminal.
     """
+    part = dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(8)}.part")
+    with _sigterm_exits():
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            out = part.open("xb")  # a new file, so its mode is 0666 less the umask
+        except OSError as exc:
+            raise DownloadError(f"cannot write into {dest.parent} to download {url}: "
+                                f"{exc}") from exc
+        try:
+            with out:
+                _stream(url, out, dest.name)
+                out.flush()
+                os.fsync(out.fileno())
+            found = _verified(part, dest, url, expected) if expected.known else None
+            os.replace(part, dest)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+    return found
+
+
+def _verified(part: Path, dest: Path, url: str, expected: Content) -> Content:
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    except OSError as exc:
-        raise DownloadError(f"cannot write into {dest.parent} to download {url}: {exc}") from exc
-    tmp = Path(tmp_name)
+        found = measure_content(part, dest.name)
+    except DataError as exc:
+        raise DownloadError(f"{dest.name} downloaded from {url} cannot be read ({exc}); "
+                            f"the file was not kept") from exc
+    problem = expected.differences(found)
+    if problem:
+        raise DownloadError(f"{dest.name} downloaded from {url} differs from the official file: "
+                            f"{problem} (of the uncompressed content); the file was not kept")
+    return found
+
+
+@contextlib.contextmanager
+def _sigterm_exits():
+    """Within the block, SIGTERM raises SystemExit, so that the part file is removed.
+
+    SIGTERM's default action ends the process at once; a handler can only be installed in the
+    main thread, and one installed by the caller is left as it is.
+    """
+    replace = (threading.current_thread() is threading.main_thread()
+               and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    if replace:
+        signal.signal(signal.SIGTERM, _exit)
     try:
-        with os.fdopen(fd, "wb") as out:
-            _stream(url, out, dest.name)
-            out.flush()
-            os.fsync(out.fileno())
-        if sha256 is not None:
-            try:
-                actual = content_sha256(tmp, dest.name)
-            except (OSError, EOFError, lzma.LZMAError) as exc:
-                raise DownloadError(f"{dest.name} downloaded from {url} failed its checksum: "
-                                    f"it cannot be decompressed ({exc})") from exc
-            if actual != sha256:
-                raise DownloadError(
-                    f"checksum mismatch for {dest.name} downloaded from {url}: expected sha256 "
-                    f"{sha256}, got {actual} (of the uncompressed content); the file was not kept")
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        yield
+    finally:
+        if replace:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _exit(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def remove_stale_parts(dest: Path) -> None:
+    """Remove the part files of ``dest`` whose download process is gone.
+
+    Only this machine's processes can be checked: part files of other machines (a cache folder
+    shared over the network) are kept. Part files named without their process, as earlier
+    versions of svmlab named them, are stale.
+    """
+    name = re.escape(dest.name)
+    earlier = re.compile(rf"\.{name}\.[a-z0-9_]{{8}}\.part")
+    owned = re.compile(rf"\.{name}\.([^.]+)\.(\d+)\.[0-9a-f]{{16}}\.part")
+    with contextlib.suppress(OSError):
+        for part in dest.parent.iterdir():
+            match = owned.fullmatch(part.name)
+            stale = (earlier.fullmatch(part.name) is not None
+                     or (match is not None and match[1] == _HOST and not _alive(int(match[2]))))
+            if stale:
+                part.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process
+    return True
 
 
 def _stream(url: str, out, label: str) -> None:

@@ -11,6 +11,12 @@ Every dataset of ``libsvm_catalogue.tsv`` goes through the same code. Each file 
 
 A copy may be compressed differently from the official file (``madelon.bz2`` for ``madelon``,
 ``ijcnn1`` for ``ijcnn1.bz2``): hashes are taken over the uncompressed content.
+
+Every copy is verified against what the catalogue knows of the official file, its sha256 and
+row count, once per file (see ``svmlab.data.verified``). A download that differs is not kept; a
+cached copy that differs is refused and removed, so that the next load or fetch downloads it
+again; a local copy that differs is refused, unless the dataset parameter ``verify`` is false:
+it is then used, and ``Dataset.unverified`` says how it differs.
 """
 
 from __future__ import annotations
@@ -18,7 +24,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
-import warnings
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -28,9 +33,9 @@ from urllib.parse import quote
 import scipy.sparse as sp
 
 from svmlab.data.dataset import Dataset, DatasetInfo
-from svmlab.data.download import download
+from svmlab.data.download import download, remove_stale_parts
 from svmlab.data.entry import TEST_FRACTION, Entry, describe_params, flag
-from svmlab.data.libsvm_format import OPENERS, read_libsvm_file
+from svmlab.data.libsvm_format import OPENERS, Content, read_libsvm_file
 from svmlab.data.prepare import (
     as_csr32,
     encode_labels,
@@ -39,12 +44,14 @@ from svmlab.data.prepare import (
     split_sizes,
     stratified_split,
 )
+from svmlab.data.verified import content_of, remember
 from svmlab.errors import DataError, DownloadError
 
 DEFAULT_URL = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary"
 DEFAULT_CACHE = Path("~/.cache/svmlab/libsvm")
 ROLES = ("train", "test", "extra")
 MAX_ABS_SCALE = flag("max_abs_scale", False)
+VERIFY = flag("verify", True)  # false: use a copy that differs from the official file
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,10 @@ class CatalogueFile:
     name: str  # the official file name, also its download name
     n_rows: int | None
     sha256: str | None  # of the uncompressed content, where the official file's is known
+
+    @property
+    def expected(self) -> Content:
+        return Content(self.sha256, self.n_rows)
 
     def copy_names(self) -> tuple[str, ...]:
         """Names a copy may have: the official name first, then the other compressions."""
@@ -112,37 +123,65 @@ class LibsvmEntry(Entry):
         return super().resolve(given)
 
     def fetch(self, data_dir=None, cache_dir=None, base_url=None) -> list[Path]:
-        """Paths of all official files, downloading those not found locally or in the cache."""
-        return [self._ensure(file, data_dir, cache_dir, base_url) for file in self.files]
+        """Paths of all official files, verified; those not found locally or in the cache are
+        downloaded. Raises DataError for a copy that differs from the official file."""
+        return [self._ensure(file, data_dir, cache_dir, base_url, verify=True)[0]
+                for file in self.files]
 
-    def _ensure(self, file: CatalogueFile, data_dir, cache_dir, base_url) -> Path:
+    def _ensure(self, file: CatalogueFile, data_dir, cache_dir, base_url,
+                verify: bool) -> tuple[Path, str | None]:
+        """A copy of ``file``, found or downloaded into the cache, and how it differs from the
+        official file (None: it does not, or nothing is known to compare it with)."""
+        cache = cache_folder(cache_dir)
+        dest = cache / self.name / file.name
+        remove_stale_parts(dest)
         found = find_copy(self.name, file, data_dir, cache_dir)
-        if found:
-            return found[1]
+        if found is None:
+            self._download(file, dest, cache, base_url)
+            return dest, None
+        where, path = found
+        return path, self._verify(file, where, path, cache, verify)
+
+    def _download(self, file: CatalogueFile, dest: Path, cache: Path, base_url) -> None:
         base = base_url or os.environ.get("SVMLAB_LIBSVM_URL") or DEFAULT_URL
         url = f"{base.rstrip('/')}/{quote(file.name)}"
-        dest = cache_folder(cache_dir) / self.name / file.name
         try:
-            download(url, dest, file.sha256)
+            content = download(url, dest, file.expected)
         except DownloadError as exc:
             raise DownloadError(
                 f"{exc}\nTo provide the file by hand, put {file.name} (compressed or not) into "
                 f"{dest.parent}, or into <dir>/{self.name}/ and set SVMLAB_DATA_DIR=<dir>."
             ) from exc
-        return dest
+        if content is not None:
+            remember(dest, content, cache)
+
+    def _verify(self, file: CatalogueFile, where: str, path: Path, cache: Path,
+                verify: bool) -> str | None:
+        """None if the copy at ``path`` agrees with what is known of ``file``. Otherwise, with
+        ``verify``, refuse it (removing a cached copy); without, say how it differs."""
+        if not file.expected.known:
+            return None
+        problem = file.expected.differences(content_of(path, cache))
+        if problem is None:
+            return None
+        differs = (f"{path} differs from the official {file.name}: {problem} (of the "
+                   f"uncompressed content)")
+        if not verify:
+            return differs
+        if where == "cache":
+            path.unlink(missing_ok=True)
+            raise DataError(f"{differs}. This copy in the download cache was removed: the next "
+                            f"load or `svmlab datasets fetch {self.name}` downloads it again.")
+        raise DataError(f"{differs}. To use this copy anyway, set the dataset parameter "
+                        f"verify=false (dataset.verify=false in a run's config).")
 
     def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
         used = self.used_files()
-        paths = [self._ensure(file, data_dir, cache_dir, base_url=None) for file in used]
+        copies = [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
+                  for file in used]
+        paths = [path for path, _ in copies]
         digest = hashlib.sha256()  # over the train then the test file, uncompressed
-        parts = []
-        for file, path in zip(used, paths, strict=True):
-            part = read_libsvm_file(path, self.n_features, also_hash=(digest,))
-            if file.sha256 and part.sha256 != file.sha256:
-                warnings.warn(f"{path} differs from the official {file.name}: its sha256 is "
-                              f"{part.sha256}, the official file's is {file.sha256} (uncompressed "
-                              f"content); using it anyway", stacklevel=3)
-            parts.append(part)
+        parts = [read_libsvm_file(path, self.n_features, hashes=(digest,)) for path in paths]
         n_features = max(part.X.shape[1] for part in parts)
         X = _with_columns(parts[0].X, n_features)
         y, classes = encode_labels(parts[0].y, f"training file {paths[0]}")
@@ -155,9 +194,10 @@ class LibsvmEntry(Entry):
             X_train, y_train, X_test, y_test = X[train], y[train], X[test], y[test]
         if params["max_abs_scale"]:
             X_train, X_test = max_abs_scale(X_train, X_test)
+        unverified = "; ".join(differs for _, differs in copies if differs) or None
         return Dataset(self.name, as_csr32(X_train, self.name), y_train,
                        as_csr32(X_test, self.name), y_test, classes, digest.hexdigest(),
-                       ", ".join(map(str, paths)), dict(params))
+                       ", ".join(map(str, paths)), dict(params), unverified)
 
     def info(self, data_dir=None, cache_dir=None) -> DatasetInfo:
         train, test = self.file("train"), self.file("test")
@@ -223,7 +263,8 @@ def _entry(name: str, rows: list[dict]) -> LibsvmEntry:
     description = f"LIBSVM {name}: {size}{split} (file{'s' if len(used) > 1 else ''} {names})"
     return LibsvmEntry(
         name=name, description=description, files=catalogue_files, n_features=n_features,
-        params=(MAX_ABS_SCALE,) if "test" in roles else (TEST_FRACTION, MAX_ABS_SCALE))
+        params=(MAX_ABS_SCALE, VERIFY) if "test" in roles
+        else (TEST_FRACTION, MAX_ABS_SCALE, VERIFY))
 
 
 ENTRIES = _read_catalogue()

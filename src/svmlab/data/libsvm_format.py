@@ -1,4 +1,4 @@
-"""Reading one LIBSVM-format file (plain, .bz2, .xz or .gz).
+"""Reading one LIBSVM-format file (plain, .bz2, .xz or .gz), and measuring its content.
 
 The parser is scikit-learn's ``load_svmlight_file``. Its errors do not say where the problem is,
 so on failure the file is scanned again here to report the first offending line.
@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from svmlab.errors import DataError
 
 OPENERS = {".bz2": bz2.open, ".xz": lzma.open, ".gz": gzip.open}
+MAGIC = {b"BZh": ".bz2", b"\xfd7zXZ\x00": ".xz", b"\x1f\x8b": ".gz"}  # first bytes -> suffix
 EXPECTED = ("lines of the form '<label> <index>:<value> <index>:<value> ...': a numeric label, "
             "then feature indices that are positive integers in ascending order, each with a "
             "numeric value")
@@ -31,19 +32,73 @@ def open_content(path: Path, name: str | None = None) -> BinaryIO:
     """Open ``path`` for reading its uncompressed bytes.
 
     The compression is chosen by the suffix of ``name`` (default: the file's own name), so that
-    a download in progress under a temporary name can be read as what it will become.
+    a download in progress under a temporary name can be read as what it will become. Raises
+    DataError for compressed bytes under a name without that compression's suffix: they would
+    otherwise be parsed as text.
     """
-    opener = OPENERS.get(Path(name or path.name).suffix, open)
+    opener = OPENERS.get(Path(name or path.name).suffix)
+    if opener is None:
+        _refuse_unnamed_compression(path)
+        opener = open
     return opener(path, "rb")
 
 
-def content_sha256(path: Path, name: str | None = None) -> str:
-    """sha256 of the uncompressed content of ``path`` (compression chosen as in open_content)."""
+def _refuse_unnamed_compression(path: Path) -> None:
+    with open(path, "rb") as stream:
+        start = stream.read(max(map(len, MAGIC)))
+    suffix = next((suffix for magic, suffix in MAGIC.items() if start.startswith(magic)), None)
+    if suffix is not None:
+        raise DataError(f"{path} is compressed ({suffix}) but its name does not end in {suffix}; "
+                        f"rename it to {path.name}{suffix} so that it is decompressed when read")
+
+
+@dataclass(frozen=True)
+class Content:
+    """A summary of a file's uncompressed content: its sha256 and number of samples.
+
+    An expected content has None where the official value is not known.
+    """
+
+    sha256: str | None
+    n_rows: int | None
+
+    @property
+    def known(self) -> bool:
+        return self.sha256 is not None or self.n_rows is not None
+
+    def differences(self, found: Content) -> str | None:
+        """None if ``found`` agrees with every known value of this expected content, else
+        "expected <values>, found <values>"."""
+        seen = Content(found.sha256 if self.sha256 is not None else None,
+                       found.n_rows if self.n_rows is not None else None)
+        return None if seen == self else f"expected {self}, found {seen}"
+
+    def __str__(self) -> str:
+        values = ([f"sha256 {self.sha256}"] if self.sha256 is not None else []) + (
+            [f"{self.n_rows} rows"] if self.n_rows is not None else [])
+        return " and ".join(values)
+
+
+def measure_content(path: Path, name: str | None = None) -> Content:
+    """sha256 and number of samples of the uncompressed content of ``path``, in one pass
+    (compression chosen as in open_content). Samples are the lines the parser reads: not
+    blank, not only a '#' comment. Raises DataError if the file cannot be read."""
     digest = hashlib.sha256()
-    with open_content(path, name) as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    n_rows, tail = 0, b""
+    try:
+        with open_content(path, name) as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+                lines = (tail + chunk).split(b"\n")
+                tail = lines.pop()
+                n_rows += sum(map(_is_sample, lines))
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from exc
+    return Content(digest.hexdigest(), n_rows + _is_sample(tail))
+
+
+def _is_sample(line: bytes) -> bool:
+    return bool(line.split(b"#", 1)[0].strip())
 
 
 class _HashingReader(io.RawIOBase):
@@ -65,16 +120,14 @@ class _HashingReader(io.RawIOBase):
 
 @dataclass(frozen=True)
 class LibsvmFile:
-    """The content of one file: features (CSR, float64, int64 indices), labels as written, and
-    the sha256 of the uncompressed bytes."""
+    """The content of one file: features (CSR, float64, int64 indices) and labels as written."""
 
     X: sp.csr_matrix
     y: np.ndarray
-    sha256: str
 
 
-def read_libsvm_file(path: Path, n_features: int | None, also_hash: tuple = ()) -> LibsvmFile:
-    """Parse ``path``, hashing its uncompressed bytes on the way (and into ``also_hash``).
+def read_libsvm_file(path: Path, n_features: int | None, hashes: tuple = ()) -> LibsvmFile:
+    """Parse ``path``, feeding its uncompressed bytes to the hash objects ``hashes`` on the way.
 
     ``n_features`` fixes the number of columns (None: the largest index found). Raises DataError
     with the file, line number and line text for a malformed file, an index beyond
@@ -82,10 +135,9 @@ def read_libsvm_file(path: Path, n_features: int | None, also_hash: tuple = ()) 
     """
     from sklearn.datasets import load_svmlight_file  # imported here: `svmlab datasets` starts fast
 
-    own = hashlib.sha256()
     try:
         with open_content(path) as raw:
-            stream = io.BufferedReader(_HashingReader(raw, (own, *also_hash)), _CHUNK)
+            stream = io.BufferedReader(_HashingReader(raw, hashes), _CHUNK)
             try:
                 X, y = load_svmlight_file(stream, n_features=n_features, dtype=np.float64,
                                           zero_based=False)
@@ -99,7 +151,7 @@ def read_libsvm_file(path: Path, n_features: int | None, also_hash: tuple = ()) 
         raise DataError(f"{path} contains no samples; expected {EXPECTED}")
     if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
         raise DataError(_malformed(path, n_features, "NaN or inf found"))
-    return LibsvmFile(X, y, own.hexdigest())
+    return LibsvmFile(X, y)
 
 
 def _malformed(path: Path, n_features: int | None, parser_message: str) -> str:
