@@ -2,6 +2,9 @@
 certificate, KKT conditions, classifier recovery, sampling, initialisation, non-normalised
 kernels, sparse input and parameter errors (properties 5, 9-19 of the Frank-Wolfe spec)."""
 
+import logging
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +16,7 @@ from sklearn.datasets import make_classification
 from sklearn.svm import LinearSVC
 
 from svmlab.errors import ConfigError
+from svmlab.estimator import trace as trace_module
 from svmlab.estimator.kernels import Kernel
 from svmlab.numerics.kernels import DENSE_FROM
 from svmlab.numerics.row_cache import FIRST_WIDTH, new_cache
@@ -448,3 +452,16 @@ def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, samp
     for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals"):
         np.testing.assert_array_equal(whole.trace_.columns()[name],
                                       sliced.trace_.columns()[name])
+
+
+def test_progress_lines_report_the_fit_and_never_its_warm_up(data, monkeypatch, caplog):
+    """A line per drained slice when the interval is 0, with the solver time of this fit (the
+    warm-up fit that loads the compiled code logs nothing)."""
+    monkeypatch.setattr(trace_module, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(estimators, "SLICE_NS", -10**18)
+    caplog.set_level(logging.INFO, logger="svmlab.progress")
+    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, random_state=0).fit(*data)
+    lines = [r.getMessage() for r in caplog.records if r.name == "svmlab.progress"]
+    assert len(lines) == len(est.trace_)  # one slice per iteration, a line per slice
+    solver_s = [float(re.search(r"solver ([0-9.]+) s", line).group(1)) for line in lines]
+    assert "rel_gap_l2svm" in lines[-1] and max(solver_s) <= est.fit_time_s_ + 0.05

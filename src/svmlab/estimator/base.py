@@ -97,9 +97,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         start = time.perf_counter()
         rows = tiny_subset(y)
         twin = clone(self).set_params(**self._warm_up)
+        trace = Trace(progress=False)
+        trace.clock.start()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            twin._fit(finite_csr_int32(X[rows]), y[rows], Trace())
+            twin._fit(finite_csr_int32(X[rows]), y[rows], trace)
         return time.perf_counter() - start
 
     def stopping_rule(self) -> str:

@@ -80,8 +80,9 @@ class Trace:
     logs a progress line to the logger ``svmlab.progress`` every PROGRESS_EVERY_S seconds.
     """
 
-    def __init__(self, callback: Callable[[dict], object] | None = None):
+    def __init__(self, callback: Callable[[dict], object] | None = None, progress: bool = True):
         self.callback = callback
+        self.progress = progress  # False: no progress lines (e.g. a warm-up fit)
         self.clock = SolverClock()
         self._chunks: dict[str, list[np.ndarray]] = {name: [] for name in REQUIRED_COLUMNS}
         self._value_names: tuple[str, ...] | None = None
@@ -157,8 +158,8 @@ class Trace:
 
     def _progress(self) -> None:
         now = time.monotonic()
-        if now - self._last_progress < PROGRESS_EVERY_S or not progress_log.isEnabledFor(
-                logging.INFO):
+        if (not self.progress or now - self._last_progress < PROGRESS_EVERY_S
+                or not progress_log.isEnabledFor(logging.INFO)):
             return
         self._last_progress = now
         last = self._last
