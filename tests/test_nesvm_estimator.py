@@ -262,3 +262,17 @@ def test_paper_settings_on_a1a_match_liblinear_accuracy(shared_libsvm, C):
                          0.0, C)
     F = model.objectives(d.X_train, d.y_train)["objective_hinge_l2"]
     assert F_ref <= F <= F_ref + C * 5.0 / 2 * d.X_train.shape[0]  # a_i = 1: binary features
+
+
+@pytest.mark.parametrize("max_iter, eps", [(30, 1e-3), (1000, 1e-3), (1000, 2e-3)])
+def test_gap_rule_converges_exactly_when_the_final_certificate_meets_eps(data, max_iter, eps):
+    """stop='gap': converged_ states the certified gap of the returned iterate, refined where
+    the quick in-loop certificates fell short (at 1000 updates the refined gap is about 1.2e-3,
+    the quick ones never below 2.8e-2)."""
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = NESVM(C=1.0, eps=eps, max_iter=max_iter, homotopy="off", mu=0.01).fit(X, y)
+    quick = est.trace_.columns()["rel_gap_hinge_l2"]
+    assert est.converged_ == (est.certificate_.rel_gap <= eps)
+    assert est.converged_ == (eps == 2e-3) and np.nanmin(quick) > eps

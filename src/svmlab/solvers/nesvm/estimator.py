@@ -267,6 +267,9 @@ class NESVM(KernelSVMClassifier):
                     break
             else:
                 self.converged_ &= converged
+        if self.stop == "gap" and not self.converged_:  # the quick certificates are looser
+            self.converged_ = self._iterate_certificate(X, y, problem, theta,
+                                                        refine=True).rel_gap <= self.eps
         self.lipschitz_, self.mu_stages_ = L, mus
         w, b = problem.split(theta)
         self._last_duals = self._smoothed_duals(problem, y * (problem.X @ w + b))
@@ -279,7 +282,8 @@ class NESVM(KernelSVMClassifier):
         when a stage before the last ends by the 'rel' rule (its smoothed objective settled).
         These are the quick certificates (`certificates.certify` with refine=False): the
         smoothed problem's dual point is among their candidates, and it is tight as mu gets
-        small; the free-set refinement would cost a bounded least-squares fit each time."""
+        small; the free-set refinement would cost a bounded least-squares fit each time, so it is
+        tried once, on the last iterate, when the quick ones never met eps."""
 
         def test(k, theta, ev, previous):
             settled = not last and should_stop("rel", self.eps, ev, previous)
@@ -291,9 +295,11 @@ class NESVM(KernelSVMClassifier):
 
         return test
 
-    def _iterate_certificate(self, X, y, problem: SmoothedSVM, theta) -> Certificate:
+    def _iterate_certificate(self, X, y, problem: SmoothedSVM, theta,
+                             refine: bool = False) -> Certificate:
         """The certificate of the iterate theta for the true (unsmoothed) problem, with the
-        smoothed problem's dual point a_i = -C l_mu'(m_i) among the candidates."""
+        smoothed problem's dual point a_i = -C l_mu'(m_i) among the candidates: quick, or with
+        the free-set refinement (refine)."""
         w, b = problem.split(theta)
         scores = problem.X @ w  # problem.X: the rows (linear) or the kernel matrix
         if self.kernel == "linear":
@@ -302,7 +308,7 @@ class NESVM(KernelSVMClassifier):
             image, squared, l1 = KernelImage(X, y, self._kernel(), X, w, b), float(w @ scores), None
         margins = y * (scores + b)
         return self._certify(X, y, margins, squared, l1, b, image,
-                             self._smoothed_duals(problem, margins), refine=False)
+                             self._smoothed_duals(problem, margins), refine=refine)
 
     def _smoothed_duals(self, problem: SmoothedSVM, margins: np.ndarray) -> tuple:
         """The smoothed problem's dual point a_i = C clip((1 - m_i) / width_i, 0, 1) (none for
