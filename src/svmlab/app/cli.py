@@ -1,5 +1,5 @@
 """The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
-``report`` and ``server``."""
+``report``, ``workflow`` and ``server``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ SUBCOMMANDS = {
                 "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table"),
     "report": ("svmlab.analysis.cli",
                "analyze, and execute the significance-report notebook on the result"),
+    "workflow": ("svmlab.app.workflow",
+                 "reproduce a paper in one command: sweep, analysis, report, claims table"),
     "server": ("svmlab.tracking.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
 }
