@@ -57,11 +57,11 @@ def test_every_workflow_loads_and_its_sweep_composes(name, scale):
                 assert set(named) <= swept, (claim.claim, named)
 
 
-def test_the_shipped_workflows_are_listed_with_their_papers(capsys):
+def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
     assert set(spec.names()) >= {"nesvm_adult", "fw_paper", "l1_newton_paper", "alm_paper",
                                  "bsca_budget", "shootout"}
     assert cli.main(["workflow", "list"]) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     for name in spec.names():
         assert f"{name}: {spec.load(name).paper}" in out
 
@@ -165,10 +165,10 @@ def assert_one_finished_run_per_config(found: list, expected: int) -> None:
 
 @pytest.mark.slow
 def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_missing(
-        tmp_path, capsys):
+        tmp_path, capfd):
     store = tmp_path / "mlflow.db"
     assert cli.main(workflow_args(store)) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     found = every_run(store)
     roles = {r.data.tags.get("svmlab.role"): r for r in found}
     outer = roles["workflow"]
@@ -195,13 +195,13 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
     assert "figures/test_accuracy/cd_diagram.png" in page
 
     assert cli.main(workflow_args(store)) == 0  # done: nothing runs again
-    assert "[1/4] sweep: finished before" in capsys.readouterr().out
+    assert "[1/4] sweep: finished before" in capfd.readouterr().out
     assert len(every_run(store)) == len(found)
 
     removed = training_runs(found)[0]
     MlflowClient(f"sqlite:///{store}").delete_run(removed.info.run_id)
     assert cli.main(workflow_args(store)) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert "1 run(s) it listed are gone; resuming it" in out
     assert out.count("SKIPPED  FINISHED before") == 7
     again = every_run(store)

@@ -54,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
             sub.choices[name].description = sub.choices[name].description or text
         else:
             sub.add_parser(name, help=text)
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest:  # a command that takes Hydra overrides also takes them after its options
+        if not hasattr(args, "overrides") or any(a.startswith("-") for a in rest):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        args.overrides += rest
     return args.func(args)
 
 
