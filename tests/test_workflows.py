@@ -53,8 +53,9 @@ def test_every_workflow_loads_and_its_sweep_composes(name, scale):
                  if o.split("=")[0].lstrip("+") in ("solver", "dataset", "bsca_problem")}
         for claim in workflow.claims:
             for side in (claim.value, claim.relative_to or {}):
-                named = [side[k] for k in ("solver", "dataset") if k in side]
-                assert set(named) <= swept, (claim.claim, named)
+                for key in set(side) & {"solver", "dataset"}:
+                    named = side[key] if isinstance(side[key], list) else [side[key]]
+                    assert set(named) & swept, (claim.claim, named)
 
 
 def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
@@ -82,8 +83,8 @@ def tiny_data() -> dict:
     ({"scales": {"quick": {}}}, "scales: missing key(s) paper"),
     ({"sweep": {"preset": "tiny", "overrides": ["seed"]}},
      "'seed' is not KEY=VALUE; quote a list of values"),
-    ({"report": {"notebook": "nope"}}, "unknown notebook 'nope'; available: convergence, "
-                                       "significance_report"),
+    ({"report": {"notebook": "nope"}},
+     "unknown notebook 'nope'; available: convergence, significance_report"),
     ({"analysis": {"measures": ["accuracy"]}}, "analysis.measures"),
     ({"analysis": {"measures": ["fit_time_s"], "hypotheses": ["a<<b"]}}, "bad hypothesis"),
     ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",

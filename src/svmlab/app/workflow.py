@@ -82,9 +82,9 @@ def listing() -> str:
     lines = []
     for name in names():
         w = load(name)
+        usage = f"svmlab workflow {name} --scale quick|paper"
         lines += [f"{name}: {w.paper}", f"    {w.description}",
-                  f"    {len(w.claims)} claims; sweep +experiment={w.preset}; "
-                  f"svmlab workflow {name} --scale quick|paper", ""]
+                  f"    {len(w.claims)} claims; sweep +experiment={w.preset}; {usage}", ""]
     return "\n".join(lines).rstrip()
 
 

@@ -31,9 +31,9 @@ class Judged:
 
     def row(self) -> dict:
         c = self.claim
-        paper = " ".join(p for p in (_number(c.paper) if c.paper is not None else "",
-                                     f"({c.paper_text})" if c.paper is not None and c.paper_text
-                                     else c.paper_text or "") if p)
+        paper = _number(c.paper) if c.paper is not None else ""
+        if c.paper_text:
+            paper = f"{paper} ({c.paper_text})" if paper else c.paper_text
         return {"claim": c.claim, "source": c.source, "measure": c.measure or "",
                 "paper": paper, "svmlab": "" if self.value is None else _number(self.value),
                 "test": self.test, "verdict": self.verdict, "detail": self.detail}
@@ -170,8 +170,7 @@ def _holds(rule: str, bound: float, value: float, paper: float | None) -> bool:
 
 def _test_text(rule: str, bound: float, paper: float | None) -> str:
     return {"tolerance": f"|svmlab - paper| <= {_number(bound)}",
-            "relative_tolerance": f"|svmlab - paper| <= {_number(bound)} x {_number(paper)}"
-            if paper is not None else "",
+            "relative_tolerance": f"|svmlab - paper| <= {_number(bound)} x |{paper}|",
             "below": f"svmlab < {_number(bound)}",
             "above": f"svmlab > {_number(bound)}"}[rule]
 
