@@ -152,18 +152,20 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
 def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer) -> list[str]:
     """Run every step that is not done; returns the names of the steps that failed."""
     failed = []
-    sweep_run = outer.step_run("sweep")
+    sweep_run = outer.done("sweep")
     missing = outer.missing_jobs(sweep_run) if sweep_run else []
     redo = sweep_run is None or bool(missing)
     if redo:
         if missing:
             print(f"[1/{STEPS}] sweep: {len(missing)} run(s) it listed are gone; resuming it")
         print(f"[1/{STEPS}] sweep: svmlab train -m {' '.join(arguments)}", flush=True)
-        started = outer.step_run("sweep", None)
+        before = outer.latest("sweep")
         status = _sweep(arguments, outer.run_id)
-        if status and outer.step_run("sweep", "FAILED") in (None, started):
-            # no sweep ran to its end (Hydra refused the overrides, or it was stopped)
-            raise SystemExit(status)
+        after = outer.latest("sweep")
+        if status and (after in (None, before) or after[1] != "FAILED"):
+            print(f"[1/{STEPS}] sweep: stopped before its end (exit status {status})",
+                  file=sys.stderr)
+            raise SystemExit(status if status > 0 else 1)
         if status:  # some jobs failed: the others are analysed, and the next run retries them
             failed.append("sweep")
     else:
@@ -173,7 +175,7 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
     for number, role, step in ((2, "analysis", _analysis), (3, "report", _report)):
         if role == "report" and workflow.notebook is None:
             continue
-        done = None if redo else outer.step_run(role)
+        done = None if redo else outer.done(role)
         if done:
             print(f"[{number}/{STEPS}] {role}: finished before (run {done})")
             continue

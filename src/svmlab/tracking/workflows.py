@@ -49,15 +49,19 @@ class OuterRun:
                                        max_results=1, order_by=["attributes.start_time DESC"])
         return runs[0].info.run_id if runs else None
 
-    def step_run(self, role: str, status: str | None = "FINISHED") -> str | None:
-        """The latest child run with the role ``role`` (sweep, analysis, report) and the
-        status ``status`` (None: any status)."""
-        conditions = [f"tags.`{PARENT_TAG}` = '{self.run_id}'", f"tags.`{ROLE_TAG}` = '{role}'"]
-        if status:
-            conditions.append(f"attributes.status = '{status}'")
-        runs = self.client.search_runs([self.experiment_id], " and ".join(conditions),
-                                       max_results=1, order_by=["attributes.start_time DESC"])
-        return runs[0].info.run_id if runs else None
+    def latest(self, role: str) -> tuple[str, str] | None:
+        """(run id, status) of the latest child run with the role ``role`` (sweep, analysis,
+        report), or None."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            f"tags.`{PARENT_TAG}` = '{self.run_id}' and tags.`{ROLE_TAG}` = '{role}'",
+            max_results=1, order_by=["attributes.start_time DESC"])
+        return (runs[0].info.run_id, runs[0].info.status) if runs else None
+
+    def done(self, role: str) -> str | None:
+        """The id of the latest child run with the role ``role`` if it FINISHED, else None."""
+        latest = self.latest(role)
+        return latest[0] if latest and latest[1] == "FINISHED" else None
 
     def missing_jobs(self, sweep_run_id: str) -> list[str]:
         """The runs a finished sweep listed (finished or skipped jobs) that are no longer
