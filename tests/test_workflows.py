@@ -2,6 +2,7 @@
 and unknown names fail clearly; claims are judged as stated; a workflow runs end to end into a
 temporary store, and one interrupted or missing a run is completed by running it again."""
 
+import math
 import os
 import signal
 import subprocess
@@ -126,18 +127,21 @@ def test_claims_are_judged_by_their_rule_on_matching_runs():
         claim(measure="fit_time_s", value={"solver": "c"}, decide={"below": 1}),
         claim(untestable="no such solver"),
         claim(measure="time_to_gap_1e-3", value={"solver": "a"}, decide={"below": 1}),
-    ], runs, lambda names: {name: [0.5, 0.5, 9.0, 9.0] for name in names})
+        claim(measure="time_to_gap_1e-3", value={"solver": "b"}, relative_to={"solver": "b"},
+              decide={"below": 1}),
+    ], runs, lambda names: {name: [0.5, 0.5, math.inf, math.inf] for name in names})
     assert [j.value for j in judged] == [0.5, 1.0, pytest.approx(0.05), pytest.approx(0.8),
-                                         None, None, 0.5]
+                                         None, None, 0.5, None]
     assert [j.verdict for j in judged] == [claims.REPRODUCED, claims.NOT_REPRODUCED,
                                            claims.NOT_REPRODUCED, claims.REPRODUCED,
                                            claims.UNTESTABLE, claims.UNTESTABLE,
-                                           claims.REPRODUCED]
+                                           claims.REPRODUCED, claims.UNTESTABLE]
     assert judged[0].detail == ("fit_time_s 2 = mean of 2 run(s) of solver=a / "
                                 "fit_time_s 4 = mean of 2 run(s) of solver=b")
     assert "no finished run of solver=c" in judged[4].detail
+    assert judged[7].detail.startswith("undefined: time_to_gap_1e-3 inf = mean of 2 run(s)")
     assert claims.counts(judged) == {claims.REPRODUCED: 3, claims.NOT_REPRODUCED: 2,
-                                     claims.UNTESTABLE: 2}
+                                     claims.UNTESTABLE: 3}
 
 
 # -- end to end ---------------------------------------------------------------------------------

@@ -71,6 +71,8 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
     else:
         value = sides[0].mean - sides[1].mean
     detail = " / ".join(s.text(claim.measure) for s in sides)
+    if math.isnan(value):  # e.g. inf / inf: no side reached a time-to-gap target
+        return Judged(claim, None, test, UNTESTABLE, f"undefined: {detail}")
     return Judged(claim, value, test, REPRODUCED if _holds(rule, bound, value, claim.paper)
                   else NOT_REPRODUCED, detail)
 
@@ -159,8 +161,6 @@ def _equal(logged, wanted) -> bool:
 
 
 def _holds(rule: str, bound: float, value: float, paper: float | None) -> bool:
-    if math.isnan(value):
-        return False
     if rule == "tolerance":
         return abs(value - paper) <= bound
     if rule == "relative_tolerance":
