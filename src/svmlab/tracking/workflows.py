@@ -27,6 +27,8 @@ class OuterRun:
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, tags: dict[str, str]):
+        # the workflow prints a line per step; MLflow's bars per copied file would bury them
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = resolved_uri(uri)
         self.experiment_id = ensure_experiment(self.uri, experiment)
         self.client = MlflowClient(self.uri)
