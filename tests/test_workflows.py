@@ -59,6 +59,16 @@ def test_every_workflow_loads_and_its_sweep_composes(name, scale):
                     assert set(named) & swept, (claim.claim, named)
 
 
+def test_overrides_given_replace_the_workflows_own_for_the_same_key():
+    workflow = spec.load("fw_paper")
+    arguments = sweep_arguments(workflow, "quick", "sqlite:///x.db", "basic", None,
+                                ["seed=3", "hydra.sweep.dir=/tmp/sweep"])
+    assert arguments == ["+experiment=fw_paper", "tracking.log_model=false", "dataset=w1a,w3a",
+                         "solver.eps=1.0e-4", "tracking.experiment=workflow-fw_paper-quick",
+                         "tracking.uri=sqlite:///x.db", "+resume=true", "seed=3",
+                         "hydra.sweep.dir=/tmp/sweep"]
+
+
 def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
     assert set(spec.names()) >= {"nesvm_adult", "fw_paper", "l1_newton_paper", "alm_paper",
                                  "bsca_budget", "shootout"}

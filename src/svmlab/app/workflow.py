@@ -94,15 +94,17 @@ def experiment_name(workflow: Workflow, scale: str) -> str:
 
 def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "joblib",
                     jobs: int | None = None, extra: list[str] = ()) -> list[str]:
-    """The overrides of the sweep step: the preset and scale, the workflow's experiment, resume,
-    the launcher, then ``extra`` (which replace any of those that set the same key)."""
-    own = [*workflow.sweep_overrides(scale),
-           f"tracking.experiment={experiment_name(workflow, scale)}", f"tracking.uri={uri}",
-           "+resume=true", f"hydra.sweep.dir=multirun/workflows/{workflow.name}-{scale}"]
+    """The overrides of the sweep step: the preset and the scale's overrides, the workflow's
+    experiment, resume, the sweep folder and the launcher (unless the workflow sets them), then
+    ``extra``, which replace any of those that set the same key."""
+    defaults = [f"tracking.experiment={experiment_name(workflow, scale)}", f"tracking.uri={uri}",
+                "+resume=true", f"hydra.sweep.dir=multirun/workflows/{workflow.name}-{scale}"]
     if launcher != "basic":
-        own.append(f"hydra/launcher={launcher}")
+        defaults.append(f"hydra/launcher={launcher}")
     if jobs is not None and launcher == "joblib":
-        own.append(f"hydra.launcher.n_jobs={jobs}")
+        defaults.append(f"hydra.launcher.n_jobs={jobs}")
+    own = workflow.sweep_overrides(scale)
+    own += [o for o in defaults if _key(o) not in {_key(w) for w in own}]
     given = {_key(o) for o in extra}
     return [o for o in own if _key(o) not in given] + list(extra)
 
