@@ -70,8 +70,8 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
         value = sides[0].mean / sides[1].mean if sides[1].mean else math.inf
     else:
         value = sides[0].mean - sides[1].mean
-    detail = " / ".join(s.text(claim.measure) for s in sides)
-    if math.isnan(value):  # e.g. inf / inf: no side reached a time-to-gap target
+    detail = " against ".join(s.text(claim.measure) for s in sides)
+    if math.isnan(value):  # inf / inf: neither side reached a time-to-gap target
         return Judged(claim, None, test, UNTESTABLE, f"undefined: {detail}")
     return Judged(claim, value, test, REPRODUCED if _holds(rule, bound, value, claim.paper)
                   else NOT_REPRODUCED, detail)
