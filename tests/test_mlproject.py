@@ -1,11 +1,12 @@
 """`mlflow run .` end to end: the MLproject builds its environment and trains (slow)."""
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import subprocess
+import yaml
 
 from support.runs import runs, train
 
@@ -19,7 +20,7 @@ def mlflow_run(tmp_path, *args):
                         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     for leaked in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID"):  # mlflow.set_experiment exports it
         env.pop(leaked, None)
-    result = subprocess.run([str(BIN / "mlflow"), "run", str(ROOT), *args], env=env,
+    result = subprocess.run([str(BIN / "mlflow"), "run", str(ROOT), *args], env=env, check=False,
                             capture_output=True, text=True, timeout=1500)
     return store, result
 
@@ -63,3 +64,32 @@ def test_mlflow_run_analyze_entry_point(tmp_path):
     assert run.info.status == "FINISHED"
     assert run.data.params["control"] == "libsvm"  # the entry point's own parameter
     assert "test_accuracy.iman_davenport_p" in run.data.metrics
+
+
+@pytest.mark.slow
+def test_mlflow_run_workflow_entry_point_nests_the_steps_under_the_project_run(tmp_path):
+    workflow = tmp_path / "small.yaml"  # a shipped preset on embedded data, no LIBSVM files
+    workflow.write_text(yaml.safe_dump({
+        "paper": "NESVM", "description": "LIBLINEAR and LIBSVM on embedded data",
+        "sweep": {"preset": "nesvm_adult", "overrides": [
+            "solver=liblinear_hinge,libsvm", "dataset=breast_cancer,synthetic_gaussian",
+            "solver.C=1.0", "seed=0", "tracking.log_model=false",
+            f"hydra.sweep.dir={tmp_path}/multirun"]},
+        "scales": {"quick": {}, "paper": {}},
+        "analysis": {"measures": ["test_accuracy"]},
+        "claims": [{"claim": "equal accuracy", "source": "Fig. 3", "measure": "test_accuracy",
+                    "value": {"solver": "libsvm"}, "relative_to": {"solver": "liblinear_hinge"},
+                    "combine": "difference", "paper": 0.0, "decide": {"tolerance": 0.05}}]}))
+    store, result = mlflow_run(tmp_path, "-e", "workflow", "--env-manager", "local",
+                               "--experiment-name", "workflow-small-quick",
+                               "-P", f"name={workflow}", "-P", "scale=quick")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    found = runs(store, experiment="workflow-small-quick")
+    (outer,) = [r for r in found if r.data.tags.get("mlflow.project.entryPoint") == "workflow"]
+    assert outer.info.status == "FINISHED" and outer.data.tags["svmlab.role"] == "workflow"
+    steps = {r.data.tags.get("svmlab.role"): r for r in found
+             if r.data.tags.get("mlflow.parentRunId") == outer.info.run_id}
+    assert set(steps) == {"sweep", "analysis"}
+    assert sum(r.data.tags.get("mlflow.parentRunId") == steps["sweep"].info.run_id
+               for r in found) == 4
+    assert outer.data.metrics["claims_reproduced"] == 1

@@ -124,35 +124,38 @@ def traces(selection: select.Selection, objective: str | None = None,
 
 def execute(request: Request, options: compare.Options | None = None, *,
             experiment: str = ANALYSIS_EXPERIMENT, run_name: str | None = None,
-            notebook: dict | None = None, convergence: bool = True) -> tuple[str, Analysis, dict]:
+            notebook: dict | None = None, convergence: bool = True,
+            parent_run_id: str | None = None,
+            tags: dict | None = None) -> tuple[str, Analysis, dict]:
     """Analyse, then log everything as one MLflow run; returns (run id, analysis, summary).
 
     ``notebook`` (keyword arguments of :func:`svmlab.analysis.notebooks.execute` without the
-    output folder) also executes a report notebook and logs it, executed and as HTML."""
+    output folder) also executes a report notebook and logs it, executed and as HTML. The run
+    is nested under ``parent_run_id`` if given (a workflow's run) and carries ``tags`` too."""
     options = options or compare.Options()
     analysis = analyze(request, options)
     objective, curves = (traces(analysis.selection, request.objective, request.tracking_uri)
                          if convergence else (None, {}))
     with tempfile.TemporaryDirectory() as tmp:
         run_id, summary = _log(Path(tmp), request, options, analysis, curves, objective,
-                               experiment, run_name, notebook)
+                               experiment, run_name, notebook, parent_run_id, tags or {})
     return run_id, analysis, summary
 
 
 def _log(folder: Path, request: Request, options: compare.Options, analysis: Analysis,
          curves: dict, objective: str | None, experiment: str, run_name: str | None,
-         notebook: dict | None) -> tuple[str, dict]:
+         notebook: dict | None, parent_run_id: str | None, tags: dict) -> tuple[str, dict]:
     """Write the report into ``folder`` and log it as one run, ended FAILED if anything raises
     (under ``mlflow run``, the project's run)."""
     from svmlab.tracking.runs import Tracker
 
-    with Tracker(request.tracking_uri, experiment, run_name) as tracker:
+    with Tracker(request.tracking_uri, experiment, run_name, parent_run_id) as tracker:
         summary = report.write(folder, analysis.selection, analysis.measures, options, curves,
                                objective)
         summary["warnings"] = analysis.warnings
         tracker.log_params(_params(request, options, objective))
         tracker.log_metrics(_metrics(analysis))
-        tracker.set_tags(_tags(request, analysis.selection))
+        tracker.set_tags(_tags(request, analysis.selection) | tags)
         if notebook is not None:
             notebooks.execute(output_dir=folder / "notebook", **notebook)
         tracker.log_artifacts(folder)

@@ -42,7 +42,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
                 blocks: list[str] = ("dataset",), treatments: list[str] = ("solver",),
                 repetition: str = "seed", tracking_uri: str | None = None) -> Selection:
     """Runs of the named experiments matching ``filter_string``; only FINISHED runs that have
-    the block and treatment keys are used (sweep parent runs are skipped).
+    the block and treatment keys are used (runs with a role, such as sweep parents, are skipped).
 
     ``blocks`` and ``treatments`` are params or tags (dotted keys as logged: ``solver.C``); a bare
     key is looked up among the tags, then the params; 'params.X' or 'tags.X' chooses. Several keys
@@ -52,7 +52,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
 
     if not experiments:
         raise SvmlabError("name at least one experiment to analyse")
-    runs, excluded = _finished_runs(experiments, filter_string, tracking_uri)
+    runs, excluded = finished_runs(experiments, filter_string, tracking_uri)
     block_columns = [_column(runs, key) for key in blocks]
     treatment_columns = [_column(runs, key) for key in treatments]
     labelled = runs[block_columns + treatment_columns].notna().all(axis=1)
@@ -108,10 +108,11 @@ def confound_message(found: dict[str, dict[str, list]]) -> str:
             f"one setting with --filter")
 
 
-def _finished_runs(experiments: list[str], filter_string: str,
-                   tracking_uri: str | None) -> tuple[pd.DataFrame, dict]:
+def finished_runs(experiments: list[str], filter_string: str,
+                  tracking_uri: str | None) -> tuple[pd.DataFrame, dict]:
     """The FINISHED runs of the experiments that match the filter, and how many others there
-    were by status. A sweep's parent run summarises its jobs and is skipped."""
+    were by status. Runs with a role (a sweep's parent run, a workflow's own runs) summarise
+    other runs and are skipped."""
     from svmlab.tracking import queries
 
     ids = queries.experiment_ids(tracking_uri, experiments)
@@ -120,7 +121,7 @@ def _finished_runs(experiments: list[str], filter_string: str,
         raise SvmlabError(f"no runs in {', '.join(experiments)} match the filter "
                           f"{filter_string!r}")
     if "tags.svmlab.role" in runs:
-        runs = runs[runs["tags.svmlab.role"].fillna("") != "sweep"]
+        runs = runs[runs["tags.svmlab.role"].isna()]
     finished = runs["status"] == "FINISHED"
     excluded = dict(Counter(runs.loc[~finished, "status"]))
     if not finished.any():

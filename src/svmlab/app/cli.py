@@ -1,5 +1,5 @@
 """The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
-``report`` and ``server``."""
+``report``, ``workflow`` and ``server``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ SUBCOMMANDS = {
                 "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table"),
     "report": ("svmlab.analysis.cli",
                "analyze, and execute the significance-report notebook on the result"),
+    "workflow": ("svmlab.app.workflow",
+                 "reproduce a paper in one command: sweep, analysis, report, claims table"),
     "server": ("svmlab.tracking.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
 }
@@ -52,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
             sub.choices[name].description = sub.choices[name].description or text
         else:
             sub.add_parser(name, help=text)
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest:  # a command that takes Hydra overrides also takes them after its options
+        if not hasattr(args, "overrides") or any(a.startswith("-") for a in rest):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        args.overrides += rest
     return args.func(args)
 
 

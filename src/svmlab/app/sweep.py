@@ -6,7 +6,9 @@
   experiment once, opens the sweep's parent run (overrides, launcher, number of jobs) and writes
   ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id. A file, not
   an environment variable, because jobs may run in other processes or on other machines
-  (joblib, submitit); the sweep folder is the one thing Hydra gives them all.
+  (joblib, submitit); the sweep folder is the one thing Hydra gives them all. A workflow names
+  the run the parent run is nested under in ``SVMLAB_PARENT_RUN_ID``: only the launching
+  process reads it.
 - ``on_job_end`` (wherever the job ran): writes the job's outcome to
   ``<sweep dir>/.svmlab/jobs/<job number>.json`` and prints one progress line.
 - ``on_multirun_end`` (the launching process): counts the outcomes, logs them to the parent run
@@ -131,7 +133,8 @@ def jobs_table(outcomes: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _raise_keyboard_interrupt(signum, frame):
+def raise_keyboard_interrupt(signum, frame):
+    """A signal handler that turns SIGTERM into KeyboardInterrupt, as Ctrl-C."""
     raise KeyboardInterrupt(f"sweep received signal {signal.Signals(signum).name}")
 
 
@@ -152,7 +155,7 @@ class SweepCallback(Callback):
             raise SystemExit(2) from exc
 
     def _start(self, config: DictConfig) -> None:
-        from svmlab.tracking.sweeps import ParentRun
+        from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         overrides = list(config.hydra.overrides.task)
@@ -162,7 +165,7 @@ class SweepCallback(Callback):
             config.tracking.uri, config.tracking.experiment, f"sweep {config.hydra.sweep.dir}",
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
                              "sweep.jobs": total},
-            OmegaConf.to_yaml(overrides))
+            OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV))
 
         state = state_dir(sweep_dir)
         (state / "jobs").mkdir(parents=True, exist_ok=True)
@@ -173,7 +176,7 @@ class SweepCallback(Callback):
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
-        self.previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        self.previous_sigterm = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
         atexit.register(self._end_parent, "KILLED")
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:

@@ -9,22 +9,28 @@ from svmlab.tracking.store import ensure_experiment, resolved_uri
 
 ROLE_TAG = "svmlab.role"
 SWEEP_DIR_TAG = "svmlab.sweep_dir"
+PARENT_TAG = "mlflow.parentRunId"
+#: Set by a workflow: the run its sweep's parent run is nested under.
+PARENT_ENV = "SVMLAB_PARENT_RUN_ID"
 
 
 class ParentRun:
     """The sweep's parent run in experiment ``experiment`` of the store at ``uri``.
 
     Its params record the overrides, the launcher and the number of jobs; ``end`` logs the
-    counts per outcome (metrics ``jobs_<status>``) and the jobs table, then ends the run.
+    counts per outcome (metrics ``jobs_<status>``) and the jobs table, then ends the run. With
+    ``parent_run_id`` (a workflow's run) it is nested under that run.
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
-                 params: dict, overrides_yaml: str):
+                 params: dict, overrides_yaml: str, parent_run_id: str | None = None):
         self.uri = resolved_uri(uri)
         experiment_id = ensure_experiment(self.uri, experiment)
         self.client = MlflowClient(self.uri)
-        run = self.client.create_run(experiment_id, run_name=name,
-                                     tags={SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep"})
+        tags = {SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep"}
+        if parent_run_id:
+            tags[PARENT_TAG] = parent_run_id
+        run = self.client.create_run(experiment_id, run_name=name, tags=tags)
         self.run_id: str | None = run.info.run_id
         self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000])
                                                    for k, v in params.items()])

@@ -1,0 +1,278 @@
+"""``svmlab workflow NAME [--scale quick|paper]``: a paper's reproduction in one command.
+
+The steps, each a run nested under one outer run (experiment ``workflow-<name>-<scale>``):
+
+1. the sweep: ``svmlab train -m +experiment=<preset> <scale overrides> +resume=true`` as a
+   child process, so that its exit status and Hydra's behaviour are those of the command
+   itself; its parent run learns the outer run from ``SVMLAB_PARENT_RUN_ID``;
+2. the analysis (``svmlab analyze`` with the workflow's measures and hypotheses), whose
+   figures are copied to the outer run;
+3. the report: the significance-report notebook executed on the same selection;
+4. the claims table (Markdown, HTML, CSV) on the outer run.
+
+Running a workflow again reopens its outer run (found by its tags) and completes what is
+missing: a step is done when its run finished (the sweep only while every run it listed still
+exists), and every step after one that had to run again runs again. The sweep resumes, so no
+configuration is trained twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from importlib.resources import files
+from pathlib import Path
+
+import pandas as pd
+
+from svmlab.errors import SvmlabError
+from svmlab.workflows import claims as claims_table
+from svmlab.workflows.spec import SCALES, Workflow, load, names
+
+STEPS = 4
+FIGURES = ("cd_diagram.png", "performance_profile.png", "data_profile.png")
+
+
+def add_parser(subparsers) -> None:
+    """Register ``workflow`` on an argparse subparsers object."""
+    parser = subparsers.add_parser(
+        "workflow", epilog="svmlab workflow list: the workflows and what they reproduce")
+    parser.add_argument("name", help="a workflow (see 'svmlab workflow list'), the path of a "
+                                     "workflow file (*.yaml), or 'list'")
+    parser.add_argument("--scale", choices=SCALES, default="quick",
+                        help="quick: minutes on a laptop; paper: the paper's experiment "
+                             "(default: %(default)s)")
+    parser.add_argument("--tracking-uri", metavar="URI",
+                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else MLflow's default)")
+    parser.add_argument("--launcher", choices=launchers(), default="joblib",
+                        help="Hydra launcher of the sweep (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes of the joblib launcher (default: one per CPU)")
+    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
+                        help="more Hydra overrides for the sweep, e.g. paths.data_dir=DIR")
+    parser.set_defaults(func=command)
+
+
+def launchers() -> list[str]:
+    """Hydra's basic launcher and those of conf/hydra/launcher."""
+    folder = files("svmlab.conf") / "hydra" / "launcher"
+    return ["basic", *sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))]
+
+
+def command(args) -> int:
+    """List the workflows, or run one; 2 on a user error."""
+    try:
+        if args.name == "list":
+            print(listing())
+            return 0
+        workflow = load(args.name)
+    except SvmlabError as exc:
+        print(f"svmlab: error: {exc}", file=sys.stderr)
+        return 2
+    return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
+               args.overrides)
+
+
+def listing() -> str:
+    """One paragraph per shipped workflow: name, paper, claims, preset."""
+    lines = []
+    for name in names():
+        w = load(name)
+        usage = f"svmlab workflow {name} --scale quick|paper"
+        lines += [f"{name}: {w.paper}", f"    {w.description}",
+                  f"    {len(w.claims)} claims; sweep +experiment={w.preset}; {usage}", ""]
+    return "\n".join(lines).rstrip()
+
+
+def experiment_name(workflow: Workflow, scale: str) -> str:
+    return f"workflow-{workflow.name}-{scale}"
+
+
+def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "joblib",
+                    jobs: int | None = None, extra: list[str] = ()) -> list[str]:
+    """The overrides of the sweep step: the preset and the scale's overrides, the workflow's
+    experiment, resume, the sweep folder and the launcher (unless the workflow sets them), then
+    ``extra``, which replace any of those that set the same key."""
+    defaults = [f"tracking.experiment={experiment_name(workflow, scale)}", f"tracking.uri={uri}",
+                "+resume=true", f"hydra.sweep.dir=multirun/workflows/{workflow.name}-{scale}"]
+    if launcher != "basic":
+        defaults.append(f"hydra/launcher={launcher}")
+    if jobs is not None and launcher == "joblib":
+        defaults.append(f"hydra.launcher.n_jobs={jobs}")
+    own = workflow.sweep_overrides(scale)
+    own += [o for o in defaults if _key(o) not in {_key(w) for w in own}]
+    given = {_key(o) for o in extra}
+    return [o for o in own if _key(o) not in given] + list(extra)
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = "joblib",
+        jobs: int | None = None, extra: list[str] = ()) -> int:
+    """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 130 when
+    interrupted."""
+    from svmlab.app.sweep import raise_keyboard_interrupt
+    from svmlab.tracking.store import absolute_uri, ui_command
+    from svmlab.tracking.workflows import OuterRun
+
+    uri = absolute_uri(uri)
+    arguments = sweep_arguments(workflow, scale, uri, launcher, jobs, extra)
+    # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
+    # (but not where the store is)
+    identity = [workflow.path.read_text(), scale,
+                *(a for a in arguments if not a.startswith("tracking.uri="))]
+    digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()
+    outer = OuterRun(uri, experiment_name(workflow, scale), f"workflow {workflow.name} ({scale})",
+                     {"svmlab.workflow": workflow.name, "svmlab.workflow.scale": scale,
+                      "svmlab.workflow.digest": digest})
+    print(f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
+          + (" (reopened: completing it)" if outer.reused else ""), flush=True)
+    previous = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
+    try:
+        failed = _steps(workflow, scale, uri, arguments, outer)
+    except KeyboardInterrupt:
+        outer.end("KILLED")
+        print(f"workflow {workflow.name}: interrupted; run the same command again to complete it",
+              file=sys.stderr)
+        return 130
+    except BaseException:
+        outer.end("FAILED")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    outer.end("FAILED" if failed else "FINISHED")
+    print(f"open the MLflow UI on this store:  {ui_command(uri)}")
+    return 1 if failed else 0
+
+
+def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer) -> list[str]:
+    """Run every step that is not done; returns the names of the steps that failed."""
+    failed = []
+    sweep_run = outer.done("sweep")
+    missing = outer.missing_jobs(sweep_run) if sweep_run else []
+    redo = sweep_run is None or bool(missing)
+    if redo:
+        if missing:
+            print(f"[1/{STEPS}] sweep: {len(missing)} run(s) it listed are gone; resuming it")
+        print(f"[1/{STEPS}] sweep: svmlab train -m {' '.join(arguments)}", flush=True)
+        before = outer.latest("sweep")
+        status = _sweep(arguments, outer.run_id)
+        after = outer.latest("sweep")
+        if status and (after in (None, before) or after[1] != "FAILED"):
+            print(f"[1/{STEPS}] sweep: stopped before its end (exit status {status})",
+                  file=sys.stderr)
+            raise SystemExit(status if status > 0 else 1)
+        if status:  # some jobs failed: the others are analysed, and the next run retries them
+            failed.append("sweep")
+    else:
+        print(f"[1/{STEPS}] sweep: finished before (run {sweep_run})")
+
+    request, options = analysis_request(workflow, scale, uri)
+    for number, role, step in ((2, "analysis", _analysis), (3, "report", _report)):
+        if role == "report" and workflow.notebook is None:
+            continue
+        done = None if redo else outer.done(role)
+        if done:
+            print(f"[{number}/{STEPS}] {role}: finished before (run {done})")
+            continue
+        redo = True
+        try:
+            run_id = step(workflow, scale, request, options, outer)
+        except SvmlabError as exc:
+            print(f"[{number}/{STEPS}] {role}: failed: {exc}", file=sys.stderr)
+            failed.append(role)
+            break
+        print(f"[{number}/{STEPS}] {role}: run {run_id}", flush=True)
+
+    judged = _claims(workflow, scale, uri, outer)
+    counts = claims_table.counts(judged)
+    print(f"[4/{STEPS}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    print(claims_table.markdown(claims_table.table(judged)))
+    return failed
+
+
+def _sweep(arguments: list[str], parent_run_id: str) -> int:
+    """``svmlab train -m`` as a child process nested under ``parent_run_id``; its exit status.
+    The child is stopped with the workflow (Ctrl-C reaches both; SIGTERM is passed on)."""
+    from svmlab.tracking.sweeps import PARENT_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID")}
+    child = subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", "train", "-m", *arguments],
+                             env=env | {PARENT_ENV: parent_run_id})
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.send_signal(signal.SIGTERM)
+        child.wait()
+        raise
+
+
+def analysis_request(workflow: Workflow, scale: str, uri: str):
+    """The analysis step's request and options (``svmlab analyze``'s)."""
+    from svmlab.analysis import compare, hypotheses, run, table
+
+    a = workflow.analysis
+    request = run.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
+                          measures=[table.parse_measure(m) for m in a.measures],
+                          blocks=a.blocks, treatments=a.treatments, tracking_uri=uri,
+                          objective=a.objective)
+    options = compare.Options(hypotheses=tuple(hypotheses.parse(h) for h in a.hypotheses),
+                              control=a.control)
+    return request, options
+
+
+def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
+    """The analysis run, nested under the outer run; its figures are copied to the outer run."""
+    from svmlab.analysis import run
+
+    run_id, analysis, _ = run.execute(
+        request, options, experiment=experiment_name(workflow, scale),
+        run_name=f"analysis {workflow.name} ({scale})", parent_run_id=outer.run_id,
+        tags={"svmlab.role": "analysis"})
+    for message in analysis.warnings:
+        print(f"svmlab: warning: {message}", file=sys.stderr)
+    outer.copy_artifacts(run_id, lambda p: Path(p).name in FIGURES
+                         or p.startswith("convergence/"), "figures")
+    return run_id
+
+
+def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
+    """The report notebook executed on the analysis's selection, as a run of its own."""
+    from svmlab.analysis import notebooks
+    from svmlab.analysis.cli import notebook_parameters
+    from svmlab.tracking.runs import Tracker
+
+    notebook = notebooks.NOTEBOOK_DIR / f"{workflow.notebook}.ipynb"
+    with Tracker(request.tracking_uri, experiment_name(workflow, scale),
+                 f"report {workflow.name} ({scale})", outer.run_id) as tracker:
+        tracker.set_tags({"svmlab.role": "report"})
+        with tempfile.TemporaryDirectory() as folder:
+            notebooks.execute(notebook, Path(folder), notebook_parameters(request, options))
+            tracker.log_artifacts(folder)
+    return tracker.run_id
+
+
+def _claims(workflow: Workflow, scale: str, uri: str, outer) -> list:
+    """Judge the claims on the workflow's finished runs; log the table to the outer run."""
+    from svmlab.analysis import precision, select
+    from svmlab.tracking import queries
+
+    try:
+        runs, _ = select.finished_runs([experiment_name(workflow, scale)],
+                                       workflow.analysis.filter, uri)
+    except SvmlabError:  # nothing finished yet: every claim is untestable
+        runs = pd.DataFrame()
+    judged = claims_table.judge_all(
+        workflow.claims, runs, lambda wanted: precision.derive(runs, wanted, uri,
+                                                                queries.load_trace)[0])
+    with tempfile.TemporaryDirectory() as folder:
+        claims_table.write(Path(folder), workflow, scale, judged, outer.artifacts(folder="figures"))
+        outer.log(folder, {f"claims_{v.replace(' ', '_')}": n
+                           for v, n in claims_table.counts(judged).items()})
+    return judged

@@ -1,0 +1,114 @@
+"""The outer run of a workflow: created once, found again by its tags and reopened when the
+workflow runs again, so that a second run completes the first instead of repeating it. Its
+steps (the sweep's parent run, the analysis and report runs) are its child runs, each tagged
+with its role."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, RunStatus, RunTag
+
+from svmlab.tracking.store import ensure_experiment, resolved_uri
+from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG
+
+
+class OuterRun:
+    """The run of one workflow at one scale in experiment ``experiment``.
+
+    ``tags`` identify it: the latest run carrying them is reopened (``reused``) unless it was
+    deleted. Under ``mlflow run`` (``MLFLOW_RUN_ID`` set) the project's run is the outer run; the
+    variable is then cleared, so that the runs of the steps are runs of their own.
+    """
+
+    def __init__(self, uri: str | None, experiment: str, name: str, tags: dict[str, str]):
+        # the workflow prints a line per step; MLflow's bars per copied file would bury them
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        self.uri = resolved_uri(uri)
+        self.experiment_id = ensure_experiment(self.uri, experiment)
+        self.client = MlflowClient(self.uri)
+        project_run = os.environ.pop("MLFLOW_RUN_ID", None)
+        found = None if project_run else self._find(tags)
+        self.reused = found is not None
+        if project_run:
+            self.run_id = project_run
+        elif found:
+            self.run_id = found
+            self.client.update_run(found, status="RUNNING")
+        else:
+            self.run_id = self.client.create_run(self.experiment_id, run_name=name).info.run_id
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in
+                                                 {**tags, ROLE_TAG: "workflow"}.items()])
+
+    def _find(self, tags: dict[str, str]) -> str | None:
+        conditions = [f"tags.`{k}` = '{v}'" for k, v in {**tags, ROLE_TAG: "workflow"}.items()]
+        runs = self.client.search_runs([self.experiment_id], " and ".join(conditions),
+                                       max_results=1, order_by=["attributes.start_time DESC"])
+        return runs[0].info.run_id if runs else None
+
+    def latest(self, role: str) -> tuple[str, str] | None:
+        """(run id, status) of the latest child run with the role ``role`` (sweep, analysis,
+        report), or None."""
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            f"tags.`{PARENT_TAG}` = '{self.run_id}' and tags.`{ROLE_TAG}` = '{role}'",
+            max_results=1, order_by=["attributes.start_time DESC"])
+        return (runs[0].info.run_id, runs[0].info.status) if runs else None
+
+    def done(self, role: str) -> str | None:
+        """The id of the latest child run with the role ``role`` if it FINISHED, else None."""
+        latest = self.latest(role)
+        return latest[0] if latest and latest[1] == "FINISHED" else None
+
+    def missing_jobs(self, sweep_run_id: str) -> list[str]:
+        """The runs a finished sweep listed (finished or skipped jobs) that are no longer
+        FINISHED runs of the experiment: deleted, or replaced by nothing."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = self.client.download_artifacts(sweep_run_id, "jobs.tsv", folder)
+            lines = Path(path).read_text().splitlines()[1:]
+        listed = {line.split("\t")[5] for line in lines if line.split("\t")[5]}
+        finished, token = set(), None
+        while True:
+            page = self.client.search_runs([self.experiment_id], "attributes.status = 'FINISHED'",
+                                           page_token=token)
+            finished |= {r.info.run_id for r in page}
+            token = page.token
+            if not token:
+                return sorted(listed - finished)
+
+    def copy_artifacts(self, source_run_id: str, wanted: Callable[[str], bool],
+                       destination: str) -> list[str]:
+        """Copy the artifacts of another run whose paths ``wanted`` accepts to ``destination``
+        of this run, under the same relative paths; returns the paths copied."""
+        copied = []
+        with tempfile.TemporaryDirectory() as folder:
+            for path in self.artifacts(source_run_id):
+                if wanted(path):
+                    local = self.client.download_artifacts(source_run_id, path, folder)
+                    self.client.log_artifact(self.run_id, local,
+                                             str(Path(destination) / Path(path).parent))
+                    copied.append(path)
+        return copied
+
+    def artifacts(self, run_id: str | None = None, folder: str = "") -> list[str]:
+        """The paths of every artifact of a run (default: this one) under ``folder``."""
+        paths = []
+        for item in self.client.list_artifacts(run_id or self.run_id, folder or None):
+            paths += self.artifacts(run_id, item.path) if item.is_dir else [item.path]
+        return paths
+
+    def log(self, folder: str | os.PathLike, metrics: dict[str, float]) -> None:
+        """Log the files of ``folder`` as artifacts and ``metrics`` (step 0)."""
+        self.client.log_artifacts(self.run_id, str(folder))
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0)
+                                                    for k, v in metrics.items()])
+
+    def end(self, status: str) -> None:
+        """End the run FINISHED, FAILED or KILLED."""
+        self.client.set_terminated(self.run_id, RunStatus.to_string(getattr(RunStatus, status)))

@@ -1,0 +1,179 @@
+"""A paper's claims judged on the runs of a workflow: the svmlab value of each claim, the test
+that decides it, and the verdict, as one table (Markdown, HTML, CSV)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from svmlab.analysis import page, report
+from svmlab.workflows.spec import Claim, Workflow
+
+REPRODUCED, NOT_REPRODUCED, UNTESTABLE = "reproduced", "not reproduced", "not testable here"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNTESTABLE)
+COLUMNS = ("claim", "source", "measure", "paper", "svmlab", "test", "verdict", "detail")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A claim with the value svmlab measured (None when untestable), the test and the verdict."""
+
+    claim: Claim
+    value: float | None
+    test: str
+    verdict: str
+    detail: str
+
+    def row(self) -> dict:
+        c = self.claim
+        paper = _number(c.paper) if c.paper is not None else ""
+        if c.paper_text:
+            paper = f"{paper} ({c.paper_text})" if paper else c.paper_text
+        return {"claim": c.claim, "source": c.source, "measure": c.measure or "",
+                "paper": paper, "svmlab": "" if self.value is None else _number(self.value),
+                "test": self.test, "verdict": self.verdict, "detail": self.detail}
+
+
+def judge_all(claims: list[Claim], runs: pd.DataFrame,
+              derive: Callable[[list[str]], dict[str, np.ndarray]]) -> list[Judged]:
+    """Judge every claim on ``runs`` (FINISHED training runs, the layout of
+    :func:`svmlab.tracking.queries.search_runs`); ``derive(names)`` gives the values of
+    measures computed from traces (``time_to_gap_1e-3``), one per run."""
+    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs})
+    values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
+    runs = runs.assign(**values)
+    return [judge(c, runs) for c in claims]
+
+
+def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
+    """One claim on runs that carry its measure as ``metrics.<measure>``."""
+    if claim.untestable is not None:
+        return Judged(claim, None, "", UNTESTABLE, claim.untestable)
+    sides = [_side(claim.measure, claim.value, runs)]
+    if claim.relative_to is not None:
+        sides.append(_side(claim.measure, claim.relative_to, runs))
+    (rule, bound), = claim.decide.items()
+    test = _test_text(rule, bound, claim.paper)
+    empty = [s for s in sides if s.n == 0]
+    if empty:
+        return Judged(claim, None, test, UNTESTABLE,
+                      "; ".join(f"no finished run of {s.label} with {claim.measure}"
+                                for s in empty))
+    if len(sides) == 1:
+        value = sides[0].mean
+    elif claim.combine == "ratio":
+        value = sides[0].mean / sides[1].mean if sides[1].mean else math.inf
+    else:
+        value = sides[0].mean - sides[1].mean
+    detail = " against ".join(s.text(claim.measure) for s in sides)
+    if math.isnan(value):  # inf / inf: neither side reached a time-to-gap target
+        return Judged(claim, None, test, UNTESTABLE, f"undefined: {detail}")
+    return Judged(claim, value, test, REPRODUCED if _holds(rule, bound, value, claim.paper)
+                  else NOT_REPRODUCED, detail)
+
+
+def table(judged: list[Judged]) -> pd.DataFrame:
+    """The claims table: one row per claim, the columns of COLUMNS."""
+    return pd.DataFrame([j.row() for j in judged], columns=list(COLUMNS))
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """The claims table as GitHub-flavoured Markdown."""
+    return report.markdown(frame)
+
+
+def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
+          figures: list[str] = ()) -> None:
+    """``claims.md``, ``claims.csv`` and ``claims.html``, a styled page that also shows
+    ``figures`` (paths relative to the page) in ``folder``."""
+    frame = table(judged)
+    title = f"{workflow.name} ({scale} scale): {workflow.paper}"
+    summary = ", ".join(f"{n} {v}" for v, n in counts(judged).items())
+    command = f"svmlab workflow {workflow.name} --scale {scale}"
+    (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
+                                      f"Claims: {summary}. Regenerate: `{command}`\n\n"
+                                      + markdown(frame))
+    frame.to_csv(folder / "claims.csv", index=False)
+    cells = page.table(frame, index=False)
+    for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
+        cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
+    shown = "".join(page.figure(p, p) for p in figures)
+    (folder / "claims.html").write_text(page.render(
+        title, f"{workflow.description}\n{summary}\n{command}",
+        [("claims", "Claims", cells)] + ([("figures", "Figures", shown)] if shown else [])))
+
+
+def counts(judged: list[Judged]) -> dict[str, int]:
+    """How many claims got each verdict."""
+    return {v: sum(j.verdict == v for j in judged) for v in VERDICTS}
+
+
+@dataclass(frozen=True)
+class _Side:
+    label: str
+    n: int
+    mean: float
+
+    def text(self, measure: str) -> str:
+        return f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}"
+
+
+def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
+    """The mean of ``measure`` over the runs matching every key of ``where``."""
+    label = ", ".join(f"{k}={v}" for k, v in where.items())
+    column = f"metrics.{measure}"
+    if column not in runs or runs.empty:
+        return _Side(label, 0, math.nan)
+    chosen = np.ones(len(runs), dtype=bool)
+    for key, wanted in where.items():
+        chosen &= _matches(_key_values(runs, key), wanted)
+    values = runs.loc[chosen, column].astype(float).dropna()
+    return _Side(label, len(values), float(values.mean()) if len(values) else math.nan)
+
+
+def _key_values(runs: pd.DataFrame, key: str) -> pd.Series:
+    """The values of a tag, else of a param (``solver.C``); all missing if neither was logged."""
+    for column in (f"tags.{key}", f"params.{key}"):
+        if column in runs and runs[column].notna().any():
+            return runs[column]
+    return pd.Series([None] * len(runs), index=runs.index)
+
+
+def _matches(values: pd.Series, wanted) -> np.ndarray:
+    """Which values equal ``wanted`` (or one of a list): as numbers when both are numbers
+    (``1e-3`` is ``0.001``), else as text."""
+    options = wanted if isinstance(wanted, list) else [wanted]
+    return np.array([any(_equal(v, w) for w in options) for v in values], dtype=bool)
+
+
+def _equal(logged, wanted) -> bool:
+    if logged is None or (isinstance(logged, float) and math.isnan(logged)):
+        return False
+    try:
+        return math.isclose(float(logged), float(wanted), rel_tol=1e-12)
+    except (TypeError, ValueError):
+        return str(logged) == str(wanted)
+
+
+def _holds(rule: str, bound: float, value: float, paper: float | None) -> bool:
+    if rule == "tolerance":
+        return abs(value - paper) <= bound
+    if rule == "relative_tolerance":
+        return abs(value - paper) <= bound * abs(paper)
+    return value < bound if rule == "below" else value > bound
+
+
+def _test_text(rule: str, bound: float, paper: float | None) -> str:
+    return {"tolerance": f"|svmlab - paper| <= {_number(bound)}",
+            "relative_tolerance": f"|svmlab - paper| <= {_number(bound)} x |{paper}|",
+            "below": f"svmlab < {_number(bound)}",
+            "above": f"svmlab > {_number(bound)}"}[rule]
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"

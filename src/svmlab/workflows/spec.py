@@ -1,0 +1,234 @@
+"""Workflow files: loaded from the package folder (or any path) and checked on load, so that a
+mistake names the file, the key, what was found and what is allowed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from svmlab.analysis import hypotheses, notebooks, table
+from svmlab.errors import SvmlabError
+
+#: The workflow files shipped with svmlab.
+WORKFLOW_DIR = Path(__file__).resolve().parent
+SCALES = ("quick", "paper")
+DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
+COMBINATIONS = ("ratio", "difference")
+TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
+            "analysis": True, "report": False, "claims": True}
+SWEEP_KEYS = {"preset": True, "overrides": False}
+SCALE_KEYS = {"overrides": False, "description": False}
+ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypotheses": False,
+                 "control": False, "filter": False, "objective": False}
+REPORT_KEYS = {"notebook": True}
+CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
+              "relative_to": False, "combine": False, "paper": False, "paper_text": False,
+              "decide": False, "untestable": False}
+
+
+class WorkflowError(SvmlabError):
+    """A workflow that does not exist or whose file is malformed."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper and the comparison that decides it.
+
+    The svmlab value is the mean of ``measure`` over the runs matching ``value`` (tags or params
+    and their values); with ``relative_to`` it is that mean divided by (``ratio``) or minus
+    (``difference``) the mean over the runs matching ``relative_to``. ``decide`` holds one of
+    DECISIONS: the svmlab value within ``tolerance`` (absolute) or ``relative_tolerance`` of
+    the paper's number, or ``below`` / ``above`` a bound. ``untestable`` says why svmlab cannot
+    test the claim at all (a solver or dataset it does not have)."""
+
+    claim: str
+    source: str
+    measure: str | None = None
+    value: dict = field(default_factory=dict)
+    relative_to: dict | None = None
+    combine: str = "ratio"
+    paper: float | None = None
+    paper_text: str | None = None
+    decide: dict = field(default_factory=dict)
+    untestable: str | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The analysis step: the arguments of ``svmlab analyze`` that the workflow fixes."""
+
+    measures: list[str]
+    blocks: list[str] = field(default_factory=lambda: ["dataset"])
+    treatments: list[str] = field(default_factory=lambda: ["solver"])
+    hypotheses: list[str] = field(default_factory=list)
+    control: str | None = None
+    filter: str = ""
+    objective: str | None = None
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A paper's reproduction: its sweep (an experiment preset with overrides per scale), the
+    analysis, the report notebook and the claims."""
+
+    name: str
+    path: Path
+    paper: str
+    description: str
+    preset: str
+    overrides: list[str]
+    scales: dict[str, list[str]]
+    analysis: Analysis
+    notebook: str | None
+    claims: list[Claim]
+
+    def sweep_overrides(self, scale: str) -> list[str]:
+        """The preset and the overrides of both scales' common part and of ``scale``."""
+        return [f"+experiment={self.preset}", *self.overrides, *self.scales[scale]]
+
+
+def names() -> list[str]:
+    """The workflows shipped with svmlab."""
+    return sorted(p.stem for p in WORKFLOW_DIR.glob("*.yaml"))
+
+
+def load(name: str) -> Workflow:
+    """The workflow ``name`` (a shipped one) or the file at path ``name`` (``*.yaml``)."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else WORKFLOW_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise WorkflowError(f"unknown workflow {name!r}; available: {', '.join(names())} "
+                            f"(or the path of a workflow file, *.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
+    return parse(data, path)
+
+
+def parse(data: Any, path: Path) -> Workflow:
+    """A checked Workflow from the mapping read from ``path``."""
+    where = str(path)
+    data = _mapping(data, where, TOP_KEYS)
+    sweep = _mapping(data["sweep"], f"{where}: sweep", SWEEP_KEYS)
+    scales = _mapping(data["scales"], f"{where}: scales", dict.fromkeys(SCALES, True))
+    report = _mapping(data.get("report") or {"notebook": None}, f"{where}: report", REPORT_KEYS)
+    notebook = report["notebook"]
+    shipped = sorted(p.stem for p in notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
+    if notebook is not None and notebook not in shipped:
+        raise WorkflowError(f"{where}: report.notebook: unknown notebook {notebook!r}; "
+                            f"available: {', '.join(shipped)}")
+    claims = data["claims"]
+    if not isinstance(claims, list) or not claims:
+        raise WorkflowError(f"{where}: claims must be a non-empty list of claims")
+    return Workflow(
+        name=path.stem, path=path, paper=_text(data["paper"], f"{where}: paper"),
+        description=_text(data["description"], f"{where}: description"),
+        preset=_text(sweep["preset"], f"{where}: sweep.preset"),
+        overrides=_overrides(sweep.get("overrides"), f"{where}: sweep.overrides"),
+        scales={s: _overrides(_mapping(scales[s] or {}, f"{where}: scales.{s}", SCALE_KEYS)
+                            .get("overrides"), f"{where}: scales.{s}.overrides")
+                for s in SCALES},
+        analysis=_analysis(data["analysis"], f"{where}: analysis"),
+        notebook=notebook,
+        claims=[_claim(c, f"{where}: claims[{i}]") for i, c in enumerate(claims)])
+
+
+def _analysis(data: Any, where: str) -> Analysis:
+    data = _mapping(data, where, ANALYSIS_KEYS)
+    measures = _strings(data["measures"], f"{where}.measures")
+    if not measures:
+        raise WorkflowError(f"{where}.measures: name at least one measure")
+    for spec in measures:
+        _checked(table.parse_measure, spec, f"{where}.measures")
+    specs = _strings(data.get("hypotheses"), f"{where}.hypotheses")
+    for spec in specs:
+        _checked(hypotheses.parse, spec, f"{where}.hypotheses")
+    return Analysis(measures=measures,
+                    blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
+                    treatments=_strings(data.get("treatments"), f"{where}.treatments")
+                    or ["solver"],
+                    hypotheses=specs, control=data.get("control"),
+                    filter=data.get("filter") or "", objective=data.get("objective"))
+
+
+def _claim(data: Any, where: str) -> Claim:
+    data = _mapping(data, where, CLAIM_KEYS)
+    claim = Claim(**{k: v for k, v in data.items() if v is not None})
+    if claim.paper is not None and (isinstance(claim.paper, bool)
+                                    or not isinstance(claim.paper, (int, float))):
+        raise WorkflowError(f"{where}.paper: the paper's number; got {claim.paper!r} (words "
+                            f"go in paper_text)")
+    if claim.untestable is not None:
+        return claim
+    missing = [k for k in ("measure", "value", "decide") if k not in data]
+    if missing:
+        raise WorkflowError(f"{where}: missing {', '.join(missing)}; a claim has a measure, "
+                            f"the runs of its value, and decide (or untestable: the reason "
+                            f"svmlab cannot test it)")
+    for key in ("value", "relative_to"):
+        if key in data and (not isinstance(data[key], dict) or not data[key]):
+            raise WorkflowError(f"{where}.{key}: a mapping of tags or params to their values, "
+                                f"e.g. {{solver: mfw, dataset: w1a}}; got {data[key]!r}")
+    if claim.combine not in COMBINATIONS:
+        raise WorkflowError(f"{where}.combine: {claim.combine!r}; allowed: "
+                            f"{', '.join(COMBINATIONS)}")
+    decide = claim.decide
+    if not isinstance(decide, dict) or len(decide) != 1 or next(iter(decide)) not in DECISIONS:
+        raise WorkflowError(f"{where}.decide: one of {', '.join(DECISIONS)} with a number, "
+                            f"e.g. {{tolerance: 0.01}}; got {decide!r}")
+    (rule, bound), = decide.items()
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        raise WorkflowError(f"{where}.decide.{rule}: a number; got {bound!r}")
+    if rule.endswith("tolerance") and not isinstance(claim.paper, (int, float)):
+        raise WorkflowError(f"{where}: decide.{rule} compares with the paper's number; "
+                            f"give it as paper: <number>")
+    return claim
+
+
+def _mapping(data: Any, where: str, keys: dict[str, bool]) -> dict:
+    """``data`` as a mapping with every required key of ``keys`` and no other key."""
+    if not isinstance(data, dict):
+        raise WorkflowError(f"{where}: expected a mapping with the keys "
+                            f"{', '.join(keys)}; got {type(data).__name__}")
+    unknown = sorted(set(data) - set(keys))
+    if unknown:
+        raise WorkflowError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}; "
+                            f"allowed: {', '.join(keys)}")
+    missing = [k for k, required in keys.items() if required and k not in data]
+    if missing:
+        raise WorkflowError(f"{where}: missing key(s) {', '.join(missing)}")
+    return data
+
+
+def _strings(data: Any, where: str) -> list[str]:
+    if data is None:
+        return []
+    if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
+        raise WorkflowError(f"{where}: a list of strings; got {data!r}")
+    return list(data)
+
+
+def _overrides(data: Any, where: str) -> list[str]:
+    """Hydra overrides: KEY=VALUE (a sweep over values is one quoted string, "seed=0,1")."""
+    overrides = _strings(data, where)
+    bad = [o for o in overrides if "=" not in o and not o.startswith("~")]
+    if bad:
+        raise WorkflowError(f"{where}: {', '.join(map(repr, bad))} is not KEY=VALUE; quote "
+                            f"a list of values in YAML: [\"dataset=a1a,w1a\", seed=0]")
+    return overrides
+
+
+def _text(data: Any, where: str) -> str:
+    if not isinstance(data, str) or not data.strip():
+        raise WorkflowError(f"{where}: a non-empty string; got {data!r}")
+    return data.strip()
+
+
+def _checked(parse_one, spec: str, where: str) -> None:
+    try:
+        parse_one(spec)
+    except SvmlabError as exc:
+        raise WorkflowError(f"{where}: {exc}") from None

@@ -1,0 +1,255 @@
+"""Workflows: every shipped file loads and its sweep composes at both scales; malformed files
+and unknown names fail clearly; claims are judged as stated; a workflow runs end to end into a
+temporary store, and one interrupted or missing a run is completed by running it again."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+import yaml
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from mlflow import MlflowClient
+
+from support.configs import composed
+from support.runs import SUPPORT_CONF, TESTS_DIR
+from svmlab.app import cli
+from svmlab.app.config import build_estimator
+from svmlab.app.workflow import experiment_name, sweep_arguments
+from svmlab.workflows import claims, spec
+
+pytestmark = pytest.mark.filterwarnings("ignore:\\s*'hydra/launcher/joblib' is validated:UserWarning")
+
+TINY = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
+SHIPPED = [(name, scale) for name in spec.names() for scale in spec.SCALES]
+
+
+def jobs(arguments: list[str]) -> list[list[str]]:
+    """Every job's overrides, as Hydra's basic sweeper makes them of the preset and arguments."""
+    fixed = [a for a in arguments if "," not in a.split("=", 1)[1] and "range(" not in a]
+    params = composed(*fixed, hydra=True).hydra.sweeper.params
+    parsed = OverridesParser.create().parse_overrides(
+        [f"{k}={v}" for k, v in params.items()] + arguments)
+    (batch,) = BasicSweeper.split_arguments(parsed, None)
+    return batch
+
+
+@pytest.mark.parametrize("name,scale", SHIPPED, ids=[f"{n}-{s}" for n, s in SHIPPED])
+def test_every_workflow_loads_and_its_sweep_composes(name, scale):
+    workflow = spec.load(name)
+    batch = jobs(sweep_arguments(workflow, scale, "sqlite:///mlflow.db", "joblib", 2))
+    for job in (batch[0], batch[-1]):
+        cfg = composed(*job)
+        assert cfg.tracking.experiment == experiment_name(workflow, scale)
+        build_estimator(cfg)
+    if scale == "paper":  # the runs of every testable claim are among the paper-scale jobs
+        swept = {o.split("=", 1)[1] for job in batch for o in job
+                 if o.split("=")[0].lstrip("+") in ("solver", "dataset", "bsca_problem")}
+        for claim in workflow.claims:
+            for side in (claim.value, claim.relative_to or {}):
+                for key in set(side) & {"solver", "dataset"}:
+                    named = side[key] if isinstance(side[key], list) else [side[key]]
+                    assert set(named) & swept, (claim.claim, named)
+
+
+def test_overrides_given_replace_the_workflows_own_for_the_same_key():
+    workflow = spec.load("fw_paper")
+    arguments = sweep_arguments(workflow, "quick", "sqlite:///x.db", "basic", None,
+                                ["seed=3", "hydra.sweep.dir=/tmp/sweep"])
+    assert arguments == ["+experiment=fw_paper", "tracking.log_model=false", "dataset=w1a,w3a",
+                         "solver.eps=1.0e-4", "tracking.experiment=workflow-fw_paper-quick",
+                         "tracking.uri=sqlite:///x.db", "+resume=true", "seed=3",
+                         "hydra.sweep.dir=/tmp/sweep"]
+
+
+def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
+    assert set(spec.names()) >= {"nesvm_adult", "fw_paper", "l1_newton_paper", "alm_paper",
+                                 "bsca_budget", "shootout"}
+    assert cli.main(["workflow", "list"]) == 0
+    out = capfd.readouterr().out
+    for name in spec.names():
+        assert f"{name}: {spec.load(name).paper}" in out
+
+
+def test_an_unknown_workflow_names_the_available_ones(capsys):
+    assert cli.main(["workflow", "fw_papr"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown workflow 'fw_papr'; available: " + ", ".join(spec.names()) in err
+
+
+def tiny_data() -> dict:
+    return yaml.safe_load(TINY.read_text())
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"sweeps": {}}, "unknown key(s) sweeps; allowed: paper, description, sweep"),
+    ({"claims": []}, "claims must be a non-empty list"),
+    ({"scales": {"quick": {}}}, "scales: missing key(s) paper"),
+    ({"sweep": {"preset": "tiny", "overrides": ["seed"]}},
+     "'seed' is not KEY=VALUE; quote a list of values"),
+    ({"report": {"notebook": "nope"}},
+     "unknown notebook 'nope'; available: convergence, significance_report"),
+    ({"analysis": {"measures": ["accuracy"]}}, "analysis.measures"),
+    ({"analysis": {"measures": ["fit_time_s"], "hypotheses": ["a<<b"]}}, "bad hypothesis"),
+    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
+                  "value": {"solver": "a"}, "decide": {"about": 1}}]},
+     "decide: one of tolerance, relative_tolerance, below, above with a number"),
+    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
+                  "value": {"solver": "a"}, "decide": {"tolerance": 1}}]},
+     "compares with the paper's number; give it as paper: <number>"),
+    ({"claims": [{"claim": "x", "source": "y", "value": {"solver": "a"},
+                  "decide": {"below": 1}}]}, "missing measure"),
+    ({"claims": [{"claim": "x", "source": "y", "measure": "m", "value": "libsvm",
+                  "decide": {"below": 1}}]}, "value: a mapping of tags or params"),
+    ({"claims": [{"claim": "x", "source": "y", "paper": "fast", "untestable": "no"}]},
+     "paper: the paper's number; got 'fast' (words go in paper_text)"),
+])
+def test_a_malformed_workflow_says_what_is_wrong_and_what_is_allowed(change, message):
+    with pytest.raises(spec.WorkflowError) as error:
+        spec.parse(tiny_data() | change, Path("bad.yaml"))
+    assert message in str(error.value) and str(error.value).startswith("bad.yaml")
+
+
+def test_claims_are_judged_by_their_rule_on_matching_runs():
+    runs = pd.DataFrame({
+        "tags.solver": ["a", "a", "b", "b"], "params.solver.C": ["0.001", "1.0", "0.001", "1.0"],
+        "metrics.fit_time_s": [1.0, 3.0, 4.0, 4.0], "metrics.test_accuracy": [0.9, 0.8, 0.7, 0.9]})
+
+    def claim(**fields):
+        return spec.Claim(claim="c", source="s", **fields)
+
+    judged = claims.judge_all([
+        claim(measure="fit_time_s", value={"solver": "a"}, relative_to={"solver": "b"},
+              decide={"below": 1}),
+        claim(measure="fit_time_s", value={"solver": "a", "solver.C": 1e-3},
+              decide={"above": 1}),
+        claim(measure="test_accuracy", value={"solver": "a"}, relative_to={"solver": "b"},
+              combine="difference", paper=0.0, decide={"tolerance": 0.05}),
+        claim(measure="test_accuracy", value={"solver": "b", "solver.C": [0.001, 1.0]},
+              paper=0.75, decide={"relative_tolerance": 0.1}),
+        claim(measure="fit_time_s", value={"solver": "c"}, decide={"below": 1}),
+        claim(untestable="no such solver"),
+        claim(measure="time_to_gap_1e-3", value={"solver": "a"}, decide={"below": 1}),
+        claim(measure="time_to_gap_1e-3", value={"solver": "b"}, relative_to={"solver": "b"},
+              decide={"below": 1}),
+    ], runs, lambda names: {name: [0.5, 0.5, math.inf, math.inf] for name in names})
+    assert [j.value for j in judged] == [0.5, 1.0, pytest.approx(0.05), pytest.approx(0.8),
+                                         None, None, 0.5, None]
+    assert [j.verdict for j in judged] == [claims.REPRODUCED, claims.NOT_REPRODUCED,
+                                           claims.NOT_REPRODUCED, claims.REPRODUCED,
+                                           claims.UNTESTABLE, claims.UNTESTABLE,
+                                           claims.REPRODUCED, claims.UNTESTABLE]
+    assert judged[0].detail == ("fit_time_s 2 = mean of 2 run(s) of solver=a against "
+                                "fit_time_s 4 = mean of 2 run(s) of solver=b")
+    assert "no finished run of solver=c" in judged[4].detail
+    assert judged[7].detail.startswith("undefined: time_to_gap_1e-3 inf = mean of 2 run(s)")
+    assert claims.counts(judged) == {claims.REPRODUCED: 3, claims.NOT_REPRODUCED: 2,
+                                     claims.UNTESTABLE: 3}
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+def workflow_args(store: Path, path: Path = TINY) -> list[str]:
+    return ["workflow", str(path), "--launcher", "basic", "--tracking-uri", f"sqlite:///{store}",
+            f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+            f"hydra.sweep.dir={store.parent}/multirun"]
+
+
+def every_run(store: Path) -> list:
+    client = MlflowClient(f"sqlite:///{store}")
+    (experiment,) = [e for e in client.search_experiments() if e.name.startswith("workflow-")]
+    return client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+def training_runs(found: list) -> list:
+    return [r for r in found if "svmlab.role" not in r.data.tags]
+
+
+def assert_one_finished_run_per_config(found: list, expected: int) -> None:
+    finished = Counter(r.data.tags["svmlab.config_sha256"] for r in training_runs(found)
+                       if r.info.status == "FINISHED")
+    assert len(finished) == expected and set(finished.values()) == {1}
+
+
+@pytest.mark.slow
+def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_missing(
+        tmp_path, capfd):
+    store = tmp_path / "mlflow.db"
+    assert cli.main(workflow_args(store)) == 0
+    out = capfd.readouterr().out
+    found = every_run(store)
+    roles = {r.data.tags.get("svmlab.role"): r for r in found}
+    outer = roles["workflow"]
+    assert outer.info.status == "FINISHED" and outer.data.tags["svmlab.workflow"] == "tiny"
+    assert outer.data.tags["svmlab.workflow.scale"] == "quick"
+    for role in ("sweep", "analysis", "report"):
+        assert roles[role].info.status == "FINISHED"
+        assert roles[role].data.tags["mlflow.parentRunId"] == outer.info.run_id
+    assert_one_finished_run_per_config(found, 8)
+    assert outer.data.metrics["claims_reproduced"] == 1
+    assert outer.data.metrics["claims_not_reproduced"] == 1
+    assert outer.data.metrics["claims_not_testable_here"] == 2
+
+    artifacts = {a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(
+        outer.info.run_id)}
+    assert {"claims.md", "claims.html", "claims.csv", "figures"} <= artifacts
+    table = pd.read_csv(mlflow.artifacts.download_artifacts(
+        f"{outer.info.artifact_uri}/claims.csv", dst_path=str(tmp_path)))
+    assert list(table.columns) == list(claims.COLUMNS)
+    assert list(table["verdict"]) == [claims.REPRODUCED, claims.NOT_REPRODUCED,
+                                      claims.UNTESTABLE, claims.UNTESTABLE]
+    assert "| LIBLINEAR's accuracy on breast cancer is LIBSVM's | Table 1 |" in out
+    page = mlflow.artifacts.load_text(f"{outer.info.artifact_uri}/claims.html")
+    assert "figures/test_accuracy/cd_diagram.png" in page
+
+    assert cli.main(workflow_args(store)) == 0  # done: nothing runs again
+    assert "[1/4] sweep: finished before" in capfd.readouterr().out
+    assert len(every_run(store)) == len(found)
+
+    removed = training_runs(found)[0]
+    MlflowClient(f"sqlite:///{store}").delete_run(removed.info.run_id)
+    assert cli.main(workflow_args(store)) == 0
+    out = capfd.readouterr().out
+    assert "1 run(s) it listed are gone; resuming it" in out
+    assert out.count("SKIPPED  FINISHED before") == 7
+    again = every_run(store)
+    assert_one_finished_run_per_config(again, 8)
+    assert [r.info.run_id for r in again if r.data.tags.get("svmlab.role") == "workflow"] == [
+        outer.info.run_id]
+
+
+@pytest.mark.slow
+def test_an_interrupted_workflow_completes_when_run_again(tmp_path):
+    without_report = tmp_path / "tiny.yaml"
+    without_report.write_text(yaml.safe_dump({k: v for k, v in tiny_data().items()
+                                              if k != "report"}))
+    store = tmp_path / "mlflow.db"
+    command = [sys.executable, "-m", "svmlab.app.cli", *workflow_args(store, without_report)]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(TESTS_DIR), *sys.path])}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    for line in process.stdout:  # stop it once the first job has finished
+        if line.startswith("[1/8] #"):
+            process.send_signal(signal.SIGTERM)
+            break
+    process.stdout.read()
+    assert process.wait() == 130
+    found = every_run(store)
+    (outer,) = [r for r in found if r.data.tags.get("svmlab.role") == "workflow"]
+    assert outer.info.status == "KILLED"
+    assert 1 <= sum(r.info.status == "FINISHED" for r in training_runs(found)) < 8
+
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    again = every_run(store)
+    assert_one_finished_run_per_config(again, 8)
+    outers = [r for r in again if r.data.tags.get("svmlab.role") == "workflow"]
+    assert [(r.info.run_id, r.info.status) for r in outers] == [(outer.info.run_id, "FINISHED")]
+    sweeps = [r for r in again if r.data.tags.get("svmlab.role") == "sweep"]
+    assert [r.info.status for r in sweeps] == ["KILLED", "FINISHED"]
