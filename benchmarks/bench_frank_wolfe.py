@@ -55,7 +55,8 @@ def _estimator(solver: str, C: float, gamma: float, seed: int, full_eps: float, 
         return SVC(C=C, kernel="rbf", gamma=gamma, cache_size=200)
     name, _, full = solver.partition("_")
     cls = {"mfw": ModifiedFrankWolfe, "fw": FrankWolfe, "cvm": CoreVectorMachine}[name]
-    options = {"sampling": "full", "eps": full_eps, "stop": full_stop} if full else {}
+    paper = {} if name == "cvm" else {"stop": "meb", "sampling": "random", "eps": 1e-6}
+    options = {"sampling": "full", "eps": full_eps, "stop": full_stop} if full else paper
     return cls(C=C, kernel="rbf", gamma=gamma, cache_mb=200.0, random_state=seed, **options)
 
 

@@ -119,7 +119,7 @@ def test_fw_at_tighter_eps_finds_every_reference_support_vector(data):
     at eps = 1e-5 it holds every point with alpha_ref > 1e-4."""
     X, y = data
     ref = simplex_qp(ktilde(X, y, 4.0, **RBF))
-    est = FrankWolfe(C=4.0, eps=1e-5, sampling="full", random_state=0, **RBF).fit(X, y)
+    est = FrankWolfe(stop="meb", C=4.0, eps=1e-5, sampling="full", random_state=0, **RBF).fit(X, y)
     assert set(np.flatnonzero(ref > 1e-4)) <= set(est.support_)
     assert np.abs(full_alpha(est, len(y)) - ref).sum() <= 2e-2
 
@@ -128,7 +128,7 @@ def test_linear_kernel_matches_liblinear_squared_hinge_with_regularised_bias(dat
     """The L2-SVM scaled by 1/rho is LIBLINEAR's 1/2(|w|^2 + b^2) + (C/2) sum squared hinge."""
     X, y = data
     C = 4.0
-    est = ModifiedFrankWolfe(C=C, kernel="linear", eps=1e-9, sampling="full",
+    est = ModifiedFrankWolfe(stop="meb", C=C, kernel="linear", eps=1e-9, sampling="full",
                              random_state=0).fit(X, y)
     ref = LinearSVC(C=C / 2, loss="squared_hinge", dual=False, tol=1e-12).fit(X, y)
     np.testing.assert_allclose(est.coef_[0] / est.rho_, ref.coef_[0], rtol=1e-4, atol=1e-6)
@@ -140,7 +140,7 @@ def test_termination_certificate_and_kkt_at_exit(data, params):
     """Properties 11 and 12: every point in B(c, (1+eps) r); KKT; b = sum alpha y; rho = R."""
     X, y = data
     C, eps = 4.0, 1e-8
-    est = ModifiedFrankWolfe(C=C, eps=eps, sampling="full", random_state=1, **params).fit(X, y)
+    est = ModifiedFrankWolfe(stop="meb", C=C, eps=eps, sampling="full", random_state=1, **params).fit(X, y)
     Q = ktilde(X, y, C, **params)
     alpha = full_alpha(est, len(y))
     G, R, delta2 = Q @ alpha, alpha @ Q @ alpha, est.delta2_
@@ -159,9 +159,9 @@ def test_termination_certificate_and_kkt_at_exit(data, params):
 
 def test_objective_l2svm_equals_the_dual_at_the_optimum_and_bounds_it_elsewhere(data):
     X, y = data
-    exact = ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=1e-9, sampling="full",
+    exact = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-9, sampling="full",
                                random_state=0).fit(X, y)
-    rough = FrankWolfe(C=4.0, gamma=0.5, eps=0.05, sampling="full", random_state=0).fit(X, y)
+    rough = FrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=0.05, sampling="full", random_state=0).fit(X, y)
     primal = exact.objectives(X, y)["objective_l2svm"]
     assert primal == pytest.approx(-exact.rho_ / 2, rel=1e-7)
     dual = exact.trace_.columns()["objective_l2svm_dual"][-1]
@@ -209,8 +209,8 @@ def test_mfw_converges_in_far_fewer_iterations_than_fw(data):
     """Property 16: on a problem where FW stagnates, MFW reaches tol = 1e-8 quickly."""
     X, y = data
     eps = np.sqrt(1 + 1e-8) - 1
-    mfw = ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=eps, sampling="full", random_state=0)
-    fw = FrankWolfe(C=4.0, gamma=0.5, eps=eps, sampling="full", max_iter=20000, random_state=0)
+    mfw = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="full", random_state=0)
+    fw = FrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="full", max_iter=20000, random_state=0)
     mfw.fit(X, y)
     fw.fit(X, y)
     assert mfw.converged_
@@ -220,7 +220,7 @@ def test_mfw_converges_in_far_fewer_iterations_than_fw(data):
 
 def test_sampled_runs_are_bit_reproducible_and_seed_dependent(data):
     X, y = data
-    fits = [ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="random", sample_size=10,
+    fits = [ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, sampling="random", sample_size=10,
                                random_state=s).fit(X, y)
             for s in (7, 7, 8)]
     a, b, c = (pd.DataFrame(f.trace_.columns()).drop(columns="time_s") for f in fits)
@@ -264,7 +264,7 @@ def test_59_draws_hit_the_top_5_percent_with_probability_0_9515():
 def test_final_full_check_gives_the_full_scan_certificate(data):
     X, y = data
     eps = 1e-6
-    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=eps, sampling="random", sample_size=5,
+    est = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="random", sample_size=5,
                              final_full_check=True,
                              random_state=0).fit(X, y)
     Q = ktilde(X, y, 4.0)
@@ -279,7 +279,7 @@ def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
     sampled stops, as in the paper)."""
     X, y = data
     Q = ktilde(X, y, 4.0)
-    runs = {rounds: ModifiedFrankWolfe(C=4.0, gamma=0.5, eps=1e-6, sampling="random", sample_size=2,
+    runs = {rounds: ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-6, sampling="random", sample_size=2,
                                        sampling_rounds=rounds, final_full_check=False,
                                        random_state=0).fit(X, y)
             for rounds in (1, 30)}
@@ -345,7 +345,7 @@ def test_explicit_feature_map_of_the_linear_kernel(data):
     """Property 14: z_i = (y_i x_i, y_i, e_i / sqrt(C)); Z Z^T = K~, c = Z^T alpha, distances."""
     X, y = data
     C = 4.0
-    est = ModifiedFrankWolfe(C=C, kernel="linear", eps=1e-6, sampling="full",
+    est = ModifiedFrankWolfe(stop="meb", C=C, kernel="linear", eps=1e-6, sampling="full",
                              random_state=0).fit(X, y)
     Z = np.hstack([y[:, None] * X, y[:, None], np.eye(len(y)) / np.sqrt(C)])
     Q = ktilde(X, y, C, kernel="linear")
@@ -364,7 +364,8 @@ def test_dense_and_csr_input_give_the_same_model(data, cutoff, sampling):
     X, y = data
     X = np.where(np.abs(X) < cutoff, 0.0, X)
     assert (np.count_nonzero(X) >= DENSE_FROM * X.size) == (cutoff == 0.5)
-    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, eps=1e-6, random_state=0)
+    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb", eps=1e-6,
+                  random_state=0)
     dense = ModifiedFrankWolfe(**kwargs).fit(X, y)
     sparse = ModifiedFrankWolfe(**kwargs).fit(sp.csr_matrix(X), y)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
@@ -400,7 +401,8 @@ def test_bad_parameters_are_named_with_the_allowed_values(data, bad, message):
 @pytest.mark.parametrize("sampling", ["random", "full"])
 def test_a_tiny_cache_gives_the_same_result_as_a_large_one(data, sampling):
     X, y = data
-    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, random_state=0)
+    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb",
+                  random_state=0)
     small = ModifiedFrankWolfe(cache_mb=1e-3, **kwargs).fit(X, y)
     large = ModifiedFrankWolfe(**kwargs).fit(X, y)
     np.testing.assert_allclose(small.dual_coef_, large.dual_coef_, rtol=1e-9)
@@ -424,10 +426,11 @@ def test_gap_rule_stops_at_a_certified_relative_gap(data, cls, params):
 
 
 def test_meb_rule_records_the_gap_of_its_last_iterate(data):
-    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="full", random_state=0).fit(*data)
+    est = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", random_state=0).fit(*data)
     gap = est.trace_.columns()["gap_l2svm"]
     assert gap[-1] == pytest.approx(est.certificate_.gap, rel=1e-7)
-    sampled = ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="random", random_state=0).fit(*data)
+    sampled = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
+                                 random_state=0).fit(*data)
     assert np.isnan(sampled.trace_.columns()["gap_l2svm"]).all()  # no scan of every point
 
 
@@ -443,7 +446,7 @@ def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, samp
                                                                 monkeypatch):
     """The loops return to Python at every deadline and resume exactly where they stopped."""
     X, y = data
-    kwargs = {"C": 4.0, "gamma": 0.5, "sampling": sampling, "sample_size": 10,
+    kwargs = {"C": 4.0, "gamma": 0.5, "stop": "meb", "sampling": sampling, "sample_size": 10,
               "random_state": 0}
     whole = cls(**kwargs).fit(X, y)
     monkeypatch.setattr(estimators, "SLICE_NS", -10**18)  # every deadline has passed

@@ -189,9 +189,10 @@ class FrankWolfe(MEBSVMClassifier):
     """FW: Frank-Wolfe on the L2-SVM dual (Algorithm 2 of the paper); see the module docstring.
 
     Parameters: C; kernel, gamma, degree, coef0 (as in LIBSVM); stop and eps, the stopping rule
-    and its tolerance: 'meb' (the paper's: delta+ <= (1 + eps)^2 - 1, a ball accuracy; default
-    eps 1e-5, the paper's 1e-6) or 'gap' (the certified relative L2-SVM duality gap <= eps,
-    which means the same for every kernel; `loops`); init 'random_meb' (MEB of 20
+    and its tolerance: 'gap' (the default: the certified relative L2-SVM duality gap <= eps,
+    default 1e-2, which means the same for every kernel and C; `loops`) or 'meb' (the paper's:
+    delta+ <= (1 + eps)^2 - 1, a ball accuracy, 1e-6 in the paper, which on unscaled data with
+    a linear kernel can stop at a gap of several times the objective); init 'random_meb' (MEB of 20
     class-balanced random points) or 'two_point'; sampling 'full' (the default: every point,
     G = K~ alpha is kept for all points, one kernel row over all points per step;
     deterministic, and every stop is certified) or 'random' (the paper's: sample_size i.i.d.
@@ -212,8 +213,8 @@ class FrankWolfe(MEBSVMClassifier):
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="meb",
-                 eps=1e-5, init="random_meb", sampling="full", sample_size=59,
+    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="gap",
+                 eps=1e-2, init="random_meb", sampling="full", sample_size=59,
                  sampling_rounds=1, final_full_check=True, cache_mb=200.0, max_iter=1_000_000,
                  refresh_every=1000, random_state=None):
         super().__init__(C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
