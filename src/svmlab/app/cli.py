@@ -1,5 +1,5 @@
 """The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
-``report`` and ``server``."""
+``report``, ``server`` and ``runs``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ SUBCOMMANDS = {
                "analyze, and execute the significance-report notebook on the result"),
     "server": ("svmlab.tracking.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
+    "runs": ("svmlab.tracking.reap", "runs reap: mark KILLED the runs left RUNNING by a dead "
+                                     "process"),
 }
 
 
