@@ -65,11 +65,12 @@ class Slow(_ZeroModel):
         if self.started_file:
             Path(self.started_file).touch()
         k = 0
+        trace.append(k, objective_hinge_l2=1.0)
         while trace.elapsed() < self.duration and not (
                 self.stop_file and Path(self.stop_file).exists()):
-            trace.append(k, objective_hinge_l2=1.0 / (k + 1))
-            k += 1
             time.sleep(0.05)
+            k += 1
+            trace.append(k, objective_hinge_l2=1.0 / (k + 1))
         self._zero_model(X.shape[1])
         self.converged_ = True
 

@@ -182,27 +182,33 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return found
 
 
-def store_problem(exc: BaseException) -> str | None:
-    """What is wrong with the store, in a few words ('read-only', 'unreachable', ...), when
-    ``exc`` or one of its causes says so; None for an error that is not the store's."""
+def _diagnosis(exc: BaseException) -> tuple[str, str] | None:
+    """(what is wrong with the store, the line of the error that says so), or None."""
     for link in _chain(exc):
         if isinstance(link, OSError) and link.errno in _ERRNO_PROBLEMS:
-            return _ERRNO_PROBLEMS[link.errno]
-        text = f"{type(link).__name__}: {link}".lower()
-        for words, problem in PROBLEMS:
-            if any(word in text for word in words):
-                return problem
+            return _ERRNO_PROBLEMS[link.errno], str(link)
+        for line in f"{type(link).__name__}: {link}".splitlines():
+            for words, problem in PROBLEMS:
+                if any(word in line.lower() for word in words):
+                    return problem, line.strip()
     return None
 
 
+def store_problem(exc: BaseException) -> str | None:
+    """What is wrong with the store, in a few words ('read-only', 'unreachable', ...), when
+    ``exc`` or one of its causes says so; None for an error that is not the store's."""
+    found = _diagnosis(exc)
+    return found[0] if found else None
+
+
 def store_error_line(exc: BaseException, uri: str | None) -> str | None:
-    """One line naming the store, its problem and the first line of the error; None when the
-    error is not the store's."""
-    problem = store_problem(exc)
-    if problem is None:
+    """One line naming the store, its problem and the line of the error that shows it; None
+    when the error is not the store's."""
+    found = _diagnosis(exc)
+    if found is None:
         return None
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return f"the tracking store {resolved_uri(uri)} is {problem}: {first[:300]}"
+    problem, evidence = found
+    return f"the tracking store {resolved_uri(uri)} is {problem}: {evidence[:200]}"
 
 
 def until_stored(call, attempts: int = 3, wait_s: float = 5.0):
