@@ -212,24 +212,28 @@ def test_a_fit_stuck_in_compiled_code_is_interrupted(tmp_path, sig):
     assert "svmlab: interrupted" in output(tmp_path) and "Traceback" not in output(tmp_path)
 
 
-@pytest.mark.parametrize("to_group", [True, False], ids=["ctrl-c to the group", "sigterm"])
-def test_an_interrupted_joblib_sweep_ends_every_job_killed(tmp_path, to_group):
+@pytest.mark.parametrize("how", ["ctrl-c to the group", "sigterm to the launcher",
+                                 "a worker crashes"])
+def test_an_interrupted_joblib_sweep_ends_every_job_killed(tmp_path, how):
     store = tmp_path / "mlflow.db"
     create_store(store)
     proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
                  "solver=stuck", "seed=0,1,2", "tracking.log_model=false")
     wait_for(lambda: len(running(store)) == 3, "the parent and two jobs to run")
     pids = run_pids(store)
-    if to_group:
+    if how == "ctrl-c to the group":
         os.killpg(proc.pid, signal.SIGINT)
-    else:
+    elif how == "sigterm to the launcher":
         proc.terminate()
+    else:
+        os.kill(max(pids - {proc.pid}), signal.SIGKILL)
     assert proc.wait(timeout=LIMIT_S) != 0
     wait_for(lambda: gone(pids), "every worker to stop")
     parent, children = parent_and_children(store)
     assert parent.info.status == "KILLED"
     assert len(children) == 2 and all(killed_with_reason(r) for r in children)
     assert not running(store)
+    assert "Traceback" not in output(tmp_path)
 
 
 @pytest.mark.slow

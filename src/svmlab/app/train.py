@@ -11,6 +11,7 @@ processes needs only the entry point, and starts its first job sooner.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -253,17 +254,55 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
 
 def main() -> None:
     """The entry point: Hydra's, plus the keys allowed where an override names an unknown one,
-    and one line for an interruption (the runs it stopped have ended KILLED)."""
+    one line for an interruption (the runs it stopped have ended KILLED), and one line for a
+    sweep stopped by its launcher (a crashed worker), whose error Hydra would print as a
+    traceback: with HYDRA_FULL_ERROR set for sweeps, it reaches this function instead."""
+    sweeping = bool({"-m", "--multirun"} & set(sys.argv[1:]))
     try:
-        hydra_main()
+        with environ_default("HYDRA_FULL_ERROR", "1" if sweeping else None):
+            hydra_main()
     except SystemExit as exc:
         if exc.code == 1:  # Hydra could not compose the config
-            for hint in unknown_key_hints(sys.argv[1:]):
-                print(f"svmlab: error: {hint}", file=sys.stderr)
+            print_key_hints()
         raise
     except KeyboardInterrupt as exc:
         print(f"svmlab: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        print(hydra_error_text(exc), file=sys.stderr)
+        print_key_hints()
+        raise SystemExit(1) from None
+
+
+@contextlib.contextmanager
+def environ_default(name: str, value: str | None):
+    """Environment variable ``name`` set to ``value`` inside the block, unless it is set already
+    (or ``value`` is None)."""
+    added = value is not None and name not in os.environ
+    if added:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if added:
+            os.environ.pop(name, None)
+
+
+def print_key_hints() -> None:
+    for hint in unknown_key_hints(sys.argv[1:]):
+        print(f"svmlab: error: {hint}", file=sys.stderr)
+
+
+def hydra_error_text(exc: Exception) -> str:
+    """What Hydra prints for a composition error; one line for anything else."""
+    from hydra.errors import CompactHydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(exc, CompactHydraException):
+        cause = exc.__cause__
+        return str(exc) + (f"\n{cause}" if isinstance(cause, OmegaConfBaseException) else "")
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"svmlab: error: {type(exc).__name__}: {first}"
 
 
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
