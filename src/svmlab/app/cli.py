@@ -19,8 +19,7 @@ SUBCOMMANDS = {
                "analyze, and execute the significance-report notebook on the result"),
     "server": ("svmlab.tracking.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
-    "runs": ("svmlab.tracking.reap", "runs reap: mark KILLED the runs left RUNNING by a dead "
-                                     "process"),
+    "runs": ("svmlab.tracking.reap", "runs reap: end KILLED the runs a dead process left RUNNING"),
 }
 
 

@@ -6,8 +6,9 @@ good. The reap ends such a run KILLED, with the reason in tag ``svmlab.error``, 
 
 - its process ran on this host and is gone (its pid is free, or taken by a process started at
   another time), or
-- its heartbeat (``svmlab.tracking.liveness``; runs without one: their start) is older than the
-  limit: ``tracking.stale_after_s`` (default 600 s), ``--older-than`` here.
+- it ran on another host (or says not where) and its heartbeat (``svmlab.tracking.liveness``;
+  runs without one: their start) is older than the limit: ``tracking.stale_after_s`` (default
+  600 s), ``--older-than`` here.
 
 It runs by itself at the start of every ``svmlab train``, sweep and resume on the experiment they
 use, and on demand on any store and experiments.
@@ -24,8 +25,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
 
 from svmlab.errors import SvmlabError
-from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
-                                      is_alive)
+from svmlab.tracking.liveness import HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
 from svmlab.tracking.queries import experiment_ids
 from svmlab.tracking.runs import ERROR_TAG
 from svmlab.tracking.store import ensure_experiment, resolved_uri, store_error_line
@@ -44,8 +44,9 @@ def why_dead(run: Run, stale_after_s: float, now: float) -> str | None:
     """Why a RUNNING run has no process behind it any more, or None if it may still run."""
     tags = run.data.tags
     host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
-    if is_alive(host, pid, tags.get(PID_STARTED_TAG)) is False:
-        return f"its process {pid} on {host} is gone"
+    alive = is_alive(host, pid, tags.get(PID_STARTED_TAG))
+    if alive is not None:  # its process is on this host: seen, not guessed from silence
+        return None if alive else f"its process {pid} on {host} is gone"
     silent = now - last_sign_of_life(run)
     if silent > stale_after_s:
         return f"no sign of life for {silent:.0f} s (limit {stale_after_s:.0f} s)"
