@@ -212,8 +212,9 @@ def test_a_fit_stuck_in_compiled_code_is_interrupted(tmp_path, sig):
     assert "svmlab: interrupted" in output(tmp_path) and "Traceback" not in output(tmp_path)
 
 
-@pytest.mark.parametrize("how", ["ctrl-c to the group", "sigterm to the launcher",
-                                 "a worker crashes"])
+@pytest.mark.parametrize("how", ["ctrl-c to the group",
+                                 pytest.param("sigterm to the launcher", marks=pytest.mark.slow),
+                                 pytest.param("a worker crashes", marks=pytest.mark.slow)])
 def test_an_interrupted_joblib_sweep_ends_every_job_killed(tmp_path, how):
     store = tmp_path / "mlflow.db"
     create_store(store)
