@@ -30,7 +30,7 @@ class LauncherGone(Terminated):
     """The sweep's launching process is gone: this job has nobody to report to."""
 
 
-def check_launcher(launcher: dict | None) -> None:
+def stop_without_launcher(launcher: dict | None) -> None:
     """Raise LauncherGone when the process named by ``launcher`` (tags of
     ``liveness.this_process``) ran on this host and no longer does."""
     if launcher and is_alive(launcher.get(HOST_TAG), launcher.get(PID_TAG),
@@ -55,7 +55,7 @@ def run_interruptibly(call: Callable[[], Any], launcher: dict | None = None) -> 
     while thread.is_alive():
         thread.join(WAIT_S)
         if time.monotonic() - watched > WATCH_S:
-            check_launcher(launcher)
+            stop_without_launcher(launcher)
             watched = time.monotonic()
     if "error" in outcome:
         raise outcome["error"]

@@ -142,7 +142,7 @@ def _raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt(f"sweep received signal {signal.Signals(signum).name}")
 
 
-def check_launcher(config: DictConfig) -> None:
+def check_launcher_settings(config: DictConfig) -> None:
     """Launcher settings the launcher itself would answer with a traceback."""
     n_jobs = config.hydra.launcher.get("n_jobs")
     if n_jobs is not None and (not isinstance(n_jobs, int) or n_jobs == 0):
@@ -184,7 +184,7 @@ class SweepCallback(Callback):
             raise SystemExit(status) from None
 
     def _start(self, config: DictConfig) -> None:
-        check_launcher(config)
+        check_launcher_settings(config)
         from svmlab.tracking.liveness import this_process
         from svmlab.tracking.reap import reap_on_start
         from svmlab.tracking.sweeps import ParentRun
@@ -277,6 +277,6 @@ class SweepCallback(Callback):
             return True
         except Exception as exc:
             uri = self.parent.uri if self.parent else None
-            print(f"svmlab: error: the sweep's parent run could not be updated: "
+            print(f"svmlab: error: the sweep's runs could not be updated: "
                   f"{failure_line(exc, uri)[0]}", file=sys.stderr, flush=True)
             return False

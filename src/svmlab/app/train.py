@@ -228,14 +228,14 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     still stop the sweep. A job whose launcher is gone ends its run KILLED and its process: a
     worker without a launcher must not go on with the queued jobs.
     """
-    from svmlab.app.interrupt import LauncherGone, check_launcher
+    from svmlab.app.interrupt import LauncherGone, stop_without_launcher
     from svmlab.tracking.store import store_error_line
 
     start = time.perf_counter()
     outcome = {"job_num": context.job_num, "overrides": context.overrides, "error": None,
                "pid": os.getpid(), "started_at": time.time()}
     try:
-        check_launcher(context.launcher)
+        stop_without_launcher(context.launcher)
         previous = finished_before(cfg)
         if previous:
             outcome |= {"status": "SKIPPED", "run_id": previous}
@@ -258,8 +258,9 @@ def main() -> None:
     sweep stopped by its launcher (a crashed worker), whose error Hydra would print as a
     traceback: with HYDRA_FULL_ERROR set for sweeps, it reaches this function instead."""
     sweeping = bool({"-m", "--multirun"} & set(sys.argv[1:]))
+    reporting = sweeping and "HYDRA_FULL_ERROR" not in os.environ  # the user's setting wins
     try:
-        with environ_default("HYDRA_FULL_ERROR", "1" if sweeping else None):
+        with environ_set("HYDRA_FULL_ERROR", "1" if reporting else None):
             hydra_main()
     except SystemExit as exc:
         if exc.code == 1:  # Hydra could not compose the config
@@ -269,23 +270,24 @@ def main() -> None:
         print(f"svmlab: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as exc:
+        if not reporting:
+            raise
         print(hydra_error_text(exc), file=sys.stderr)
         print_key_hints()
         raise SystemExit(1) from None
 
 
 @contextlib.contextmanager
-def environ_default(name: str, value: str | None):
-    """Environment variable ``name`` set to ``value`` inside the block, unless it is set already
-    (or ``value`` is None)."""
-    added = value is not None and name not in os.environ
-    if added:
-        os.environ[name] = value
+def environ_set(name: str, value: str | None):
+    """Environment variable ``name`` set to ``value`` inside the block (nothing when None)."""
+    if value is None:
+        yield
+        return
+    os.environ[name] = value
     try:
         yield
     finally:
-        if added:
-            os.environ.pop(name, None)
+        os.environ.pop(name, None)
 
 
 def print_key_hints() -> None:

@@ -17,6 +17,7 @@ use, and on demand on any store and experiments.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -80,8 +81,9 @@ def reap(uri: str | None, ids: list[str],
     client = MlflowClient(resolved_uri(uri))
     now = time.time()
     reaped = []
+    own = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the run this process will use
     for run in list(running_runs(client, ids)):
-        reason = why_dead(run, stale_after_s, now)
+        reason = None if run.info.run_id == own else why_dead(run, stale_after_s, now)
         if reason:
             kill(client, run, reason, min(now, last_sign_of_life(run)))
             reaped.append((run.info.run_id, reason))

@@ -39,7 +39,7 @@ from mlflow.data.code_dataset_source import CodeDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
-from svmlab.tracking.liveness import HEARTBEAT_S, Heartbeat, start_tags
+from svmlab.tracking.liveness import Heartbeat, start_tags
 from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_command, until_stored
 
 TRACE_PREFIX = "trace/"
@@ -173,12 +173,11 @@ class Tracker:
     """
 
     def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
-                 parent_run_id: str | None = None, heartbeat_s: float = HEARTBEAT_S):
+                 parent_run_id: str | None = None):
         self.uri = uri
         self.experiment = experiment
         self.run_name = run_name
         self.parent_run_id = parent_run_id
-        self.heartbeat_s = heartbeat_s
         self.run_id: str | None = None
         self._start_ms = 0
         self._signals = DeferredSignals()
@@ -198,8 +197,7 @@ class Tracker:
                                tags=start_tags())
         self.run_id = run.info.run_id
         self._start_ms = int(time.time() * 1000)
-        self._heartbeat = Heartbeat(mlflow.get_tracking_uri(), self.run_id,
-                                    self.heartbeat_s).start()
+        self._heartbeat = Heartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()
         return self
 
