@@ -98,16 +98,14 @@ def reap_on_start(uri: str | None, experiment: str, stale_after_s: float) -> Non
               file=sys.stderr, flush=True)
 
 
-def kill_children(uri: str | None, parent_run_id: str, reason: str) -> int:
+def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
     """End KILLED the RUNNING children of a sweep's parent run (the sweep is stopping and its
-    jobs with it); returns how many."""
+    jobs with it)."""
     client = MlflowClient(resolved_uri(uri))
     parent = client.get_run(parent_run_id)
-    children = list(running_runs(client, [parent.info.experiment_id],
-                                 f"tags.`mlflow.parentRunId` = '{parent_run_id}'"))
-    for run in children:
+    for run in list(running_runs(client, [parent.info.experiment_id],
+                                 f"tags.`mlflow.parentRunId` = '{parent_run_id}'")):
         kill(client, run, reason, time.time())
-    return len(children)
 
 
 def add_parser(sub) -> None:
