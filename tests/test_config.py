@@ -68,7 +68,9 @@ def test_seed_reaches_estimators_that_take_one():
     (["kernel.gamma=-1"], "kernel.gamma must be a positive number or one of"),
     (["kernel.gamma=fast"], "'scale', 'auto'"),
     (["kernel=poly", "kernel.degree=0"], "kernel.degree must be an integer >= 1"),
-    (["seed=-1"], "seed must be a non-negative"),
+    (["seed=-1"], "seed must be an integer from 0 to"),
+    (["seed=4294967296"], r"seed must be an integer from 0 to 2\*\*32 - 1"),
+    (["tracking.stale_after_s=0"], "tracking.stale_after_s must be a positive number"),
 ])
 def test_invalid_typed_values(overrides, message):
     with pytest.raises(ConfigError, match=message):

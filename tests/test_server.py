@@ -1,7 +1,6 @@
 """A parallel sweep against a real tracking server (`svmlab server`) over HTTP, with a PostgreSQL
 and with a SQLite backend store; artifacts are served from the server's local folder."""
 
-import os
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import TESTS_DIR, train_args
+from support.runs import child_env, train_args
 from support.servers import postgres_bin, postgres_cluster, tracking_server
 from svmlab import data
 from svmlab.tracking.queries import load_trace
@@ -23,7 +22,7 @@ def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProc
     args = [a for a in train_args(folder / "unused.db", *overrides)
             if not a.startswith("tracking.uri=")]
     return subprocess.run([sys.executable, "-m", "svmlab.app.cli", *args, f"tracking.uri={url}"],
-                          env=os.environ | {"PYTHONPATH": str(TESTS_DIR)}, cwd=folder,
+                          env=child_env(), cwd=folder,
                           capture_output=True, text=True, timeout=600, check=False)
 
 

@@ -41,7 +41,7 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(tmp_path, capsys):
     assert {total for _, total, *_ in lines} == {"4"}
     assert sorted(s for *_, s in lines) == ["FAILED", "FAILED", "FAILED", "FINISHED"]
     assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds$", out, re.MULTILINE)
-    assert "seed must be a non-negative integer" in out
+    assert "seed must be an integer from 0 to 2**32 - 1" in out
     assert "4 jobs: 1 finished, 3 failed, 0 skipped" in out
 
     table = mlflow.artifacts.load_text(f"{parent.info.artifact_uri}/jobs.tsv").splitlines()
@@ -64,10 +64,12 @@ def test_resume_completes_an_interrupted_sweep_without_duplicates(tmp_path, caps
     assert out.count("SKIPPED  FINISHED before as run") == 2
 
 
-def test_config_digest_ignores_only_resume_and_the_store_address():
+def test_config_digest_ignores_only_resume_the_store_address_and_the_reap_limit():
     cfg = OmegaConf.create({"seed": 0, "solver": {"C": 1.0},
-                            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab"}})
-    moved = OmegaConf.merge(cfg, {"tracking": {"uri": "http://127.0.0.1:5000"}, "resume": True})
+                            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab",
+                                         "stale_after_s": 600.0}})
+    moved = OmegaConf.merge(cfg, {"tracking": {"uri": "http://127.0.0.1:5000",
+                                               "stale_after_s": 60.0}, "resume": True})
     assert config_digest(moved) == config_digest(cfg)
     for change in ({"solver": {"C": 2.0}}, {"seed": 1}, {"tracking": {"experiment": "other"}}):
         assert config_digest(OmegaConf.merge(cfg, change)) != config_digest(cfg)
@@ -164,7 +166,7 @@ def test_a_sweep_that_cannot_reach_its_store_stops_before_any_job(tmp_path, caps
     with pytest.raises(SystemExit) as exit_info:
         train(tmp_path / "mlflow.db", "-m", "solver=liblinear", "seed=0,1",
               "tracking.uri=nosuchscheme://store")
-    assert exit_info.value.code == 2
+    assert exit_info.value.code == 3  # the store's fault
     captured = capsys.readouterr()
     assert "cannot start the sweep" in captured.err and "nosuchscheme" in captured.err
     assert not PROGRESS.findall(captured.out)

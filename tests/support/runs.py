@@ -17,6 +17,13 @@ PROGRESS = re.compile(r"^\[\s*(\d+)/(\d+)\] #(\d+) (.+?)  (FINISHED|FAILED|SKIPP
                       re.MULTILINE)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child process, with the tests' folder first on its
+    Python path (for the test-only solvers) and the rest of the path kept."""
+    path = os.pathsep.join(p for p in (str(TESTS_DIR), os.environ.get("PYTHONPATH")) if p)
+    return os.environ | {"PYTHONPATH": path} | extra
+
+
 def train_args(store: Path, *overrides: str) -> list[str]:
     """`svmlab train` arguments that keep every output under the store's folder."""
     folder = store.parent
@@ -34,7 +41,7 @@ def train(store: Path, *overrides: str) -> int:
 
 def train_process(store: Path, *overrides: str, **popen) -> subprocess.Popen:
     """`svmlab train` as a child process (for signals and for the real console script)."""
-    env = os.environ | {"PYTHONPATH": str(TESTS_DIR)}
+    env = child_env()
     return subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", *train_args(store, *overrides)],
                             env=env, text=True, **popen)
 

@@ -13,8 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from conftest import closed_port as free_port
-
-TESTS_DIR = Path(__file__).parents[1]
+from support.runs import child_env
 
 
 def postgres_bin() -> Path | None:
@@ -62,7 +61,7 @@ def tracking_server(backend_store_uri: str, artifacts: Path):
     """`svmlab server` on a free loopback port until the block ends; yields its URL."""
     port = free_port()
     log = open(artifacts.parent / f"server-{port}.log", "w")
-    env = os.environ | {"PYTHONPATH": str(TESTS_DIR)}
+    env = child_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri", backend_store_uri,
          "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2"],

@@ -1,8 +1,10 @@
-"""Solvers that exist to exercise the training path: long traces, slow fits, NaN traces."""
+"""Solvers that exist to exercise the training path: long traces, slow fits, fits stuck in
+compiled code, NaN traces."""
 
+import hashlib
 import time
-from pathlib import Path
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
@@ -46,25 +48,49 @@ class LongTrace(_ZeroModel):
 
 
 class Slow(_ZeroModel):
-    """Records a row every 0.05 s for `duration` seconds: a run to interrupt. With
-    `started_file`, that file is created when the fit starts."""
+    """Records a row every 0.05 s for `duration` seconds, or until `stop_file` exists: a run to
+    interrupt. With `started_file`, that file is created when the fit starts."""
 
     _parameter_constraints = _ZeroModel._parameter_constraints | {
-        "duration": [Interval(Real, 0.0, None, closed="left")], "started_file": [str, None]}
+        "duration": [Interval(Real, 0.0, None, closed="left")], "started_file": [str, None],
+        "stop_file": [str, None]}
 
-    def __init__(self, C=1.0, duration=120.0, started_file=None):
+    def __init__(self, C=1.0, duration=120.0, started_file=None, stop_file=None):
         self.C = C
         self.duration = duration
         self.started_file = started_file
+        self.stop_file = stop_file
 
     def _fit(self, X, y, trace):
         if self.started_file:
             Path(self.started_file).touch()
         k = 0
-        while trace.elapsed() < self.duration:
-            trace.append(k, objective_hinge_l2=1.0 / (k + 1))
-            k += 1
+        trace.append(k, objective_hinge_l2=1.0)
+        while trace.elapsed() < self.duration and not (
+                self.stop_file and Path(self.stop_file).exists()):
             time.sleep(0.05)
+            k += 1
+            trace.append(k, objective_hinge_l2=1.0 / (k + 1))
+        self._zero_model(X.shape[1])
+        self.converged_ = True
+
+
+class Stuck(_ZeroModel):
+    """Sits in one call of compiled code for minutes (PBKDF2 with 2^31 - 1 rounds, which
+    releases the interpreter lock and never looks at signals), as LIBSVM on a hard problem.
+    With `started_file`, that file is created when the fit starts."""
+
+    _parameter_constraints = _ZeroModel._parameter_constraints | {"started_file": [str, None]}
+
+    def __init__(self, C=1.0, started_file=None):
+        self.C = C
+        self.started_file = started_file
+
+    def _fit(self, X, y, trace):
+        if self.started_file:
+            Path(self.started_file).touch()
+        hashlib.pbkdf2_hmac("sha256", b"svmlab", b"stuck", 2**31 - 1)
+        trace.append(0, objective_hinge_l2=1.0)
         self._zero_model(X.shape[1])
         self.converged_ = True
 

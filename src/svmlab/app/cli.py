@@ -1,5 +1,5 @@
 """The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
-``report``, ``workflow`` and ``server``."""
+``report``, ``workflow``, ``server`` and ``runs``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ SUBCOMMANDS = {
                  "reproduce a paper in one command: sweep, analysis, report, claims table"),
     "server": ("svmlab.tracking.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
+    "runs": ("svmlab.tracking.reap", "runs reap: end KILLED the runs a dead process left RUNNING"),
 }
 
 

@@ -54,16 +54,23 @@ class PathsConfig:
     cache_dir: str | None = None
 
 
+MAX_SEED = 2**32 - 1  # numpy's and scikit-learn's random_state take no more
+
+
 @dataclass
 class TrackingConfig:
     uri: str | None = None
     experiment: str = "svmlab"
     run_name: str | None = None
     log_model: bool = True
+    stale_after_s: float = 600.0
 
     def __post_init__(self) -> None:
         if not self.experiment:
             raise ConfigError("tracking.experiment must be a non-empty experiment name")
+        if not self.stale_after_s > 0:
+            raise ConfigError(f"tracking.stale_after_s must be a positive number of seconds; "
+                              f"got {self.stale_after_s}")
 
 
 @dataclass
@@ -93,8 +100,17 @@ def check_typed_parts(cfg: DictConfig) -> None:
     """Run the value checks of the typed parts (kernel, tracking, seed)."""
     for key, schema in (("kernel", KernelConfig), ("tracking", TrackingConfig)):
         schema(**OmegaConf.to_container(cfg[key], resolve=True))
-    if cfg.seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer; got {cfg.seed}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise ConfigError(f"seed must be an integer from 0 to 2**32 - 1 = {MAX_SEED}; "
+                          f"got {cfg.seed}")
+
+
+def check_dataset(cfg: DictConfig, choice: str | None) -> None:
+    """The dataset group holds a dataset (a choice such as ``../solver/libsvm`` reaches out
+    of it and composes another group's file)."""
+    if not isinstance(cfg.dataset, DictConfig) or "name" not in cfg.dataset:
+        raise ConfigError(f"dataset={choice} is not a dataset of the dataset group; "
+                          f"`svmlab datasets list` names them")
 
 
 def solver_class(cfg: DictConfig) -> type:

@@ -2,21 +2,24 @@
 
 ``SweepCallback`` is a Hydra callback (``hydra.callbacks.svmlab_sweep`` in ``conf/config.yaml``):
 
-- ``on_multirun_start`` (the launching process, before any job): creates the store and the
-  experiment once, opens the sweep's parent run (overrides, launcher, number of jobs) and writes
-  ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id. A file, not
-  an environment variable, because jobs may run in other processes or on other machines
-  (joblib, submitit); the sweep folder is the one thing Hydra gives them all. A workflow names
-  the run the parent run is nested under in ``SVMLAB_PARENT_RUN_ID``: only the launching
-  process reads it.
+- ``on_multirun_start`` (the launching process, before any job): checks the launcher's settings,
+  creates the store and the experiment once, ends the experiment's runs that were left RUNNING
+  (``svmlab.tracking.reap``), opens the sweep's parent run (overrides, launcher, number of jobs)
+  and writes ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id
+  and the launching process. A file, not an environment variable, because jobs may run in other
+  processes or on other machines (joblib, submitit); the sweep folder is the one thing Hydra
+  gives them all. A workflow names the run the parent run is nested under in
+  ``SVMLAB_PARENT_RUN_ID``: only the launching process reads it. A sweep that cannot start
+  exits with status 2 (3: the store's fault) and leaves no parent run RUNNING.
 - ``on_job_end`` (wherever the job ran): writes the job's outcome to
   ``<sweep dir>/.svmlab/jobs/<job number>.json`` and prints one progress line.
 - ``on_multirun_end`` (the launching process): counts the outcomes, logs them to the parent run
   (metrics ``jobs_*``, artifact ``jobs.tsv``), ends it FINISHED (no failure) or FAILED, prints
-  the summary and exits with status 1 when any job failed.
+  the summary and exits with status 1 when any job failed, 3 when the store failed.
 
 A sweep that never reaches its end (a configuration error found by Hydra before launching,
-Ctrl-C, SIGTERM) ends its parent run KILLED when the process exits.
+Ctrl-C, SIGTERM, a crashed worker) ends its parent run and its jobs' runs still RUNNING KILLED
+when the process exits.
 
 MLflow (about 2.5 s to import) is imported when the parent run is created, through
 ``svmlab.tracking.sweeps``, not with this module.
@@ -38,12 +41,15 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.errors import ConfigError, SvmlabError
+
 if TYPE_CHECKING:
     from svmlab.tracking.sweeps import ParentRun
 
 STATE_DIR = ".svmlab"
 KEY_METRIC = "test_accuracy"
 STATUSES = ("FINISHED", "FAILED", "SKIPPED")
+EXIT_FAILED, EXIT_USAGE, EXIT_STORE = 1, 2, 3
 
 
 def state_dir(sweep_dir: str | os.PathLike) -> Path:
@@ -138,6 +144,24 @@ def raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt(f"sweep received signal {signal.Signals(signum).name}")
 
 
+def check_launcher_settings(config: DictConfig) -> None:
+    """Launcher settings the launcher itself would answer with a traceback."""
+    n_jobs = config.hydra.launcher.get("n_jobs")
+    if n_jobs is not None and (not isinstance(n_jobs, int) or n_jobs == 0):
+        raise ConfigError(f"hydra.launcher.n_jobs must be a number of worker processes (1, 2, "
+                          f"...) or -1 for one per CPU; got {n_jobs!r}")
+
+
+def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
+    """One line saying what failed and the exit status: 3 for the store, 2 otherwise."""
+    from svmlab.tracking.store import store_error_line
+
+    if isinstance(exc, SvmlabError):
+        return str(exc), EXIT_USAGE
+    line = store_error_line(exc, uri)
+    return (line, EXIT_STORE) if line else (f"{type(exc).__name__}: {exc}", EXIT_USAGE)
+
+
 class SweepCallback(Callback):
     """Parent run, progress and summary of an svmlab sweep (see the module docstring)."""
 
@@ -146,38 +170,53 @@ class SweepCallback(Callback):
         self.started = 0.0
         self.previous_sigterm = None
 
+    def __getstate__(self) -> dict:
+        """The copy a launcher sends to its workers: without the parent run (and its heartbeat
+        thread), which only the launching process ends."""
+        return self.__dict__ | {"parent": None, "previous_sigterm": None}
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             self._start(config)
         except Exception as exc:  # Hydra would only warn and run the sweep with nobody counting
-            print(f"svmlab: error: cannot start the sweep: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
-            raise SystemExit(2) from exc
+            if self.parent is not None:
+                self._quietly(self.parent.fail, exc)
+            line, status = failure_line(exc, config.tracking.uri)
+            print(f"svmlab: error: cannot start the sweep: {line}", file=sys.stderr)
+            raise SystemExit(status) from None
 
     def _start(self, config: DictConfig) -> None:
+        check_launcher_settings(config)
+        from svmlab.tracking.liveness import this_process
+        from svmlab.tracking.reap import reap_on_start
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        state = state_dir(sweep_dir)
+        try:
+            (state / "jobs").mkdir(parents=True, exist_ok=True)
+            for old in (state / "jobs").glob("*.json"):  # a previous sweep in the same folder
+                old.unlink()
+        except OSError as exc:
+            raise ConfigError(f"the sweep folder {sweep_dir} cannot be used (hydra.sweep.dir): "
+                              f"{exc.strerror or exc}") from None
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
         total = count_jobs(config)
+        reap_on_start(config.tracking.uri, config.tracking.experiment,
+                      config.tracking.stale_after_s)
         self.parent = ParentRun(
             config.tracking.uri, config.tracking.experiment, f"sweep {config.hydra.sweep.dir}",
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
                              "sweep.jobs": total},
             OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV))
-
-        state = state_dir(sweep_dir)
-        (state / "jobs").mkdir(parents=True, exist_ok=True)
-        for old in (state / "jobs").glob("*.json"):  # a previous sweep in the same folder
-            old.unlink()
         (state / "sweep.json").write_text(json.dumps(
-            {"parent_run_id": self.parent.run_id, "jobs": total}))
+            {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process()}))
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
         self.previous_sigterm = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
-        atexit.register(self._end_parent, "KILLED")
+        atexit.register(self._stopped)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
@@ -198,7 +237,8 @@ class SweepCallback(Callback):
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
         run_id = self.parent.run_id
         failed = counts["failed"] + counts["missing"]
-        self._end_parent("FAILED" if failed else "FINISHED", counts, jobs_table(outcomes))
+        stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
+                               jobs_table(outcomes))
         signal.signal(signal.SIGTERM, self.previous_sigterm or signal.SIG_DFL)
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
@@ -209,12 +249,36 @@ class SweepCallback(Callback):
             if o["status"] == "FAILED":
                 print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
         print(f"open the MLflow UI on this store:  {ui_command(self.parent.uri)}", flush=True)
+        if not stored:
+            raise SystemExit(EXIT_STORE)
         if failed:
-            raise SystemExit(1)
+            raise SystemExit(EXIT_FAILED)
 
     def _end_parent(self, status: str, counts: dict | None = None,
                     table: str | None = None) -> None:
         """End the parent run once; later calls (the exit hook after a normal end) do nothing."""
-        atexit.unregister(self._end_parent)
+        atexit.unregister(self._stopped)
         if self.parent is not None:
             self.parent.end(status, counts, table)
+
+    def _stopped(self) -> None:
+        """At exit before the sweep's end: the jobs still RUNNING and the parent end KILLED."""
+        from svmlab.tracking.reap import kill_children
+
+        if self.parent is None or self.parent.run_id is None:
+            return
+        reason = "the sweep stopped before this job ended"
+        self._quietly(kill_children, self.parent.uri, self.parent.run_id, reason)
+        self._quietly(self._end_parent, "KILLED")
+
+    def _quietly(self, step, *args) -> bool:
+        """Run a store step of the sweep; on failure one line on stderr instead of a traceback
+        (Hydra would turn it into a warning). Returns whether it succeeded."""
+        try:
+            step(*args)
+            return True
+        except Exception as exc:
+            uri = self.parent.uri if self.parent else None
+            print(f"svmlab: error: the sweep's runs could not be updated: "
+                  f"{failure_line(exc, uri)[0]}", file=sys.stderr, flush=True)
+            return False

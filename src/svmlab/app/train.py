@@ -11,6 +11,7 @@ processes needs only the entry point, and starts its first job sooner.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -30,8 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 
 import svmlab
 from svmlab.app import sweep
-from svmlab.app.config import (build_estimator, check_typed_parts, register_schema,
-                               unknown_key_hints)
+from svmlab.app.config import (build_estimator, check_dataset, check_typed_parts,
+                               register_schema, unknown_key_hints)
 from svmlab.errors import ConfigError, SvmlabError
 
 register_schema()
@@ -41,6 +42,7 @@ warnings.filterwarnings("ignore",
                         message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore")
 
 DIGEST_TAG = "svmlab.config_sha256"  # identifies a run's exact resolved config (resume)
+EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM, a sweep's launcher gone: as a shell reports SIGINT
 
 
 @dataclass
@@ -48,7 +50,8 @@ class RunContext:
     """What Hydra knows about this job beyond the config: choices, overrides, sweep position.
 
     ``run_name``, ``run_id`` and ``metrics`` are filled in by :func:`run` as they become known,
-    so that a sweep can report a job that failed half-way.
+    so that a sweep can report a job that failed half-way. ``launcher`` names the sweep's
+    launching process (host, pid, start), which a job stops without.
     """
 
     choices: dict = field(default_factory=dict)
@@ -56,6 +59,7 @@ class RunContext:
     sweep_dir: str | None = None
     job_num: int | None = None
     parent_run_id: str | None = None
+    launcher: dict | None = None
     run_name: str | None = None
     run_id: str | None = None
     metrics: dict = field(default_factory=dict)
@@ -67,12 +71,14 @@ class RunContext:
         hc = HydraConfig.get()
         multirun = hc.mode == RunMode.MULTIRUN
         sweep_dir = str(Path(hc.sweep.dir).resolve()) if multirun else None
+        state = sweep.read_state(sweep_dir) if multirun else {}
         return cls(
             choices=dict(hc.runtime.choices),
             overrides=list(hc.overrides.task),
             sweep_dir=sweep_dir,
             job_num=hc.job.num if multirun else None,
-            parent_run_id=sweep.read_state(sweep_dir).get("parent_run_id") if multirun else None,
+            parent_run_id=state.get("parent_run_id"),
+            launcher=state.get("launcher"),
         )
 
 
@@ -99,14 +105,17 @@ def git_commit() -> str | None:
 
 
 def config_digest(cfg: DictConfig) -> str:
-    """sha256 of the resolved config, without ``resume`` and ``tracking.uri``.
+    """sha256 of the resolved config, without ``resume``, ``tracking.uri`` and
+    ``tracking.stale_after_s``.
 
     Two runs with the same digest computed the same thing and were filed in the same
-    experiment; where the store lives (the URI) and whether a sweep resumes do not count.
+    experiment; where the store lives (the URI), whether a sweep resumes and when a silent run
+    counts as dead do not count.
     """
     tree = OmegaConf.to_container(cfg, resolve=True)
     tree.pop("resume", None)
     tree["tracking"].pop("uri", None)
+    tree["tracking"].pop("stale_after_s", None)
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -152,12 +161,14 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     """Train, evaluate and log one configuration; returns the MLflow run id."""
     context = context or RunContext()
     check_typed_parts(cfg)  # config errors first, before the slow imports of the training path
+    check_dataset(cfg, context.choices.get("dataset"))
     estimator = build_estimator(cfg)
     from svmlab import data
 
     dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
     data.validate(**dataset_params)
     from svmlab.app.evaluation import check_trace_finite, evaluate
+    from svmlab.app.interrupt import run_interruptibly
     from svmlab.tracking.figures import convergence_figure
     from svmlab.tracking.runs import Tracker, flatten
 
@@ -166,6 +177,10 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     context.run_name = run_name
 
     tracking = cfg.tracking
+    if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
+        from svmlab.tracking.reap import reap_on_start
+
+        reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
     with Tracker(tracking.uri, tracking.experiment, run_name,
                  parent_run_id=context.parent_run_id) as tracker:
         context.run_id = tracker.run_id
@@ -183,8 +198,9 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         start_ms = int(time.time() * 1000)
         # a solver whose fit takes eval_set traces test accuracy (off its clock)
         traces_test = "eval_set" in inspect.signature(estimator.fit).parameters
-        estimator.fit(dataset.X_train, dataset.y_train,
-                      **({"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}))
+        fit_args = {"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}
+        run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
+                          context.launcher)
         check_trace_finite(estimator.trace_)
         tracker.log_trace(estimator.trace_.columns(), start_ms)
         for name, columns in getattr(estimator, "records_", {}).items():  # e.g. merges
@@ -210,34 +226,87 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     """One job of a sweep; its outcome for the sweep's report, never an exception.
 
     A failing job must not stop the sweep: its run ends FAILED (the Tracker records the error)
-    and the outcome carries the error. Ctrl-C and SIGTERM still stop the sweep.
+    and the outcome carries the error (in one line when the store failed). Ctrl-C and SIGTERM
+    still stop the sweep. A job whose launcher is gone ends its run KILLED and its process: a
+    worker without a launcher must not go on with the queued jobs.
     """
+    from svmlab.app.interrupt import LauncherGone, stop_without_launcher
+    from svmlab.tracking.store import store_error_line
+
     start = time.perf_counter()
     outcome = {"job_num": context.job_num, "overrides": context.overrides, "error": None,
                "pid": os.getpid(), "started_at": time.time()}
     try:
+        stop_without_launcher(context.launcher)
         previous = finished_before(cfg)
         if previous:
             outcome |= {"status": "SKIPPED", "run_id": previous}
         else:
             run(cfg, context)
             outcome |= {"status": "FINISHED", "run_id": context.run_id}
+    except LauncherGone as exc:
+        print(f"svmlab: job #{context.job_num} stops: {exc}", file=sys.stderr, flush=True)
+        os._exit(EXIT_INTERRUPTED)
     except Exception as exc:
-        outcome |= {"status": "FAILED", "run_id": context.run_id,
-                    "error": f"{type(exc).__name__}: {exc}"}
+        error = store_error_line(exc, cfg.tracking.uri) or f"{type(exc).__name__}: {exc}"
+        outcome |= {"status": "FAILED", "run_id": context.run_id, "error": error}
     return outcome | {"name": context.run_name or " ".join(context.overrides),
                       "metrics": context.metrics, "time_s": time.perf_counter() - start}
 
 
 def main() -> None:
-    """The entry point: Hydra's, plus the keys allowed where an override names an unknown one."""
+    """The entry point: Hydra's, plus the keys allowed where an override names an unknown one,
+    one line for an interruption (the runs it stopped have ended KILLED), and one line for a
+    sweep stopped by its launcher (a crashed worker), whose error Hydra would print as a
+    traceback: with HYDRA_FULL_ERROR set for sweeps, it reaches this function instead."""
+    sweeping = bool({"-m", "--multirun"} & set(sys.argv[1:]))
+    reporting = sweeping and "HYDRA_FULL_ERROR" not in os.environ  # the user's setting wins
     try:
-        hydra_main()
+        with environ_set("HYDRA_FULL_ERROR", "1" if reporting else None):
+            hydra_main()
     except SystemExit as exc:
         if exc.code == 1:  # Hydra could not compose the config
-            for hint in unknown_key_hints(sys.argv[1:]):
-                print(f"svmlab: error: {hint}", file=sys.stderr)
+            print_key_hints()
         raise
+    except KeyboardInterrupt as exc:
+        print(f"svmlab: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if not reporting:
+            raise
+        print(hydra_error_text(exc), file=sys.stderr)
+        print_key_hints()
+        raise SystemExit(1) from None
+
+
+@contextlib.contextmanager
+def environ_set(name: str, value: str | None):
+    """Environment variable ``name`` set to ``value`` inside the block (nothing when None)."""
+    if value is None:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+def print_key_hints() -> None:
+    for hint in unknown_key_hints(sys.argv[1:]):
+        print(f"svmlab: error: {hint}", file=sys.stderr)
+
+
+def hydra_error_text(exc: Exception) -> str:
+    """What Hydra prints for a composition error; one line for anything else."""
+    from hydra.errors import CompactHydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(exc, CompactHydraException):
+        cause = exc.__cause__
+        return str(exc) + (f"\n{cause}" if isinstance(cause, OmegaConfBaseException) else "")
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"svmlab: error: {type(exc).__name__}: {first}"
 
 
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
@@ -253,7 +322,15 @@ def hydra_main(cfg: DictConfig) -> dict | None:
             run(cfg, context)
     except SvmlabError as exc:  # a user's mistake: one clear line, not a traceback
         print(f"svmlab: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(sweep.EXIT_USAGE) from None
+    except Exception as exc:  # the store's fault: named in one line; anything else: traceback
+        from svmlab.tracking.store import store_error_line
+
+        line = store_error_line(exc, cfg.tracking.uri)
+        if line is None:
+            raise
+        print(f"svmlab: error: {line}", file=sys.stderr)
+        raise SystemExit(sweep.EXIT_STORE) from None
     return None
 
 

@@ -3,7 +3,10 @@
 A Tracker is a context manager around one MLflow run. It logs params, tags, the dataset as a
 run input, final metrics, the convergence trace, artifacts and the model. Whatever happens inside
 the block, the run ends: FINISHED, FAILED (exception, error recorded) or KILLED (Ctrl-C,
-SIGTERM); no run is left RUNNING.
+SIGTERM); the final write is tried again for up to a minute while the store is locked or
+unreachable. A run whose process dies without ending it (SIGKILL, a lost machine) is found by
+its host, pid and heartbeat tags (``svmlab.tracking.liveness``) and ended by
+``svmlab.tracking.reap``.
 
 Everything goes through MLflow's public API. The convergence trace is written after the fit, off
 the solver's clock: the whole trace as the artifact ``trace/trace.parquet``, and at most
@@ -36,7 +39,8 @@ from mlflow.data.code_dataset_source import CodeDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
-from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_command
+from svmlab.tracking.liveness import Heartbeat, start_tags
+from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_command, until_stored
 
 TRACE_PREFIX = "trace/"
 TRACE_ARTIFACT = "trace/trace.parquet"
@@ -177,6 +181,7 @@ class Tracker:
         self.run_id: str | None = None
         self._start_ms = 0
         self._signals = DeferredSignals()
+        self._heartbeat: Heartbeat | None = None
 
     # -- run lifecycle -------------------------------------------------------------------------
 
@@ -188,15 +193,18 @@ class Tracker:
         experiment_id = (self.client.get_run(project_run).info.experiment_id if project_run
                          else ensure_experiment(self.uri, self.experiment))
         mlflow.set_experiment(experiment_id=experiment_id)
-        run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id)
+        run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id,
+                               tags=start_tags())
         self.run_id = run.info.run_id
         self._start_ms = int(time.time() * 1000)
+        self._heartbeat = Heartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
             with self._signals.held():  # the run must end, whatever arrives meanwhile
+                self._heartbeat.stop()
                 self._end(exc, tb)
         finally:
             self._signals.restore()
@@ -208,7 +216,10 @@ class Tracker:
             killed = isinstance(exc, KeyboardInterrupt)
             status = RunStatus.to_string(RunStatus.KILLED if killed else RunStatus.FAILED)
             self._record_error(exc, tb)
-        mlflow.end_run(status=status)
+        try:
+            mlflow.end_run(status=status)
+        except Exception:  # the run is off MLflow's stack already; its store may come back
+            until_stored(lambda: self.client.set_terminated(self.run_id, status))
 
     def _record_error(self, exc: BaseException, tb) -> None:
         message = f"{type(exc).__name__}: {exc}"

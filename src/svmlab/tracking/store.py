@@ -4,10 +4,20 @@ Several processes may share one store (the jobs of a parallel sweep). For a SQLi
 schema is created under a file lock beside the database file, so no two processes run MLflow's
 schema migration on a new database at once, and put in write-ahead-log mode; MLflow's own
 sessions wait up to 20 s for SQLite's write lock.
+
+A store that is unavailable for a while is waited for within bounds: MLflow's HTTP client retries
+a request to a tracking server 2 times with a 1 s backoff factor and a 30 s timeout (instead of
+its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request), unless
+the user set ``MLFLOW_HTTP_REQUEST_*`` variables; :func:`until_stored` tries a write that must
+happen (ending a run) again for up to a minute. :func:`store_problem` names what is wrong with a
+store in a few words, for one-line messages.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -18,6 +28,39 @@ import mlflow
 from filelock import FileLock
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
+
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+for _name, _value in HTTP_LIMITS.items():  # read by MLflow at every request
+    os.environ.setdefault(_name, _value)
+
+
+class _RaisedAnyway(logging.Filter):
+    """Drops MLflow's log of a SQL error (its whole traceback, some 200 lines): MLflow raises
+    the same error right after, and svmlab reports it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SQLAlchemy database error")
+
+
+logging.getLogger("mlflow.store.db.utils").addFilter(_RaisedAnyway())
+
+# (words in an error or its causes, what the store is) - the first match names the problem
+PROBLEMS = (
+    (("database is locked",), "locked (another process holds SQLite's write lock)"),
+    (("readonly database", "read-only file system"), "read-only"),
+    (("disk is full", "no space left"), "full (no space left on the device)"),
+    (("connection refused", "max retries exceeded", "failed to establish", "timed out",
+      "name or service not known", "connection aborted", "remote end closed"), "unreachable"),
+    (("could not find a registered", "unsupported uri", "not a valid uri"),
+     "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
+    (("permission denied", "unable to open database"), "not writable (permission denied)"),
+)
+TRANSIENT = ("locked", "unreachable")  # what may pass if one waits
+_ERRNO_PROBLEMS = {errno.ENOSPC: "full (no space left on the device)", errno.EROFS: "read-only",
+                   errno.EACCES: "not writable (permission denied)",
+                   errno.EPERM: "not writable (permission denied)",
+                   errno.ENOTDIR: "not usable: a file stands where a folder of it should be"}
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -127,3 +170,55 @@ def again_if_duplicate(call, attempts: int = 3):
                                                or "duplicate key" in text):
                 raise
             time.sleep(0.2 * (attempt + 1))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes (``raise ... from``, or raised while handling)."""
+    found: list[BaseException] = []
+    while exc is not None and exc not in found:
+        found.append(exc)
+        exc = exc.__cause__ if exc.__cause__ is not None or exc.__suppress_context__ \
+            else exc.__context__
+    return found
+
+
+def _diagnosis(exc: BaseException) -> tuple[str, str] | None:
+    """(what is wrong with the store, the line of the error that says so), or None."""
+    for link in _chain(exc):
+        if isinstance(link, OSError) and link.errno in _ERRNO_PROBLEMS:
+            return _ERRNO_PROBLEMS[link.errno], str(link)
+        for line in f"{type(link).__name__}: {link}".splitlines():
+            for words, problem in PROBLEMS:
+                if any(word in line.lower() for word in words):
+                    return problem, line.strip()
+    return None
+
+
+def store_problem(exc: BaseException) -> str | None:
+    """What is wrong with the store, in a few words ('read-only', 'unreachable', ...), when
+    ``exc`` or one of its causes says so; None for an error that is not the store's."""
+    found = _diagnosis(exc)
+    return found[0] if found else None
+
+
+def store_error_line(exc: BaseException, uri: str | None) -> str | None:
+    """One line naming the store, its problem and the line of the error that shows it; None
+    when the error is not the store's."""
+    found = _diagnosis(exc)
+    if found is None:
+        return None
+    problem, evidence = found
+    return f"the tracking store {resolved_uri(uri)} is {problem}: {evidence[:200]}"
+
+
+def until_stored(call, attempts: int = 3, wait_s: float = 5.0):
+    """``call()``, tried again while the store is locked or unreachable: 15 s of waiting in
+    all, plus the attempts themselves (each SQLite attempt waits up to 20 s for the lock)."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as exc:
+            problem = store_problem(exc) or ""
+            if attempt == attempts - 1 or not problem.startswith(TRANSIENT):
+                raise
+            time.sleep(wait_s * (attempt + 1))

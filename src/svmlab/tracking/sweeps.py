@@ -5,7 +5,9 @@ from __future__ import annotations
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
-from svmlab.tracking.store import ensure_experiment, resolved_uri
+from svmlab.tracking.liveness import Heartbeat, start_tags
+from svmlab.tracking.runs import ERROR_TAG
+from svmlab.tracking.store import ensure_experiment, resolved_uri, until_stored
 
 ROLE_TAG = "svmlab.role"
 SWEEP_DIR_TAG = "svmlab.sweep_dir"
@@ -19,7 +21,8 @@ class ParentRun:
 
     Its params record the overrides, the launcher and the number of jobs; ``end`` logs the
     counts per outcome (metrics ``jobs_<status>``) and the jobs table, then ends the run. With
-    ``parent_run_id`` (a workflow's run) it is nested under that run.
+    ``parent_run_id`` (a workflow's run) it is nested under that run. Like every run it carries
+    its process and a heartbeat; a parent that cannot be set up is ended FAILED at once.
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
@@ -27,14 +30,25 @@ class ParentRun:
         self.uri = resolved_uri(uri)
         experiment_id = ensure_experiment(self.uri, experiment)
         self.client = MlflowClient(self.uri)
-        tags = {SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep"}
+        tags = {SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep", **start_tags()}
         if parent_run_id:
             tags[PARENT_TAG] = parent_run_id
         run = self.client.create_run(experiment_id, run_name=name, tags=tags)
         self.run_id: str | None = run.info.run_id
-        self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000])
-                                                   for k, v in params.items()])
-        self.client.log_text(self.run_id, overrides_yaml, "overrides.yaml")
+        self.heartbeat = Heartbeat(self.uri, self.run_id).start()
+        try:
+            self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000])
+                                                       for k, v in params.items()])
+            self.client.log_text(self.run_id, overrides_yaml, "overrides.yaml")
+        except Exception as exc:
+            self.fail(exc)
+            raise
+
+    def fail(self, exc: BaseException) -> None:
+        """End the run FAILED with the error (the sweep could not start or could not end)."""
+        if self.run_id is not None:
+            self.client.set_tag(self.run_id, ERROR_TAG, f"{type(exc).__name__}: {exc}"[:5000])
+            self.end("FAILED")
 
     def end(self, status: str, counts: dict[str, int] | None = None,
             jobs_table: str | None = None) -> None:
@@ -42,9 +56,11 @@ class ParentRun:
         if self.run_id is None:
             return
         run_id, self.run_id = self.run_id, None
+        self.heartbeat.stop()
         if counts:
             self.client.log_batch(run_id, metrics=[Metric(f"jobs_{k}", float(v), 0, 0)
                                                    for k, v in counts.items()])
         if jobs_table is not None:
             self.client.log_text(run_id, jobs_table, "jobs.tsv")
-        self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))
+        until_stored(lambda: self.client.set_terminated(
+            run_id, RunStatus.to_string(getattr(RunStatus, status))))

@@ -1,0 +1,95 @@
+"""Where a run's process lives and whether it still does.
+
+Every run svmlab opens (a training run, a sweep's parent run) carries the tags ``svmlab.host``,
+``svmlab.pid`` and ``svmlab.pid_started`` (the process's start time, which tells a reused pid
+apart) and ``svmlab.heartbeat``, the time of its last sign of life, refreshed every
+``HEARTBEAT_S`` seconds by a daemon thread while the run is open. The thread only writes a tag:
+it never touches the solver, whose clock runs inside the estimator, and signals are handled in
+the main thread only, so no interruption lands in one of its writes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import psutil
+from mlflow import MlflowClient
+
+HOST_TAG = "svmlab.host"
+PID_TAG = "svmlab.pid"
+PID_STARTED_TAG = "svmlab.pid_started"
+HEARTBEAT_TAG = "svmlab.heartbeat"
+HEARTBEAT_S = 30.0
+SAME_START_S = 1.0  # start times of one process, read twice, agree within this
+
+
+def process_started(pid: int) -> float | None:
+    """The start time (seconds since the epoch) of process ``pid``; None if it is gone."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process.create_time()
+    except psutil.NoSuchProcess:
+        return None
+
+
+def this_process() -> dict[str, str]:
+    """Tags naming this process: host, pid, start time."""
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
+            PID_STARTED_TAG: f"{process_started(os.getpid()):.2f}"}
+
+
+def is_alive(host: str | None, pid: str | None, started: str | None) -> bool | None:
+    """Whether the process named by these tags still runs: None when that cannot be seen
+    from here (another host, or tags missing); False when its pid is gone or now belongs to a
+    process started at another time."""
+    if not (host and pid and started) or host != socket.gethostname():
+        return None
+    now_started = process_started(int(pid))
+    return now_started is not None and abs(now_started - float(started)) < SAME_START_S
+
+
+class Heartbeat:
+    """Refreshes tag ``svmlab.heartbeat`` of a run every ``interval_s`` from a daemon thread.
+
+    A write that fails (the store is briefly down) is simply tried again at the next beat.
+    """
+
+    def __init__(self, uri: str, run_id: str, interval_s: float = HEARTBEAT_S):
+        self.client = MlflowClient(uri)
+        self.run_id = run_id
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="svmlab-heartbeat", daemon=True)
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """No more beats; waits briefly for a beat under way (a store that hangs is not
+        waited for: the thread is a daemon)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.client.set_tag(self.run_id, HEARTBEAT_TAG, now_tag())
+            except Exception:  # the next beat tries again
+                pass
+
+
+def now_tag() -> str:
+    """The current time as a heartbeat value (seconds since the epoch)."""
+    return f"{time.time():.0f}"
+
+
+def start_tags() -> dict[str, str]:
+    """The tags a run gets when it opens: this process and a first heartbeat."""
+    return this_process() | {HEARTBEAT_TAG: now_tag()}

@@ -1,0 +1,377 @@
+"""Runs never lie about their state: real `svmlab train` processes, a real SQLite store and a
+real `svmlab server`, interrupted, killed and cut off from their store.
+
+Every test asserts what a user must be able to rely on: a non-zero exit status where anything
+failed, one line saying what, no run left RUNNING after `svmlab runs reap` or the next start,
+and no duplicate run on resume. Nothing here depends on timing: processes are waited for by
+polling their state, with generous limits.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from mlflow import MlflowClient
+
+from support.runs import (child_env, create_store, parent_and_children, runs, train, train_args,
+                          train_process)
+from support.servers import tracking_server
+from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
+                                      Heartbeat, this_process)
+from svmlab.tracking.reap import reap
+from svmlab.tracking.store import store_problem
+
+LIMIT_S = 120  # how long a state is waited for before the test fails
+
+
+def wait_for(condition, what: str, limit_s: float = LIMIT_S):
+    """Poll ``condition()`` until it returns something true; fail after ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {limit_s} s for {what}")
+        time.sleep(0.2)
+    return found
+
+
+def start(store, tmp_path, *overrides: str) -> subprocess.Popen:
+    """`svmlab train` in a session of its own (signals to its group reach it alone), its
+    output in ``tmp_path/out.txt``."""
+    out = open(tmp_path / "out.txt", "w")
+    return train_process(store, *overrides, stdout=out, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+
+
+def output(tmp_path) -> str:
+    return (tmp_path / "out.txt").read_text()
+
+
+def statuses(store) -> list[str]:
+    return [r.info.status for r in runs(store)]
+
+
+def running(store) -> list:
+    return [r for r in runs(store) if r.info.status == "RUNNING"]
+
+
+def run_pids(store) -> set[int]:
+    return {int(r.data.tags[PID_TAG]) for r in runs(store) if PID_TAG in r.data.tags}
+
+
+def gone(pids) -> bool:
+    return not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                   for pid in pids)
+
+
+def svmlab(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    """The `svmlab` command in a child process."""
+    return subprocess.run([sys.executable, "-m", "svmlab.app.cli", *args], capture_output=True,
+                          text=True, timeout=600, cwd=cwd, check=False,
+                          env=child_env())
+
+
+def train_args_for(store, *overrides: str) -> list[str]:
+    """`svmlab train` arguments as ``train_args`` gives them; a ``tracking.uri`` among the
+    overrides replaces the store's."""
+    args = train_args(store, *overrides)
+    if any(o.startswith("tracking.uri=") for o in overrides):
+        args.remove(f"tracking.uri=sqlite:///{store}")
+    return args
+
+
+def killed_with_reason(run) -> bool:
+    return run.info.status == "KILLED" and bool(run.data.tags.get("svmlab.error"))
+
+
+# -- a run is never left RUNNING for good --------------------------------------------------------
+
+def sigkilled_run(store, tmp_path):
+    """A single run SIGKILLed while it trains: it is left RUNNING."""
+    create_store(store)
+    started = tmp_path / "started"
+    proc = start(store, tmp_path, "solver=slow", f"+solver.started_file={started}")
+    wait_for(started.exists, "the fit to start")
+    proc.kill()
+    proc.wait(timeout=LIMIT_S)
+    (run,) = runs(store)
+    assert run.info.status == "RUNNING"
+    return run
+
+
+def test_a_run_records_host_pid_start_and_heartbeat(tmp_path):
+    run = sigkilled_run(tmp_path / "mlflow.db", tmp_path)
+    tags = run.data.tags
+    assert tags[HOST_TAG] == socket.gethostname()
+    assert int(tags[PID_TAG]) > 0 and float(tags[PID_STARTED_TAG]) > 0
+    assert abs(float(tags[HEARTBEAT_TAG]) - time.time()) < 3600
+
+
+def test_reap_marks_a_sigkilled_run_killed(tmp_path):
+    store = tmp_path / "mlflow.db"
+    run = sigkilled_run(store, tmp_path)
+    done = svmlab("runs", "reap", "--tracking-uri", f"sqlite:///{store}")
+    assert done.returncode == 0, done.stderr
+    assert f"run {run.info.run_id} KILLED: its process" in done.stdout
+    (after,) = runs(store)
+    assert killed_with_reason(after) and "is gone" in after.data.tags["svmlab.error"]
+
+
+def test_the_next_run_reaps_a_sigkilled_run(tmp_path, capsys):
+    store = tmp_path / "mlflow.db"
+    run = sigkilled_run(store, tmp_path)
+    assert train(store, "solver=liblinear", "tracking.log_model=false") == 0
+    assert f"run {run.info.run_id} was left RUNNING; marked KILLED" in capsys.readouterr().err
+    assert sorted(statuses(store)) == ["FINISHED", "KILLED"]
+
+
+def fake_run(client, experiment_id, **tags) -> str:
+    return client.create_run(experiment_id, tags=tags).info.run_id
+
+
+def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("reap")
+    me = this_process()
+    now = time.time()
+    live = fake_run(client, experiment, **me, **{HEARTBEAT_TAG: f"{now:.0f}"})
+    reused = fake_run(client, experiment, **me | {PID_STARTED_TAG: "1000.00"},
+                      **{HEARTBEAT_TAG: f"{now:.0f}"})
+    elsewhere = {HOST_TAG: "another-host", PID_TAG: "1", PID_STARTED_TAG: "1.00"}
+    silent = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: f"{now - 700:.0f}"})
+    beating = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: f"{now - 60:.0f}"})
+    reaped = dict(reap(uri, [experiment], stale_after_s=600))
+    assert set(reaped) == {reused, silent}
+    assert "is gone" in reaped[reused] and "no sign of life for 70" in reaped[silent]
+    assert {client.get_run(r).info.status for r in (live, beating)} == {"RUNNING"}
+    assert {client.get_run(r).info.status for r in (reused, silent)} == {"KILLED"}
+
+
+def test_the_heartbeat_is_refreshed_off_the_main_thread(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    run_id = fake_run(client, client.create_experiment("beat"), **{HEARTBEAT_TAG: "0"})
+    heartbeat = Heartbeat(uri, run_id, interval_s=0.1).start()
+    try:
+        wait_for(lambda: client.get_run(run_id).data.tags[HEARTBEAT_TAG] != "0", "a beat")
+    finally:
+        heartbeat.stop()
+    assert abs(float(client.get_run(run_id).data.tags[HEARTBEAT_TAG]) - time.time()) < 3600
+
+
+@pytest.mark.slow
+def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(tmp_path, capsys):
+    """joblib, 2 workers, 3 jobs: the launcher is SIGKILLed while two jobs train. The workers
+    stop (their runs end KILLED), the queued job never starts, the parent is reaped by the
+    resumed sweep, which runs each config exactly once."""
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    stop = tmp_path / "stop"
+    sweep = ("solver=slow", "seed=0,1,2", f"+solver.stop_file={stop}", "tracking.log_model=false")
+    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                 *sweep)
+    wait_for(lambda: len(running(store)) == 3, "the parent and two jobs to run")
+    workers = run_pids(store) - {proc.pid}
+    proc.kill()
+    proc.wait(timeout=LIMIT_S)
+    wait_for(lambda: gone(workers), "the orphan workers to stop")
+    parent, children = parent_and_children(store)
+    assert parent.info.status == "RUNNING"  # nobody was left to end it
+    assert len(children) == 2 and all(killed_with_reason(r) for r in children)
+
+    stop.touch()  # the resumed jobs finish at once
+    assert train(store, "-m", *sweep, "+resume=true") == 0
+    assert train(store, "-m", *sweep, "+resume=true") == 0
+    assert "was left RUNNING; marked KILLED" in capsys.readouterr().err
+    jobs = [r for r in runs(store) if r.data.tags.get("svmlab.role") != "sweep"]
+    finished = sorted(r.data.tags["seed"] for r in jobs if r.info.status == "FINISHED")
+    assert finished == ["0", "1", "2"]  # once each
+    assert not running(store)
+    last, _ = parent_and_children(store)
+    assert last.data.metrics["jobs_skipped"] == 3
+
+
+# -- interruptions ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_fit_stuck_in_compiled_code_is_interrupted(tmp_path, sig):
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    started = tmp_path / "started"
+    proc = start(store, tmp_path, "solver=stuck", f"+solver.started_file={started}")
+    wait_for(started.exists, "the fit to start")
+    os.killpg(proc.pid, sig)
+    assert proc.wait(timeout=LIMIT_S) == 130
+    (run,) = runs(store)
+    assert killed_with_reason(run)
+    assert "svmlab: interrupted" in output(tmp_path) and "Traceback" not in output(tmp_path)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c to the group",
+                                 pytest.param("sigterm to the launcher", marks=pytest.mark.slow),
+                                 pytest.param("a worker crashes", marks=pytest.mark.slow)])
+def test_an_interrupted_joblib_sweep_ends_every_job_killed(tmp_path, how):
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                 "solver=stuck", "seed=0,1,2", "tracking.log_model=false")
+    wait_for(lambda: len(running(store)) == 3, "the parent and two jobs to run")
+    pids = run_pids(store)
+    if how == "ctrl-c to the group":
+        os.killpg(proc.pid, signal.SIGINT)
+    elif how == "sigterm to the launcher":
+        proc.terminate()
+    else:
+        os.kill(max(pids - {proc.pid}), signal.SIGKILL)
+    assert proc.wait(timeout=LIMIT_S) != 0
+    wait_for(lambda: gone(pids), "every worker to stop")
+    parent, children = parent_and_children(store)
+    assert parent.info.status == "KILLED"
+    assert len(children) == 2 and all(killed_with_reason(r) for r in children)
+    assert not running(store)
+    assert "Traceback" not in output(tmp_path)
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_submitit_launcher_stops_its_jobs(tmp_path):
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    proc = start(store, tmp_path, "-m", "hydra/launcher=submitit_local", "solver=stuck",
+                 "seed=0,1", "tracking.log_model=false")
+    wait_for(lambda: len(running(store)) == 3, "the parent and both jobs to run")
+    pids = run_pids(store)
+    proc.terminate()
+    assert proc.wait(timeout=LIMIT_S) != 0
+    wait_for(lambda: gone(pids - {proc.pid}), "the jobs to stop")
+    wait_for(lambda: not running(store), "every run to end")
+    parent, children = parent_and_children(store)
+    assert parent.info.status == "KILLED"
+    assert len(children) == 2 and all(killed_with_reason(r) for r in children)
+
+
+# -- exit status and one-line messages -----------------------------------------------------------
+
+@pytest.mark.parametrize("overrides, status, message", [
+    (("tracking.uri=nosuchscheme://x",), 3, "not a tracking URI MLflow knows"),
+    (("dataset=../solver/libsvm",), 2, "dataset=../solver/libsvm is not a dataset"),
+    (("seed=4294967296",), 2, "seed must be an integer from 0 to 2**32 - 1"),
+    (("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "seed=0,1"), 2,
+     "hydra.launcher.n_jobs must be a number of worker processes"),
+])
+def test_bad_inputs_are_answered_in_one_line(tmp_path, overrides, status, message):
+    store = tmp_path / "mlflow.db"
+    done = svmlab(*train_args_for(store, "solver=liblinear", *overrides), cwd=tmp_path)
+    assert done.returncode == status, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not running(store)
+
+
+def test_a_read_only_store_is_named(tmp_path):
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    read_only = f"tracking.uri='sqlite:///file:{store}?mode=ro&uri=true'"
+    done = svmlab(*train_args_for(store, "solver=liblinear", read_only), cwd=tmp_path)
+    assert done.returncode == 3
+    assert "is read-only" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("sweep", [False, True], ids=["run", "sweep"])
+def test_an_unusable_artifact_folder_leaves_no_run_running(tmp_path, sweep):
+    store = tmp_path / "mlflow.db"
+    (tmp_path / "mlruns").write_text("a file where the artifact folder should be")
+    args = ("-m", "seed=0,1") if sweep else ()
+    done = svmlab(*train_args_for(store, "solver=liblinear", *args), cwd=tmp_path)
+    assert done.returncode != 0
+    assert "a file stands where a folder of it should be" in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
+    assert runs(store) and not running(store)
+
+
+def test_a_sweep_folder_that_cannot_be_created_starts_nothing(tmp_path):
+    store = tmp_path / "mlflow.db"
+    (tmp_path / "blocked").write_text("a file")
+    done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "seed=0,1",
+                                  f"hydra.sweep.dir={tmp_path}/blocked/sweep"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot start the sweep: the sweep folder" in done.stderr
+    assert not running(store)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("(sqlite3.OperationalError) database is locked", "locked"),
+    ("(sqlite3.OperationalError) attempt to write a readonly database", "read-only"),
+    ("(sqlite3.OperationalError) database or disk is full", "full"),
+    ("HTTPConnectionPool: Max retries exceeded (Connection refused)", "unreachable"),
+])
+def test_store_errors_are_named(text, problem):
+    assert store_problem(RuntimeError(text)).startswith(problem)
+    assert store_problem(ValueError("C must be positive")) is None
+
+
+# -- store outages ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_sweep_whose_server_dies_exits_non_zero_and_is_reaped_later(tmp_path):
+    """The tracking server is killed while the first of two jobs trains: every job fails, the
+    parent cannot be ended, and the exit status says so; once a server is back on the same
+    database, the reap leaves nothing RUNNING."""
+    backend = f"sqlite:///{tmp_path / 'server.db'}"
+    stop = tmp_path / "stop"
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
+    with tracking_server(backend, tmp_path / "artifacts") as url:
+        client = MlflowClient(url)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "svmlab.app.cli", *train_args_for(
+                client_dir / "unused.db", "-m", "solver=slow", "seed=0,1",
+                f"+solver.stop_file={stop}", "tracking.log_model=false",
+                f"tracking.uri={url}")],
+            env=child_env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0"),
+            stdout=open(tmp_path / "out.txt", "w"), stderr=subprocess.STDOUT, cwd=client_dir,
+            start_new_session=True)
+
+        def two_running():
+            found = client.get_experiment_by_name("svmlab")
+            return found and len(client.search_runs(
+                [found.experiment_id], "attributes.status = 'RUNNING'")) == 2
+
+        wait_for(two_running, "the parent and the first job to run")
+    stop.touch()  # the server is gone: the first job now fails to log its results
+    assert proc.wait(timeout=600) == 3
+    out = output(tmp_path)
+    assert "is unreachable" in out and "Traceback" not in out
+    with tracking_server(backend, tmp_path / "artifacts") as url:
+        done = svmlab("runs", "reap", "--tracking-uri", url)
+        assert done.returncode == 0, done.stderr
+        found = MlflowClient(url).search_runs(
+            [MlflowClient(url).get_experiment_by_name("svmlab").experiment_id])
+        assert found and {r.info.status for r in found} <= {"KILLED", "FAILED"}
+
+
+@pytest.mark.slow
+def test_a_run_whose_sqlite_store_was_locked_for_a_while_is_ended(tmp_path):
+    """SQLite's write lock is held 25 s (longer than MLflow waits) while the run logs: the run
+    fails, names the lock, and still ends once the lock is released."""
+    import sqlite3
+
+    store = tmp_path / "mlflow.db"
+    create_store(store)
+    started, stop = tmp_path / "started", tmp_path / "stop"
+    proc = start(store, tmp_path, "solver=slow", f"+solver.started_file={started}",
+                 f"+solver.stop_file={stop}", "tracking.log_model=false")
+    wait_for(started.exists, "the fit to start")
+    db = sqlite3.connect(store, timeout=60, isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")
+    stop.touch()
+    time.sleep(25)  # the lock is held this long; no assertion depends on it
+    db.execute("COMMIT")
+    db.close()
+    assert proc.wait(timeout=600) != 0
+    (run,) = runs(store)
+    assert run.info.status in ("FINISHED", "FAILED")
+    assert "locked" in output(tmp_path) and "Traceback" not in output(tmp_path)
