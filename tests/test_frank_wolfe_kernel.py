@@ -99,9 +99,9 @@ def test_cache_of_full_width_rows_fits_the_budget():
 def test_removing_a_core_slot_remaps_every_cached_row():
     mk, cache, Q = cache_for(40, 1.0)
     core = np.array([5, 1, 9, 30, 2])
-    full = rc.cached_row(cache, 7, core, 5, modified_row, mk)
-    partial = rc.cached_row(cache, 8, core, 3, modified_row, mk)
-    short = rc.cached_row(cache, 12, core, 1, modified_row, mk)
+    for i, q in ((7, 5), (8, 3), (12, 1)):  # a full row, a partial one and a short one
+        row_of(cache, mk, i, core, q)
+    full, partial, short = cache.slot_of[[7, 8, 12]]
     rc.move_column(cache, 1, 5)        # slot 4 moves into slot 1
     core = np.array([5, 2, 9, 30])
     assert (cache.length[full], cache.length[partial], cache.length[short]) == (4, 1, 1)

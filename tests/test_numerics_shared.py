@@ -1,15 +1,22 @@
 """The shared numba pieces: rows of dense/CSR data, kernel values between any two point sets,
 the generic LRU row cache (checked against scikit-learn's pairwise kernels and a plain dict)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from numba import njit
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from svmlab.numerics import row_cache as rc
-from svmlab.numerics.kernels import (VECTOR_EXP_FROM, kernel_spec, kernel_values, point_set,
-                                     self_kernel)
+from svmlab.numerics.kernels import (
+    VECTOR_EXP_FROM,
+    kernel_spec,
+    kernel_values,
+    point_set,
+    self_kernel,
+)
 from svmlab.numerics.rows import row_norms, rows_of
 
 
@@ -53,27 +60,28 @@ def test_kernel_values_between_two_point_sets(name, params, a_sparse, b_sparse, 
                                rtol=1e-12)
 
 
-@njit(cache=True)
-def _fill_index_sum(data, key, cols, start, stop, out):
-    """Test filler: row(key)[t] = key * 1000 + cols[t] + data[0], counting its calls in data."""
-    data[1] += 1.0
-    for t in range(start, stop):
-        out[t] = key * 1000.0 + cols[t] + data[0]
-    return stop - start
+def _row(cache, key, cols, q, computed):
+    """The cache's row for key over cols[:q], filling what it lacks with key * 1000 + column
+    (the caller's part of the protocol); counts the computed values in ``computed``."""
+    s, have = rc.claim_row(cache, key, q)
+    cache.buf[s, have:q] = key * 1000.0 + cols[have:q]
+    computed.append(q - have)
+    return s
 
 
 def test_row_cache_serves_prefixes_and_evicts_least_recent():
     cache = rc.new_cache(n_keys=10, cache_mb=0.0, width=4)  # budget: two rows of four
     cols = np.arange(4, dtype=np.int64)
-    data = np.array([0.5, 0.0])
-    s = rc.cached_row(cache, 3, cols, 2, _fill_index_sum, data)
-    np.testing.assert_array_equal(cache.buf[s, :2], [3000.5, 3001.5])
-    s = rc.cached_row(cache, 3, cols, 4, _fill_index_sum, data)  # only the tail is computed
-    np.testing.assert_array_equal(cache.buf[s, :4], 3000.5 + np.arange(4))
-    assert cache.stats[rc.EVALS] == 4 and cache.stats[rc.SERVED] == 2
-    rc.cached_row(cache, 5, cols, 4, _fill_index_sum, data)
-    rc.cached_row(cache, 3, cols, 4, _fill_index_sum, data)  # hit: 3 becomes most recent
-    rc.cached_row(cache, 7, cols, 4, _fill_index_sum, data)  # evicts 5, not 3
+    computed = []
+    s = _row(cache, 3, cols, 2, computed)
+    np.testing.assert_array_equal(cache.buf[s, :2], [3000.0, 3001.0])
+    s = _row(cache, 3, cols, 4, computed)  # only the tail is computed
+    np.testing.assert_array_equal(cache.buf[s, :4], 3000.0 + np.arange(4))
+    assert computed == [2, 2] and cache.stats[rc.SERVED] == 2
+    _row(cache, 5, cols, 4, computed)
+    _row(cache, 3, cols, 4, computed)  # hit: 3 becomes most recent
+    _row(cache, 7, cols, 4, computed)  # evicts 5, not 3
+    assert computed[-2:] == [0, 4]
     assert cache.slot_of[5] == -1 and cache.slot_of[3] >= 0 and cache.slot_of[7] >= 0
 
 
@@ -81,14 +89,41 @@ def test_row_cache_move_column_and_grow_keep_rows_exact():
     rng = np.random.default_rng(0)
     cache = rc.new_cache(n_keys=50, cache_mb=0.01, width=8)
     cols = np.arange(8, dtype=np.int64)
-    data = np.array([0.0, 0.0])
+    computed = []
     for key in rng.integers(0, 50, 40):
-        rc.cached_row(cache, key, cols, 8, _fill_index_sum, data)
+        _row(cache, key, cols, 8, computed)
     cols[2] = cols[7]  # remove column 2 by moving the last column into it
     rc.move_column(cache, 2, 8)
     wide = np.concatenate([cols[:7], np.arange(100, 120)])
     cache = rc.grow(cache, len(wide))
     assert cache.buf.shape[1] >= len(wide)
     for key in rng.integers(0, 50, 40):
-        s = rc.cached_row(cache, key, wide, len(wide), _fill_index_sum, data)
+        s = _row(cache, key, wide, len(wide), computed)
         np.testing.assert_array_equal(cache.buf[s, :len(wide)], key * 1000.0 + wide)
+
+
+CACHE_PROBE = """
+import warnings
+from sklearn.datasets import make_classification
+from svmlab.numerics.rows import loss_pass
+from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe, loops
+from svmlab.solvers.nesvm import NESVM
+warnings.simplefilter("ignore")
+X, y = make_classification(100, 4, random_state=0)
+NESVM(max_iter=5).fit(X, y)
+NESVM(model="lssvm", max_iter=5).fit(X, y)
+ModifiedFrankWolfe(max_iter=5).fit(X, y)
+for f in (loss_pass, loops.run_frank_wolfe):
+    print(f.__name__, sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))
+"""
+
+
+def test_a_new_process_loads_the_loops_from_numbas_cache():
+    """The losses and the row filler are chosen by type, not passed as function values (whose
+    numba type changes in every process and would defeat the on-disk cache)."""
+    for _ in range(2):  # the first run may compile and store; the second must only load
+        out = subprocess.run([sys.executable, "-c", CACHE_PROBE], capture_output=True,
+                             text=True, check=True).stdout
+    counts = {name: (int(hits), int(misses)) for name, hits, misses in
+              (line.split() for line in out.splitlines())}
+    assert counts == {"loss_pass": (2, 0), "run_frank_wolfe": (1, 0)}

@@ -9,10 +9,12 @@ Smoothed hinge of a margin violation m with quadratic-zone width t = mu * a_i (a
 
 A zero row (t = 0) has no smoothing: h_0(m) = max(0, m) with u = 1 where m > 0.
 
-A loss piece for `svmlab.numerics.rows.loss_pass` is an @njit function
-``piece(m, t) -> (smoothed loss, exact loss, c)`` of a margin violation m = 1 - y f(x) and a
-smoothing width t, with c the coefficient of the row in the gradient: `hinge_piece` (the
-smoothed hinge, c = u) and `squared_piece` (m^2, c = m; the LS-SVM).
+The losses of `svmlab.numerics.rows.loss_pass` are typed pieces: a NamedTuple names the loss
+and holds its data (`SmoothedHinge(width)`, `SquaredLoss()`), and ``loss_terms(loss, i, m)``
+gives row i's (smoothed loss, exact loss, c) for a margin violation m = 1 - y f(x), c being the
+row's coefficient in the gradient. Compiled code chooses the implementation by the loss's type
+(numba's `overload`), so a pass is compiled once per loss and stays in numba's on-disk cache
+(a function passed as a value would defeat the cache: its type changes in every process).
 
 Smoothed |t| (Huber): l_mu(t) = max_{-1 <= u <= 1} u t - (mu/2) u^2, u = clip(t / mu, -1, 1).
 
@@ -21,8 +23,11 @@ j_alpha(u) = (u + sqrt(alpha^2 + u^2)) / 2, C-infinity, with max(0, u) < j_alpha
 alpha/2. `sqrt_hinge` evaluates it and its two derivatives without cancellation or overflow.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 
 @njit(cache=True, error_model="numpy")
@@ -38,17 +43,34 @@ def smoothed_hinge(m: float, t: float) -> tuple[float, float]:
     return u * (m - 0.5 * t * u), u
 
 
-@njit(cache=True, error_model="numpy")
-def hinge_piece(m, t):
-    """(h_t(m), max(0, m), u): the smoothed hinge, the hinge and the gradient coefficient."""
-    value, u = smoothed_hinge(m, t)
-    return value, max(0.0, m), u
+class SmoothedHinge(NamedTuple):
+    """h_t(m) with the quadratic-zone width t = width[i] of row i; exact loss max(0, m), c = u."""
+
+    width: np.ndarray
 
 
-@njit(cache=True)
-def squared_piece(m, t):
-    """(m^2, m^2, m): the squared loss (no smoothing) and its gradient coefficient."""
-    return m * m, m * m, m
+class SquaredLoss(NamedTuple):
+    """m^2 (the LS-SVM), unsmoothed; c = m (the factor 2 is the caller's)."""
+
+
+def loss_terms(loss, i, m):
+    """(smoothed loss, exact loss, c) of row i's margin violation m: compiled code only."""
+    raise TypeError("loss_terms is compiled by numba; call it from @njit code")
+
+
+@overload(loss_terms)
+def _loss_terms(loss, i, m):
+    kind = getattr(loss, "instance_class", None)
+    if kind is SmoothedHinge:
+        def smoothed_hinge_terms(loss, i, m):
+            value, u = smoothed_hinge(m, loss.width[i])
+            return value, max(0.0, m), u
+        return smoothed_hinge_terms
+    if kind is SquaredLoss:
+        def squared_terms(loss, i, m):
+            return m * m, m * m, m
+        return squared_terms
+    return None
 
 
 @njit(cache=True, error_model="numpy")

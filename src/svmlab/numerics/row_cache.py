@@ -1,15 +1,14 @@
-"""A bounded LRU cache of rows, each row computed by a caller-given filler (a kernel row, a
-transformed kernel row, ...).
+"""A bounded LRU cache of rows (kernel rows, transformed kernel rows, ...), filled by the caller.
 
 A cached row is keyed by an integer (a point's index) and holds the prefix row[0:length] over
 the caller's current column list (for example the solver's active points, in slot order, or all
-points). A request for a longer prefix computes only the missing tail, by calling
-``fill(data, key, cols, start, stop, out)`` (an @njit function and its data, e.g. a kernel and
-the point sets); ``fill`` returns how many values it computed. Rows live in one buffer of shape
-(n_slots, width) whose size is bounded by the budget: when the column list outgrows ``width``,
-``grow`` doubles the width and keeps only the most recently used rows that still fit. When the
-caller removes column p by moving its last column into p, ``move_column`` does the same in
-every cached row. No n x n matrix is ever formed.
+points). ``claim_row(cache, key, q)`` returns the row's slot and how much of its prefix of q
+values is cached; the caller computes only the missing tail into ``cache.buf[slot]`` (the cache
+never calls back into the caller: compiled code that takes functions as values cannot be cached
+reliably by numba). Rows live in one buffer of shape (n_slots, width) whose size is bounded by
+the budget: when the column list outgrows ``width``, ``grow`` doubles the width and keeps only
+the most recently used rows that still fit. When the caller removes column p by moving its last
+column into p, ``move_column`` does the same in every cached row. No n x n matrix is ever formed.
 """
 
 from typing import NamedTuple
@@ -75,9 +74,10 @@ def _push_front(cache, s):
 
 
 @njit(cache=True)
-def cached_row(cache, key, cols, q, fill, data):
-    """The slot s with cache.buf[s, :q] = row(key) over cols[:q], computing only what the cache
-    lacks. The row becomes the most recently used; a miss evicts the least recently used."""
+def claim_row(cache, key, q):
+    """(s, have): the slot of key's row, now the most recently used (a miss evicts the least
+    recently used row), and how many of its first q values are cached. The caller must compute
+    cache.buf[s, have:q] (and count them in stats[EVALS]); the row then holds q values."""
     length, keys, slot_of, meta, stats = (cache.length, cache.key, cache.slot_of, cache.meta,
                                           cache.stats)
     s = slot_of[key]
@@ -98,10 +98,8 @@ def cached_row(cache, key, cols, q, fill, data):
     _push_front(cache, s)
     have = min(length[s], q)
     stats[SERVED] += have
-    if have < q:
-        stats[EVALS] += fill(data, key, cols, have, q, cache.buf[s])
-        length[s] = q
-    return s
+    length[s] = max(length[s], q)
+    return s, have
 
 
 @njit(cache=True)

@@ -8,7 +8,7 @@ pointers): numba then skips the negative-index wraparound test on every access, 
 loops about twice as fast.
 
 `loss_pass` is the NESVM oracle's only pass over the data: for every row, the dot product, the
-loss and its derivative (a loss piece passed in as a function), and the accumulation of the
+loss and its derivative (a typed loss of `svmlab.numerics.losses`), and the accumulation of the
 gradient, so each row is read once.
 `matvec` and `rmatvec` are the plain products X w and X^T r, one pass each.
 """
@@ -18,6 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
+
+from svmlab.numerics.losses import loss_terms
 
 
 class Rows(NamedTuple):
@@ -53,12 +55,12 @@ def row_norms(rows):
 
 
 @njit(cache=True, error_model="numpy")
-def loss_pass(rows, y, w, b, width, loss, dots, s):
+def loss_pass(rows, y, w, b, loss, dots, s):
     """One pass over the rows at (w, b): loss sums and s = sum_i c_i y_i X_i.
 
     For row i: dots[i] = X_i.w, m_i = 1 - y_i (X_i.w + b), and (smoothed loss, exact loss, c_i)
-    = loss(m_i, width[i]), a loss piece of `svmlab.numerics.losses` (e.g. the smoothed hinge,
-    c_i = u_i, or the squared loss, c_i = m_i). Rows with c_i = 0 are not read a second time.
+    = loss_terms(loss, i, m_i) for a loss of `svmlab.numerics.losses` (`SmoothedHinge`: c_i = u_i;
+    `SquaredLoss`: c_i = m_i). Rows with c_i = 0 are not read a second time.
     Returns (sum smoothed loss, sum exact loss, sum c_i, sum y_i c_i).
     """
     data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
@@ -71,7 +73,7 @@ def loss_pass(rows, y, w, b, width, loss, dots, s):
             dot += data[k] * w[k - start if dense else indices[k]]
         dots[i] = dot
         m = 1.0 - y[i] * (dot + b)
-        value, exact_value, c = loss(m, width[i])
+        value, exact_value, c = loss_terms(loss, i, m)
         smoothed += value
         exact += exact_value
         sum_c += c

@@ -2,8 +2,9 @@
 
     K~(i, j) = y_i y_j (k(x_i, x_j) + 1) + [i == j] / C,    k = linear | rbf | poly (LIBSVM's)
 
-`modified_row` is a row filler for `svmlab.numerics.row_cache.cached_row`: the kernel values of
-`svmlab.numerics.kernels`, then this transform. No n x n matrix is ever formed.
+`modified_row` computes (part of) a row: the kernel values of `svmlab.numerics.kernels`, then
+this transform; the solvers keep the rows in the shared LRU cache (`svmlab.numerics.row_cache`).
+No n x n matrix is ever formed.
 """
 
 from typing import NamedTuple
@@ -23,23 +24,19 @@ from svmlab.numerics.kernels import (
 
 
 class ModifiedKernel(NamedTuple):
-    """K~ of the training points: their kernel, the points, the labels (+-1), 1/C, and the
-    row filler `modified_row` (carried as data: compiled code that took it as a global could
-    not be cached)."""
+    """K~ of the training points: their kernel, the points, the labels (+-1) and 1/C."""
 
     spec: KernelSpec
     points: PointSet
     y: np.ndarray
     inv_c: float
-    fill: object
 
 
 def modified_kernel(X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0: float,
                     C: float) -> ModifiedKernel:
     """K~ of (X, y) for a dense array or a CSR matrix with int32 indices."""
     return ModifiedKernel(kernel_spec(kernel, gamma, degree, coef0), point_set(rows_layout(X)),
-                          np.ascontiguousarray(y, dtype=np.float64), 1.0 / float(C),
-                          modified_row)
+                          np.ascontiguousarray(y, dtype=np.float64), 1.0 / float(C))
 
 
 @njit(cache=True)

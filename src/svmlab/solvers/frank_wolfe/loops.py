@@ -36,8 +36,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from svmlab.numerics.row_cache import EVALS, SERVED, WIDTH, cached_row, clear, grow, move_column
+from svmlab.numerics.row_cache import EVALS, SERVED, WIDTH, claim_row, clear, grow, move_column
 from svmlab.numerics.trace_buffer import exclude_since, monotonic_ns, next_row, slice_over
+from svmlab.solvers.frank_wolfe.kernel import modified_row
 
 TRACE_COLUMNS = ("objective_l2svm_dual", "meb_radius2", "delta_plus", "fw_gap", "gap_l2svm",
                  "rel_gap_l2svm", "core_size", "step_type", "kernel_evals", "cache_hit_rate")
@@ -116,7 +117,10 @@ def _dot(a, b, n):
 @njit(cache=True)
 def row_of(cache, mk, i, cols, n):
     """K~(i, cols[:n]) from the cache (computing what it lacks)."""
-    return cache.buf[cached_row(cache, i, cols, n, mk.fill, mk)]
+    s, have = claim_row(cache, i, n)
+    if have < n:
+        cache.stats[EVALS] += modified_row(mk, i, cols, have, n, cache.buf[s])
+    return cache.buf[s]
 
 
 @njit(cache=True)
@@ -352,7 +356,7 @@ def init_two_points(cache, mk, D, sl):
     m = D.shape[0]
     a = np.random.randint(0, m)
     row = np.empty(m)
-    cache.stats[EVALS] += mk.fill(mk, a, np.arange(m), 0, m, row)
+    cache.stats[EVALS] += modified_row(mk, a, np.arange(m), 0, m, row)
     b, best = -1, -np.inf
     for i in range(m):
         dist = D[a] + D[i] - 2.0 * row[i]

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.utils import gen_batches
 
-from svmlab.numerics.losses import hinge_piece, huber, squared_piece
+from svmlab.numerics.losses import SmoothedHinge, SquaredLoss, huber
 from svmlab.numerics.rows import Rows, loss_pass, row_norms, rows_of
 
 MODELS = ("csvm", "lpsvm", "lssvm")
@@ -81,9 +81,9 @@ class SmoothedSVM:
         """F_mu, F and grad F_mu at theta with one pass over the data (spec §2.6 steps 1-2)."""
         w, b = self.split(theta)
         rows, squared = self.rows, self.model == "lssvm"
-        smoothed_loss, exact_loss, sum_c, sum_yc = loss_pass(
-            rows, self.y, w, b, self.hinge_width(),
-            squared_piece if squared else hinge_piece, self._dots, self._s)
+        loss = SquaredLoss() if squared else SmoothedHinge(self.hinge_width())
+        smoothed_loss, exact_loss, sum_c, sum_yc = loss_pass(rows, self.y, w, b, loss,
+                                                             self._dots, self._s)
         if self.model == "lpsvm":
             reg_smoothed, reg_grad = huber(w, self.mu)
             reg_true = float(np.abs(w).sum())
