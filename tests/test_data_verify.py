@@ -223,6 +223,19 @@ def test_sigterm_during_a_fetch_leaves_no_part_file(libsvm_site, tmp_path):
     assert list((cache / "a1a").iterdir()) == []
 
 
+def test_ctrl_c_during_a_fetch_says_so_in_one_line_and_leaves_no_part_file(libsvm_site,
+                                                                          tmp_path):
+    cache = tmp_path / "cache"
+    libsvm_site.stalled.add("a1a")
+    proc = _fetch_process("a1a", cache, libsvm_site.url)
+    _wait_for_part(cache / "a1a", proc)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    err = proc.stderr.read()
+    assert "svmlab: interrupted" in err and "Traceback" not in err
+    assert list((cache / "a1a").iterdir()) == []
+
+
 def test_a_part_file_whose_process_is_gone_is_removed_by_the_next_fetch(libsvm_site, tmp_path):
     cache = tmp_path / "cache"
     folder = cache / "a1a"

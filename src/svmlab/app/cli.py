@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def console() -> None:
-    """The ``svmlab`` command: ``main``, then an exit that skips the final garbage collection.
+    """The ``svmlab`` command: ``main`` (Ctrl-C: one line and status 130, not a traceback), then an
+    exit that skips the final garbage collection.
 
     Once MLflow, scikit-learn and the solvers are imported, the interpreter's last collection
     takes about a second; the process is ending, so every object still alive is frozen out of
@@ -72,6 +73,9 @@ def console() -> None:
     """
     try:
         code = main()
+    except KeyboardInterrupt:  # Ctrl-C in a command that has no handler of its own
+        print("svmlab: interrupted", file=sys.stderr)
+        code = 130
     finally:
         gc.freeze()
     sys.exit(code)
