@@ -19,8 +19,7 @@ MODES = pytest.mark.parametrize("full", [False, True], ids=["core-rows", "full-g
 
 def one_step(cache, mk, D, sl, q, R, away, full, refresh_every=0):
     """One FW/MFW step by the loop itself (max_steps = 1); returns (cache, q, R, step type)."""
-    progress = meb.new_progress(q, R, NEVER_STOP)
-    progress.counts[meb.I_MIN] = np.argmin(sl.Gf) if full else -1
+    progress = meb.new_progress(q, R, NEVER_STOP, np.argmin(sl.Gf) if full else -1)
     opt = meb.Options(away, False, NEVER_STOP, 0, 1, False, 1, refresh_every, full)
     trace = new_buffer(2 + len(meb.TRACE_COLUMNS), np.zeros(2, np.int64), capacity=4)
     cache = meb.run_frank_wolfe(cache, mk, D, D.max(), sl, opt, progress, trace)

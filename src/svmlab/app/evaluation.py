@@ -47,10 +47,10 @@ def check_finite(values: dict[str, float], what: str) -> None:
         raise TrainingError(f"{what} contain NaN or inf: {', '.join(bad)}")
 
 
-def check_trace_finite(trace) -> None:
-    """Refuse a convergence trace with NaN or inf, except NaN in a gap column, which means the
-    gap was not computed at that row (``svmlab.estimator.trace``)."""
-    bad = sorted(k for k, col in trace.columns().items()
+def check_trace_finite(columns: dict[str, np.ndarray]) -> None:
+    """Refuse a convergence trace (its columns) with NaN or inf, except NaN in a gap column,
+    which means the gap was not computed at that row (``svmlab.estimator.trace``)."""
+    bad = sorted(k for k, col in columns.items()
                  if not np.all(np.isfinite(col) | (np.isnan(col) & k.startswith(GAP_PREFIXES))))
     if bad:
         raise TrainingError(f"the convergence trace contains NaN or inf in: {', '.join(bad)}")

@@ -201,15 +201,16 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         fit_args = {"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}
         run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
                           context.launcher)
-        check_trace_finite(estimator.trace_)
-        tracker.log_trace(estimator.trace_.columns(), start_ms)
+        trace = estimator.trace_.columns()  # joined once for the checks, the store and the plot
+        check_trace_finite(trace)
+        tracker.log_trace(trace, start_ms)
         for name, columns in getattr(estimator, "records_", {}).items():  # e.g. merges
             tracker.log_columns(columns, f"records/{name}.parquet")
         tracker.set_tags(fit_tags(estimator))
         metrics = evaluate(estimator, dataset)
         context.metrics = metrics
         tracker.log_metrics(metrics, step=int(estimator.n_iter_))
-        tracker.log_figure(convergence_figure(estimator.trace_.columns(), run_name),
+        tracker.log_figure(convergence_figure(trace, run_name),
                            "trace/convergence.png")
         if tracking.log_model:
             tracker.log_model(estimator, dataset.X_train[:5])

@@ -113,8 +113,7 @@ class MEBSVMClassifier(KernelSVMClassifier):
             cache, q, R = meb.init_two_points(cache, mk, D, sl)
         if keep:
             R = meb.full_gradient(cache, mk, sl, q)
-        progress = meb.new_progress(q, R, self._first_level())
-        progress.counts[meb.I_MIN] = np.argmin(sl.Gf) if keep else -1
+        progress = meb.new_progress(q, R, self._first_level(), np.argmin(sl.Gf) if keep else -1)
         buffer = new_buffer(2 + len(meb.TRACE_COLUMNS), trace.clock.state)
         while progress.counts[meb.STATUS] == meb.RUNNING:
             buffer.meta[1] = time.monotonic_ns() + SLICE_NS

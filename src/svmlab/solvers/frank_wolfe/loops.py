@@ -95,9 +95,11 @@ def new_slots(n_points: int, full: bool, scan: bool) -> Slots:
                  np.arange(n_points if full else 0))
 
 
-def new_progress(q: int, R: float, level: float) -> Progress:
-    """A run about to record its first iterate (q slots, alpha^T K~ alpha = R)."""
-    return Progress(np.array([q, 0, 0, INITIAL, -1, RUNNING, 0], np.int64), np.array([R, level, 1.0]))
+def new_progress(q: int, R: float, level: float, i_min: int = -1) -> Progress:
+    """A run about to record its first iterate (q slots, alpha^T K~ alpha = R; i_min = argmin Gf
+    when Gf is kept)."""
+    return Progress(np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0], np.int64),
+                    np.array([R, level, 1.0]))
 
 
 @njit(cache=True)
