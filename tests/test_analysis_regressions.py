@@ -6,6 +6,7 @@ settings. References: scipy (permutation test, Wilcoxon), hand computation."""
 import argparse
 import itertools
 
+import baycomp
 import numpy as np
 import pandas as pd
 import pytest
@@ -186,6 +187,25 @@ def test_times_within_ten_percent_are_equivalent_at_any_scale():
     with pytest.raises(SvmlabError, match="relative ROPE \\(10%\\) compares log-ratios and needs "
                                           "positive values"):
         analyze({**values, ("b0", "A"): [0.0]}, table.parse_measure("fit_time_s"))
+
+
+def test_differences_of_exactly_one_rope_sit_on_its_bound():
+    """Every A - B is 0.01 in decimals, 0.010000000000000009 in floats: the float noise put every
+    Walsh average outside the default ROPE of test_accuracy (0.954 / 0.046 / 0 before); the
+    bound takes the ranks' tie tolerance, so the decimal result 0 / 1 / 0 holds, as baycomp
+    gives it for differences that are exactly 0.01."""
+    a = [0.80, 0.71, 0.62, 0.93, 0.55, 0.87]
+    b = [0.79, 0.70, 0.61, 0.92, 0.54, 0.86]
+    assert (np.subtract(a, b) > 0.01).all()  # the noise is there
+    values = {(f"b{i}", t): [v] for i, pair in enumerate(zip(a, b)) for t, v in zip("AB", pair)}
+    row = analyze(values, table.parse_measure("test_accuracy")).pairwise.iloc[0]
+    shares = [row["share A better"], row["share equivalent"], row["share B better"]]
+    assert shares == [0.0, 1.0, 0.0]
+    exact = baycomp.SignedRankTest.probs(np.zeros(6), np.full(6, 0.01), 0.01, nsamples=2000)
+    np.testing.assert_array_equal(exact, [0.0, 1.0, 0.0])
+    clear = {**values, **{(f"b{i}", "A"): [v + 0.001] for i, v in enumerate(a)}}
+    row = analyze(clear, table.parse_measure("test_accuracy")).pairwise.iloc[0]
+    assert row["share A better"] > 0.9  # 0.011 is outside the ROPE
 
 
 # 6. wording --------------------------------------------------------------------------------------
