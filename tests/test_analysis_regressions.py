@@ -5,6 +5,8 @@ settings. References: scipy (permutation test, Wilcoxon), hand computation."""
 
 import argparse
 import itertools
+import subprocess
+import sys
 
 import baycomp
 import numpy as np
@@ -309,6 +311,50 @@ def test_tidy_csv_with_key_names(tmp_path):
         ("a", "X", 1), ("a", "Y", 2), ("b", "X", 3), ("b", "Y", 4)]
     pd.concat([pd.read_csv(csv)] * 2).to_csv(csv, index=False)
     with pytest.raises(SvmlabError, match="rows repeat a cell.*own 'repetition' value"):
+        select.from_csv(csv, ["acc"])
+
+
+WIDE = "dataset,solver,seed,acc\nx,A,0,0.9\nx,B,0,0.8\ny,A,0,0.7\ny,B,0,0.6\n"
+
+
+@pytest.mark.parametrize("extra", [
+    "y,B,0,0.6\n",  # an exact duplicate row
+    "y,B,0,0.5\n",  # a second value for the same cell
+    "y,B,0,0.6\ny,B,1,0.6\n",  # the same repetition id twice
+], ids=["duplicate row", "two values", "repetition twice"])
+@pytest.mark.parametrize("layout", ["wide", "tidy", "wide without seed"])
+def test_a_repeated_cell_is_refused_in_every_layout(tmp_path, extra, layout):
+    """Wide tables averaged repeated cells silently, where tidy ones were refused."""
+    csv = tmp_path / "t.csv"
+    csv.write_text(WIDE + extra)
+    table_ = pd.read_csv(csv)
+    if layout == "tidy":
+        table_ = table_.melt(["dataset", "solver", "seed"], var_name="measure")
+    elif layout == "wide without seed":
+        table_ = table_.drop(columns="seed")
+    table_.to_csv(csv, index=False)
+    with pytest.raises(SvmlabError, match="[23] rows repeat a cell, e.g. {'block': 'y', 'treatment'"
+                                          ": 'B'.*give each repetition its own 'repetition'"):
+        select.from_csv(csv, ["acc"])
+    pd.read_csv(csv).drop_duplicates().iloc[:4].to_csv(csv, index=False)
+    assert len(select.from_csv(csv, ["acc"]).long) == 4  # each cell once: accepted
+
+
+def test_an_empty_label_is_named_by_its_row(tmp_path):
+    """`,A,0.9`: a TypeError from sorting a float (NaN) among strings, before; now one line
+    naming the row, status 2, from the real command; likewise under the key names."""
+    csv = tmp_path / "t.csv"
+    rows = "x,A,0.8\nx,B,0.7\ny,A,0.9\ny,B,0.6\n"
+    csv.write_text("block,treatment,acc\n" + rows + ",A,0.9\n")
+    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "analyze", "--csv", str(csv),
+                           "-m", "acc:higher"], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"svmlab: error: {csv}: row 5 after the header (',A,0.9') has an "
+                           f"empty block label (column 'block'); give every row its block\n")
+    csv.write_text("dataset,solver,acc\n" + rows.replace("y,B", "y, "))
+    with pytest.raises(SvmlabError, match="row 4 after the header \\('y, ,0.6'\\) has an empty "
+                                          "treatment label \\(column 'solver'\\)"):
         select.from_csv(csv, ["acc"])
 
 
