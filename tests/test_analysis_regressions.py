@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from svmlab.analysis import (bayes, compare, friedman, hypotheses, report, run, select, table,
-                             ties, wilcoxon)
+from svmlab.analysis import (bayes, compare, friedman, hypotheses, profiles, report, run,
+                             select, table, ties, wilcoxon)
 from svmlab.analysis.cli import add_parser
 from svmlab.errors import SvmlabError
 
@@ -267,6 +267,64 @@ def test_pratt_rank_biserial_counts_the_zeros_ranks():
     assert pratt.rank_biserial == pytest.approx(0.4)
     wilcox = wilcoxon.signed_rank_test([0, 1, -1, 2], [0, 0, 0, 0], zero_method="wilcox")
     assert wilcox.rank_biserial == pytest.approx((4.5 - 1.5) / 6)
+
+
+def test_hodges_lehmann_interval_is_exact_above_fifty_pairs():
+    """n = 60: the normal approximation took w_(648), one below the exact order statistic
+    w_(649); scipy's exact test at the bounds gives p = 1 - coverage just outside, more inside."""
+    d = np.random.default_rng(60).normal(0.5, 1, 60)
+    shift = wilcoxon.hodges_lehmann(d)
+    i, j = np.triu_indices(60)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    assert shift["low"] == walsh[648] and shift["high"] == walsh[len(walsh) - 649]
+    alpha = 1 - shift["coverage"]
+    assert 0.95 <= shift["coverage"] < 0.951
+    for mu, inside in ((shift["low"] + 1e-9, True), (shift["high"] - 1e-9, True),
+                       (shift["low"] - 1e-9, False), (shift["high"] + 1e-9, False)):
+        p = stats.wilcoxon(d - mu, method="exact").pvalue
+        assert (p > alpha * (1 + 1e-9)) == inside, (mu, p)
+        if not inside:
+            assert p == pytest.approx(alpha, rel=1e-9)
+
+
+@pytest.mark.parametrize("d, low, high, coverage", [
+    ([1.0, 2, 4], 1.0, 4.0, 1 - 2 / 8),  # Walsh averages 1, 1.5, 2, 2.5, 3, 4
+    ([0.3, -0.1, 0.7, 0.2, 0.5], -0.1, 0.7, 1 - 2 / 32),  # R: conf.level 0.94 and a warning
+    ([0.3, -0.1, 0.7, 0.2, 0.5, 0.4], -0.1, 0.7, 1 - 2 / 64),  # 95 % attained
+])
+def test_too_few_pairs_for_the_level_widen_to_the_extremes_and_say_so(d, low, high, coverage):
+    """NaN bounds for n <= 5 at 95 %, before; R widens to [min, max] and states the lower level
+    it attains, 1 - 2 P(W+ = 0) = 1 - 2^(1-n)."""
+    shift = wilcoxon.hodges_lehmann(np.array(d))
+    assert (shift["low"], shift["high"]) == (low, high)
+    assert shift["coverage"] == coverage
+    row = {"ci_low": low, "ci_high": high, "ci_coverage": coverage}
+    said = report._interval(row, 0.95)
+    assert said.startswith(f", {100 * coverage:.1f} % CI [{low:.4g}, {high:.4g}]")
+    assert ("95 % is not attainable with so few blocks" in said) == (coverage < 0.95)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_hodges_lehmann_refuses_what_is_not_a_number(bad):
+    with pytest.raises(ValueError, match="Hodges-Lehmann estimate needs .* finite differences"):
+        wilcoxon.hodges_lehmann(np.array([0.1, bad, 0.3]))
+
+
+@pytest.mark.parametrize("bad", [0.0, -2.0, np.nan])
+def test_performance_ratios_refuse_costs_that_are_not_positive(bad):
+    costs = pd.DataFrame({"A": [1.0, 2.0], "B": [np.inf, bad]}, index=["x", "y"])
+    with pytest.raises(ValueError, match=f"need positive costs \\(\\+inf for a failure\\); "
+                                         f"got {bad} for B on block y"):
+        profiles.ratios(costs)
+
+
+def test_an_infinite_accuracy_is_not_called_a_target_never_reached():
+    values = {(f"b{i}", t): [v] for i in range(4) for t, v in (("A", 0.9), ("B", 0.8 + i / 100))}
+    values[("b0", "A")] = [np.inf]
+    with pytest.warns(UserWarning) as caught:
+        analyze(values, table.parse_measure("test_accuracy"))
+    assert str(caught[0].message) == ("test_accuracy is infinite (treated as missing by the "
+                                      "tests): b0: A")
 
 
 # 9. incomplete tables, tidy tables, pooled settings ----------------------------------------------

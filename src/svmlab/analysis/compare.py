@@ -94,7 +94,7 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     columns of the block and treatment labels, for the filters that messages suggest."""
     full = table.aggregate(long, measure.name, options.aggregate)
     costs = _costs(full, measure, options.rtol)
-    full = table.unreached_as_missing(full)
+    full = table.infinite_as_missing(full, measure, profiled=costs is not None)
     values, dropped = table.complete_blocks(full, options.strict, columns)
     n, k = values.shape
     if k < 2 or n < 2:
@@ -149,8 +149,7 @@ def signed_rank_table(values: pd.DataFrame, pairs: list[hypotheses.Pair], measur
             method=options.method, rtol=options.rtol, exact_max_n=options.exact_max_n,
             continuity=options.continuity)
         d = ties.differences(a, b, options.rtol)
-        shift = wilcoxon.hodges_lehmann(d, confidence=options.confidence,
-                                        exact_max_n=options.exact_max_n)
+        shift = wilcoxon.hodges_lehmann(d, confidence=options.confidence)
         rope_d, scale = _rope_scale(d, a, b, measure)
         posterior = bayes.signed_rank(rope_d, _rope(measure), scale=scale, rtol=options.rtol,
                                       prior=options.bayes_prior,
