@@ -346,7 +346,8 @@ def test_a_store_on_a_host_that_does_not_resolve_is_unreachable(monkeypatch):
     uri = "http://nosuchhost.invalid:5000"
     with pytest.raises(Exception) as raised:
         MlflowClient(uri).search_experiments()
-    assert store_error_line(raised.value, uri).startswith(f"the tracking store {uri} is unreachable")
+    line = store_error_line(raised.value, uri)
+    assert line.startswith(f"the tracking store {uri} is unreachable")
 
 
 def test_a_download_failure_in_a_sweep_is_reported_as_one(tmp_path, isolated_data_env):
