@@ -48,14 +48,16 @@ def isolated_data_env(monkeypatch, tmp_path, refused_url) -> None:
 
 class LibsvmSite:
     """What the server serves: ``files`` by flat name, ``cut_short`` names sent half-way only,
-    ``stalled`` names sent half-way and then held until ``release`` is set; ``requests`` counts
-    the GETs per name."""
+    ``stalled`` names sent half-way and then held until ``release`` is set (``sent`` is set once
+    a half is out: the client is then reading its download); ``requests`` counts the GETs per
+    name."""
 
     def __init__(self, files: dict[str, Path]):
         self.files = files
         self.cut_short: set[str] = set()
         self.stalled: set[str] = set()
         self.release = threading.Event()
+        self.sent = threading.Event()
         self.requests: Counter = Counter()
         self.url = ""
 
@@ -79,6 +81,7 @@ def libsvm_site(shared_libsvm):
             if name in site.stalled:
                 self.wfile.write(body[: len(body) // 2])
                 self.wfile.flush()
+                site.sent.set()
                 site.release.wait()
                 return
             self.wfile.write(body[: len(body) // 2] if name in site.cut_short else body)

@@ -5,14 +5,17 @@ settings. References: scipy (permutation test, Wilcoxon), hand computation."""
 
 import argparse
 import itertools
+import subprocess
+import sys
 
+import baycomp
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from svmlab.analysis import (bayes, compare, friedman, hypotheses, report, run, select, table,
-                             ties, wilcoxon)
+from svmlab.analysis import (bayes, compare, friedman, hypotheses, profiles, report, run,
+                             select, table, ties, wilcoxon)
 from svmlab.analysis.cli import add_parser
 from svmlab.errors import SvmlabError
 
@@ -188,6 +191,25 @@ def test_times_within_ten_percent_are_equivalent_at_any_scale():
         analyze({**values, ("b0", "A"): [0.0]}, table.parse_measure("fit_time_s"))
 
 
+def test_differences_of_exactly_one_rope_sit_on_its_bound():
+    """Every A - B is 0.01 in decimals, 0.010000000000000009 in floats: the float noise put every
+    Walsh average outside the default ROPE of test_accuracy (0.954 / 0.046 / 0 before); the
+    bound takes the ranks' tie tolerance, so the decimal result 0 / 1 / 0 holds, as baycomp
+    gives it for differences that are exactly 0.01."""
+    a = [0.80, 0.71, 0.62, 0.93, 0.55, 0.87]
+    b = [0.79, 0.70, 0.61, 0.92, 0.54, 0.86]
+    assert (np.subtract(a, b) > 0.01).all()  # the noise is there
+    values = {(f"b{i}", t): [v] for i, pair in enumerate(zip(a, b)) for t, v in zip("AB", pair)}
+    row = analyze(values, table.parse_measure("test_accuracy")).pairwise.iloc[0]
+    shares = [row["share A better"], row["share equivalent"], row["share B better"]]
+    assert shares == [0.0, 1.0, 0.0]
+    exact = baycomp.SignedRankTest.probs(np.zeros(6), np.full(6, 0.01), 0.01, nsamples=2000)
+    np.testing.assert_array_equal(exact, [0.0, 1.0, 0.0])
+    clear = {**values, **{(f"b{i}", "A"): [v + 0.001] for i, v in enumerate(a)}}
+    row = analyze(clear, table.parse_measure("test_accuracy")).pairwise.iloc[0]
+    assert row["share A better"] > 0.9  # 0.011 is outside the ROPE
+
+
 # 6. wording --------------------------------------------------------------------------------------
 
 def test_decisions_hypotheses_and_shares_are_worded_as_what_they_are(tmp_path, capsys):
@@ -247,6 +269,64 @@ def test_pratt_rank_biserial_counts_the_zeros_ranks():
     assert wilcox.rank_biserial == pytest.approx((4.5 - 1.5) / 6)
 
 
+def test_hodges_lehmann_interval_is_exact_above_fifty_pairs():
+    """n = 60: the normal approximation took w_(648), one below the exact order statistic
+    w_(649); scipy's exact test at the bounds gives p = 1 - coverage just outside, more inside."""
+    d = np.random.default_rng(60).normal(0.5, 1, 60)
+    shift = wilcoxon.hodges_lehmann(d)
+    i, j = np.triu_indices(60)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    assert shift["low"] == walsh[648] and shift["high"] == walsh[len(walsh) - 649]
+    alpha = 1 - shift["coverage"]
+    assert 0.95 <= shift["coverage"] < 0.951
+    for mu, inside in ((shift["low"] + 1e-9, True), (shift["high"] - 1e-9, True),
+                       (shift["low"] - 1e-9, False), (shift["high"] + 1e-9, False)):
+        p = stats.wilcoxon(d - mu, method="exact").pvalue
+        assert (p > alpha * (1 + 1e-9)) == inside, (mu, p)
+        if not inside:
+            assert p == pytest.approx(alpha, rel=1e-9)
+
+
+@pytest.mark.parametrize("d, low, high, coverage", [
+    ([1.0, 2, 4], 1.0, 4.0, 1 - 2 / 8),  # Walsh averages 1, 1.5, 2, 2.5, 3, 4
+    ([0.3, -0.1, 0.7, 0.2, 0.5], -0.1, 0.7, 1 - 2 / 32),  # R: conf.level 0.94 and a warning
+    ([0.3, -0.1, 0.7, 0.2, 0.5, 0.4], -0.1, 0.7, 1 - 2 / 64),  # 95 % attained
+])
+def test_too_few_pairs_for_the_level_widen_to_the_extremes_and_say_so(d, low, high, coverage):
+    """NaN bounds for n <= 5 at 95 %, before; R widens to [min, max] and states the lower level
+    it attains, 1 - 2 P(W+ = 0) = 1 - 2^(1-n)."""
+    shift = wilcoxon.hodges_lehmann(np.array(d))
+    assert (shift["low"], shift["high"]) == (low, high)
+    assert shift["coverage"] == coverage
+    row = {"ci_low": low, "ci_high": high, "ci_coverage": coverage}
+    said = report._interval(row, 0.95)
+    assert said.startswith(f", {100 * coverage:.1f} % CI [{low:.4g}, {high:.4g}]")
+    assert ("95 % is not attainable with so few blocks" in said) == (coverage < 0.95)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_hodges_lehmann_refuses_what_is_not_a_number(bad):
+    with pytest.raises(ValueError, match="Hodges-Lehmann estimate needs .* finite differences"):
+        wilcoxon.hodges_lehmann(np.array([0.1, bad, 0.3]))
+
+
+@pytest.mark.parametrize("bad", [0.0, -2.0, np.nan])
+def test_performance_ratios_refuse_costs_that_are_not_positive(bad):
+    costs = pd.DataFrame({"A": [1.0, 2.0], "B": [np.inf, bad]}, index=["x", "y"])
+    with pytest.raises(ValueError, match=f"need positive costs \\(\\+inf for a failure\\); "
+                                         f"got {bad} for B on block y"):
+        profiles.ratios(costs)
+
+
+def test_an_infinite_accuracy_is_not_called_a_target_never_reached():
+    values = {(f"b{i}", t): [v] for i in range(4) for t, v in (("A", 0.9), ("B", 0.8 + i / 100))}
+    values[("b0", "A")] = [np.inf]
+    with pytest.warns(UserWarning) as caught:
+        analyze(values, table.parse_measure("test_accuracy"))
+    assert str(caught[0].message) == ("test_accuracy is infinite (treated as missing by the "
+                                      "tests): b0: A")
+
+
 # 9. incomplete tables, tidy tables, pooled settings ----------------------------------------------
 
 def test_too_few_complete_blocks_names_the_cells_and_the_filter():
@@ -289,6 +369,50 @@ def test_tidy_csv_with_key_names(tmp_path):
         ("a", "X", 1), ("a", "Y", 2), ("b", "X", 3), ("b", "Y", 4)]
     pd.concat([pd.read_csv(csv)] * 2).to_csv(csv, index=False)
     with pytest.raises(SvmlabError, match="rows repeat a cell.*own 'repetition' value"):
+        select.from_csv(csv, ["acc"])
+
+
+WIDE = "dataset,solver,seed,acc\nx,A,0,0.9\nx,B,0,0.8\ny,A,0,0.7\ny,B,0,0.6\n"
+
+
+@pytest.mark.parametrize("extra", [
+    "y,B,0,0.6\n",  # an exact duplicate row
+    "y,B,0,0.5\n",  # a second value for the same cell
+    "y,B,0,0.6\ny,B,1,0.6\n",  # the same repetition id twice
+], ids=["duplicate row", "two values", "repetition twice"])
+@pytest.mark.parametrize("layout", ["wide", "tidy", "wide without seed"])
+def test_a_repeated_cell_is_refused_in_every_layout(tmp_path, extra, layout):
+    """Wide tables averaged repeated cells silently, where tidy ones were refused."""
+    csv = tmp_path / "t.csv"
+    csv.write_text(WIDE + extra)
+    table_ = pd.read_csv(csv)
+    if layout == "tidy":
+        table_ = table_.melt(["dataset", "solver", "seed"], var_name="measure")
+    elif layout == "wide without seed":
+        table_ = table_.drop(columns="seed")
+    table_.to_csv(csv, index=False)
+    with pytest.raises(SvmlabError, match="[23] rows repeat a cell, e.g. {'block': 'y', 'treatment'"
+                                          ": 'B'.*give each repetition its own 'repetition'"):
+        select.from_csv(csv, ["acc"])
+    pd.read_csv(csv).drop_duplicates().iloc[:4].to_csv(csv, index=False)
+    assert len(select.from_csv(csv, ["acc"]).long) == 4  # each cell once: accepted
+
+
+def test_an_empty_label_is_named_by_its_row(tmp_path):
+    """`,A,0.9`: a TypeError from sorting a float (NaN) among strings, before; now one line
+    naming the row, status 2, from the real command; likewise under the key names."""
+    csv = tmp_path / "t.csv"
+    rows = "x,A,0.8\nx,B,0.7\ny,A,0.9\ny,B,0.6\n"
+    csv.write_text("block,treatment,acc\n" + rows + ",A,0.9\n")
+    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "analyze", "--csv", str(csv),
+                           "-m", "acc:higher"], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"svmlab: error: {csv}: row 5 after the header (',A,0.9') has an "
+                           f"empty block label (column 'block'); give every row its block\n")
+    csv.write_text("dataset,solver,acc\n" + rows.replace("y,B", "y, "))
+    with pytest.raises(SvmlabError, match="row 4 after the header \\('y, ,0.6'\\) has an empty "
+                                          "treatment label \\(column 'solver'\\)"):
         select.from_csv(csv, ["acc"])
 
 

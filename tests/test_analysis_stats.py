@@ -129,7 +129,9 @@ def test_effect_sizes_by_hand():
     assert result.rank_biserial == pytest.approx((9 - 1) / 10)
     # d = 1, 2, 4: Walsh averages 1, 1.5, 2, 2.5, 3, 4; their median 2.25
     assert wilcoxon.hodges_lehmann(np.array([1.0, 2, 4]))["estimate"] == 2.25
-    assert np.isnan(wilcoxon.hodges_lehmann(np.array([1.0, 2]))["low"])  # n too small for 95 %
+    # n = 2, too few for 95 %: the widest interval, [1, 2], of coverage 1 - 2 P(W+ = 0) = 1/2
+    assert wilcoxon.hodges_lehmann(np.array([1.0, 2])) == {"estimate": 1.5, "low": 1.0,
+                                                           "high": 2.0, "coverage": 0.5}
 
 
 def test_hypothesis_in_words():

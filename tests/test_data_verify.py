@@ -203,23 +203,35 @@ def _parts(folder: Path) -> list[Path]:
 
 def _wait_for_part(folder: Path, proc: subprocess.Popen) -> Path:
     """The part file of a download under way in ``proc``, once it exists."""
-    deadline = time.monotonic() + 120
-    while not _parts(folder):
+    _wait_until(lambda: _parts(folder), proc)
+    (part,) = _parts(folder)
+    return part
+
+
+def _wait_until(condition, proc: subprocess.Popen) -> None:
+    """Poll ``condition()`` while ``proc`` runs; the time limit is only a safety net."""
+    deadline = time.monotonic() + 600
+    while not condition():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             pytest.fail(f"the download never started: {proc.communicate()}")
         time.sleep(0.05)
-    (part,) = _parts(folder)
-    return part
+
+
+def _reading(site, proc: subprocess.Popen) -> None:
+    """Wait until ``proc`` reads a stalled download: the server has sent its first half, so the
+    request was made from inside the download's clean-up block (the part file alone exists a
+    moment before that block is entered)."""
+    _wait_until(site.sent.is_set, proc)
 
 
 def test_sigterm_during_a_fetch_leaves_no_part_file(libsvm_site, tmp_path):
     cache = tmp_path / "cache"
     libsvm_site.stalled.add("a1a")
     proc = _fetch_process("a1a", cache, libsvm_site.url)
-    _wait_for_part(cache / "a1a", proc)
+    _reading(libsvm_site, proc)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert proc.wait(timeout=600) == 128 + signal.SIGTERM
     assert list((cache / "a1a").iterdir()) == []
 
 
@@ -228,9 +240,9 @@ def test_ctrl_c_during_a_fetch_says_so_in_one_line_and_leaves_no_part_file(libsv
     cache = tmp_path / "cache"
     libsvm_site.stalled.add("a1a")
     proc = _fetch_process("a1a", cache, libsvm_site.url)
-    _wait_for_part(cache / "a1a", proc)
+    _reading(libsvm_site, proc)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    assert proc.wait(timeout=600) == 130
     err = proc.stderr.read()
     assert "svmlab: interrupted" in err and "Traceback" not in err
     assert list((cache / "a1a").iterdir()) == []

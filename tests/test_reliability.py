@@ -7,6 +7,7 @@ and no duplicate run on resume. Nothing here depends on timing: processes are wa
 polling their state, with generous limits.
 """
 
+import hashlib
 import os
 import signal
 import socket
@@ -24,7 +25,8 @@ from support.servers import tracking_server
 from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
                                       Heartbeat, this_process)
 from svmlab.tracking.reap import reap
-from svmlab.tracking.store import store_problem
+from svmlab.errors import DownloadError
+from svmlab.tracking.store import store_error_line, store_problem
 
 LIMIT_S = 120  # how long a state is waited for before the test fails
 
@@ -306,11 +308,88 @@ def test_a_sweep_folder_that_cannot_be_created_starts_nothing(tmp_path):
     ("(sqlite3.OperationalError) database is locked", "locked"),
     ("(sqlite3.OperationalError) attempt to write a readonly database", "read-only"),
     ("(sqlite3.OperationalError) database or disk is full", "full"),
-    ("HTTPConnectionPool: Max retries exceeded (Connection refused)", "unreachable"),
+    ("(sqlite3.DatabaseError) database disk image is malformed", "damaged"),
+    ("(sqlite3.DatabaseError) file is not a database", "damaged"),
+    ("HTTPConnectionPool(host='db.lab', port=5000): Max retries exceeded (Connection refused)",
+     "unreachable"),
 ])
 def test_store_errors_are_named(text, problem):
-    assert store_problem(RuntimeError(text)).startswith(problem)
-    assert store_problem(ValueError("C must be positive")) is None
+    uri = "http://db.lab:5000" if problem == "unreachable" else "sqlite:///mlflow.db"
+    assert store_problem(RuntimeError(text), uri).startswith(problem)
+    assert store_problem(ValueError("C must be positive"), uri) is None
+
+
+def download_failure() -> DownloadError:
+    """The error a sweep's job met without a network: a download whose host did not resolve."""
+    try:
+        try:
+            raise socket.gaierror(-2, "Name or service not known")
+        except OSError as exc:
+            raise DownloadError(f"download of http://data.lab/a4a failed: {exc}") from exc
+    except DownloadError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///mlflow.db", "http://db.lab:5000",
+                                 "postgresql://user@db.lab/mlflow"])
+def test_a_failed_download_is_not_the_stores(uri):
+    """A network failure is the store's only when it names the store's host, and an error svmlab
+    raised about the data names its own cause: a download that failed is never the store's."""
+    assert store_error_line(download_failure(), uri) is None
+    assert store_problem(OSError("[Errno -2] Name or service not known"), uri) is None
+    refused = RuntimeError("HTTPConnectionPool(host='data.lab', port=80): Connection refused")
+    assert store_problem(refused, uri) is None
+
+
+def test_a_store_on_a_host_that_does_not_resolve_is_unreachable(monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    uri = "http://nosuchhost.invalid:5000"
+    with pytest.raises(Exception) as raised:
+        MlflowClient(uri).search_experiments()
+    line = store_error_line(raised.value, uri)
+    assert line.startswith(f"the tracking store {uri} is unreachable")
+
+
+def test_a_download_failure_in_a_sweep_is_reported_as_one(tmp_path, isolated_data_env):
+    """No route to the LIBSVM site: the job fails with the download's one line (status 1: a job
+    of the sweep failed), and nothing blames the tracking store."""
+    store = tmp_path / "mlflow.db"
+    done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "dataset=a4a",
+                                  f"paths.cache_dir={tmp_path / 'cache'}",
+                                  "tracking.log_model=false"), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    failed = [line for line in done.stdout.splitlines() if line.startswith("  failed: #0")]
+    assert failed and "DownloadError: download of http://127.0.0.1:" in failed[0]
+    assert "tracking store" not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def damaged(store, damage: str) -> str:
+    """A store that is not a readable SQLite database; returns its sha256."""
+    if damage == "halved":  # a store with a run, cut to half its size
+        client = MlflowClient(f"sqlite:///{store}")
+        client.create_run(client.create_experiment("svmlab"))
+        os.truncate(store, store.stat().st_size // 2)
+    else:
+        store.write_text("experiment,run\nsvmlab,1\n")
+    return hashlib.sha256(store.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("damage, command", [("halved", "train"), ("halved", "sweep"),
+                                             ("halved", "reap"), ("text", "train")])
+def test_a_damaged_store_is_named_and_left_as_it_is(tmp_path, damage, command):
+    store = tmp_path / "mlflow.db"
+    digest = damaged(store, damage)
+    args = (["runs", "reap", "--tracking-uri", f"sqlite:///{store}"] if command == "reap" else
+            train_args_for(store, "solver=liblinear", "tracking.log_model=false",
+                           *(["-m"] if command == "sweep" else [])))
+    done = svmlab(*args, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "error" in line]
+    assert f"the tracking store sqlite:///{store} is damaged" in line
+    assert f"left {store} as it is: restore it from a backup, or start a new store" in line
+    assert "Traceback" not in done.stderr
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == digest
 
 
 # -- store outages ---------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     columns of the block and treatment labels, for the filters that messages suggest."""
     full = table.aggregate(long, measure.name, options.aggregate)
     costs = _costs(full, measure, options.rtol)
-    full = table.unreached_as_missing(full)
+    full = table.infinite_as_missing(full, measure, profiled=costs is not None)
     values, dropped = table.complete_blocks(full, options.strict, columns)
     n, k = values.shape
     if k < 2 or n < 2:
@@ -149,9 +149,9 @@ def signed_rank_table(values: pd.DataFrame, pairs: list[hypotheses.Pair], measur
             method=options.method, rtol=options.rtol, exact_max_n=options.exact_max_n,
             continuity=options.continuity)
         d = ties.differences(a, b, options.rtol)
-        shift = wilcoxon.hodges_lehmann(d, confidence=options.confidence,
-                                        exact_max_n=options.exact_max_n)
-        posterior = bayes.signed_rank(_rope_scale(d, a, b, measure), _rope(measure),
+        shift = wilcoxon.hodges_lehmann(d, confidence=options.confidence)
+        rope_d, scale = _rope_scale(d, a, b, measure)
+        posterior = bayes.signed_rank(rope_d, _rope(measure), scale=scale, rtol=options.rtol,
                                       prior=options.bayes_prior,
                                       n_samples=options.bayes_samples, seed=options.seed)
         a_better, b_better = (("p_right", "p_left") if measure.higher_is_better
@@ -169,16 +169,21 @@ def signed_rank_table(values: pd.DataFrame, pairs: list[hypotheses.Pair], measur
     return pd.DataFrame(rows)
 
 
-def _rope_scale(d: np.ndarray, a: np.ndarray, b: np.ndarray, measure: table.Measure) -> np.ndarray:
-    """The differences the ROPE applies to: d, or log(A / B) for a relative ROPE (0 where the
-    values are equal within the tie tolerance)."""
+def _rope_scale(d: np.ndarray, a: np.ndarray, b: np.ndarray,
+                measure: table.Measure) -> tuple[np.ndarray, np.ndarray]:
+    """The differences the ROPE applies to, and the scale of their float noise: d and
+    max(|A|, |B|), or for a relative ROPE log(A / B) (0 where the values are equal within the
+    tie tolerance) and max(1, |log A|, |log B|) (a relative error of A is an absolute one of
+    log A)."""
     if not measure.relative:
-        return d
+        return d, np.maximum(np.abs(a), np.abs(b))
     if (a <= 0).any() or (b <= 0).any():
         raise SvmlabError(f"{measure.name}: a relative ROPE ({measure.rope_text}) compares "
                           f"log-ratios and needs positive values; give an absolute ROPE "
                           f"({measure.name}:{measure.direction}:NUMBER) instead")
-    return np.where(d == 0, 0.0, np.log(a) - np.log(b))
+    log_a, log_b = np.log(a), np.log(b)
+    return (np.where(d == 0, 0.0, log_a - log_b),
+            np.maximum(1.0, np.maximum(np.abs(log_a), np.abs(log_b))))
 
 
 def _rope(measure: table.Measure) -> float:

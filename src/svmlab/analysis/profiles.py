@@ -14,10 +14,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from svmlab.errors import SvmlabError
+
 
 def ratios(costs: pd.DataFrame) -> pd.DataFrame:
     """r[p, s] = t[p, s] / min_s t[p, s]; +inf for a failure, and for every treatment of a block
-    that no treatment solved."""
+    that no treatment solved. Costs must be positive (or +inf): a ratio to a cost of 0 or less
+    means nothing."""
+    bad = ~(costs > 0)  # also NaN
+    if bad.to_numpy().any():
+        block, treatment = bad.stack().loc[lambda cells: cells].index[0]
+        value = float(costs.loc[block, treatment])
+        raise SvmlabError(f"performance ratios need positive costs (+inf for a failure); got "
+                          f"{value} for {treatment} on block {block}")
     best = costs.min(axis=1)
     out = costs.div(best, axis=0)
     out.loc[~np.isfinite(best)] = np.inf

@@ -194,18 +194,21 @@ def console_summary(summary: dict) -> str:
             lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
                          f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
                          f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
-                         f"Hodges-Lehmann {p['hodges_lehmann']:.4g}{_interval(p)}; "
+                         f"Hodges-Lehmann {p['hodges_lehmann']:.4g}"
+                         f"{_interval(p, options['confidence'])}; "
                          f"posterior shares A better / equivalent (ROPE {p['rope']}) / B better "
                          f"= {p[SHARES[0]]:.3f} / {p[SHARES[1]]:.3f} / {p[SHARES[2]]:.3f}")
             lines.append(f"    H1: {p['H1']}")
     return "\n".join(lines) + "\n"
 
 
-def _interval(p: dict) -> str:
-    """', 95.2 % CI [low, high]' of a pairwise row, or '' when the blocks are too few."""
-    if p["ci_low"] is None or (isinstance(p["ci_low"], float) and math.isnan(p["ci_low"])):
-        return " (too few blocks for an interval)"
-    return f", {100 * p['ci_coverage']:.1f} % CI [{p['ci_low']:.4g}, {p['ci_high']:.4g}]"
+def _interval(p: dict, confidence: float) -> str:
+    """', 95.2 % CI [low, high]' of a pairwise row, at the coverage it attains, which too few
+    blocks keep below the level asked (then said, as R's wilcox.test says it)."""
+    text = f", {100 * p['ci_coverage']:.1f} % CI [{p['ci_low']:.4g}, {p['ci_high']:.4g}]"
+    if p["ci_coverage"] < confidence:
+        text += f" ({100 * confidence:g} % is not attainable with so few blocks)"
+    return text
 
 
 def conclusions(analysis: MeasureAnalysis, alpha: float) -> list[str]:

@@ -134,16 +134,23 @@ def from_csv(path: str | Path, measures: list[str], blocks=("dataset",),
     """A table with columns block, treatment, optional repetition, and one column per measure;
     or, as published tables are often typed in, tidy: ``measure`` and ``value`` columns. Instead
     of block, treatment and repetition the columns may carry the names of the keys (dataset,
-    solver, seed by default; several keys are combined)."""
+    solver, seed by default; several keys are combined). Every row needs its labels, and a cell
+    (block, treatment, repetition, measure) may be given once, in either layout."""
     try:
         long = pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise SvmlabError(f"cannot read the results table {path}: {exc}") from None
-    for role, keys in (("block", list(blocks)), ("treatment", list(treatments)),
-                       ("repetition", [repetition])):
-        if role not in long and all(k in long for k in keys):
-            long[role] = long[keys].astype(str).agg(JOIN.join, axis=1)
-    if {"measure", "value"} <= set(long.columns):
+    labels = {role: [role] if role in long else keys
+              for role, keys in (("block", list(blocks)), ("treatment", list(treatments)),
+                                 ("repetition", [repetition]))
+              if role in long or all(k in long for k in keys)}
+    for role, columns in labels.items():
+        _check_labels(long, columns, role, path)
+    for role, columns in labels.items():
+        if columns != [role]:
+            long[role] = long[columns].astype(str).agg(JOIN.join, axis=1)
+    tidy = {"measure", "value"} <= set(long.columns)
+    if tidy:
         long = _widen(long, path)
     required = ["block", "treatment", *measures]
     missing = [c for c in required if c not in long]
@@ -153,6 +160,8 @@ def from_csv(path: str | Path, measures: list[str], blocks=("dataset",),
                           f"measure, or block, treatment, measure, value (the key names "
                           f"may stand for block, treatment, repetition); found: "
                           f"{', '.join(map(str, long.columns))}")
+    if not tidy:
+        _check_cells(long, [c for c in KEY_COLUMNS if c in long], path)
     if "repetition" not in long:
         long["repetition"] = 0
     for key in KEY_COLUMNS:
@@ -170,12 +179,29 @@ def from_csv(path: str | Path, measures: list[str], blocks=("dataset",),
 def _widen(tidy: pd.DataFrame, path) -> pd.DataFrame:
     """One column per measure from a tidy table (key columns, measure, value)."""
     index = [c for c in KEY_COLUMNS if c in tidy]
-    duplicated = tidy.duplicated([*index, "measure"], keep=False)
+    _check_cells(tidy, [*index, "measure"], path)
+    return tidy.pivot(index=index, columns="measure", values="value").reset_index()
+
+
+def _check_labels(table: pd.DataFrame, columns: list[str], role: str, path) -> None:
+    """A SvmlabError naming the first row with an empty ``role`` label in ``columns``."""
+    for column in columns:
+        empty = table[column].isna() | (table[column].astype(str).str.strip() == "")
+        if empty.any():
+            row = int(empty.to_numpy().nonzero()[0][0])
+            typed = ",".join("" if pd.isna(v) else str(v) for v in table.iloc[row])
+            raise SvmlabError(f"{path}: row {row + 1} after the header ({typed!r}) has an empty "
+                              f"{role} label (column {column!r}); give every row its {role}")
+
+
+def _check_cells(table: pd.DataFrame, keys: list[str], path) -> None:
+    """A SvmlabError when rows repeat a cell (the same ``keys``): repeated rows would be averaged
+    silently, as if they were repetitions."""
+    duplicated = table.duplicated(keys, keep=False)
     if duplicated.any():
-        first = tidy.loc[duplicated, [*index, "measure"]].iloc[0].to_dict()
+        first = table.loc[duplicated, keys].iloc[0].to_dict()
         raise SvmlabError(f"{path}: {int(duplicated.sum())} rows repeat a cell, e.g. {first}; "
                           f"give each repetition its own 'repetition' value")
-    return tidy.pivot(index=index, columns="measure", values="value").reset_index()
 
 
 def _label(runs: pd.DataFrame, columns: list[str]) -> pd.Series:

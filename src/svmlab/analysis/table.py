@@ -96,17 +96,21 @@ def aggregate(long: pd.DataFrame, measure: str, how: str = "mean") -> pd.DataFra
     return table.reindex(index=blocks, columns=treatments)
 
 
-def unreached_as_missing(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with +inf cells (a derived measure whose target was never reached) as missing,
-    with a warning naming them: a rank test cannot order a failure against a time."""
+def infinite_as_missing(table: pd.DataFrame, measure: Measure, profiled: bool) -> pd.DataFrame:
+    """``table`` with infinite cells as missing, with a warning naming them, worded for the
+    measure: a derived measure's +inf is a target never reached, any other measure's is just
+    infinite. A rank test cannot order them; the performance profiles (``profiled``) count
+    them as failures."""
     infinite = np.isinf(table.to_numpy(dtype=float))
     if not infinite.any():
         return table
     listing = "; ".join(f"{b}: {', '.join(map(str, row.index[row]))}"
                         for b, row in pd.DataFrame(infinite, table.index, table.columns).iterrows()
                         if row.any())
-    warnings.warn(f"target never reached (treated as missing by the tests, as failures by the "
-                  f"performance profiles): {listing}", stacklevel=3)
+    what = ("target never reached" if measure.name.startswith(DERIVED)
+            else f"{measure.name} is infinite")
+    failures = ", as failures by the performance profiles" if profiled else ""
+    warnings.warn(f"{what} (treated as missing by the tests{failures}): {listing}", stacklevel=3)
     return table.mask(infinite)
 
 

@@ -45,13 +45,13 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
     """
     part = dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(8)}.part")
     with _sigterm_exits():
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            out = part.open("xb")  # a new file, so its mode is 0666 less the umask
-        except OSError as exc:
-            raise DownloadError(f"cannot write into {dest.parent} to download {url}: "
-                                f"{exc}") from exc
-        try:
+        try:  # the part file is created inside: Ctrl-C just after its creation removes it too
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                out = part.open("xb")  # a new file, so its mode is 0666 less the umask
+            except OSError as exc:
+                raise DownloadError(f"cannot write into {dest.parent} to download {url}: "
+                                    f"{exc}") from exc
             with out:
                 _stream(url, out, dest.name)
                 out.flush()
@@ -59,7 +59,8 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
             found = _verified(part, dest, url, expected) if expected.known else None
             os.replace(part, dest)
         except BaseException:
-            part.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # e.g. no folder to hold it: the error says why
+                part.unlink(missing_ok=True)
             raise
     return found
 

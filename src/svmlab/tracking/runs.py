@@ -219,7 +219,8 @@ class Tracker:
         try:
             mlflow.end_run(status=status)
         except Exception:  # the run is off MLflow's stack already; its store may come back
-            until_stored(lambda: self.client.set_terminated(self.run_id, status))
+            until_stored(lambda: self.client.set_terminated(self.run_id, status),
+                         mlflow.get_tracking_uri())
 
     def _record_error(self, exc: BaseException, tb) -> None:
         message = f"{type(exc).__name__}: {exc}"

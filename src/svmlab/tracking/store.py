@@ -10,7 +10,9 @@ a request to a tracking server 2 times with a 1 s backoff factor and a 30 s time
 its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request), unless
 the user set ``MLFLOW_HTTP_REQUEST_*`` variables; :func:`until_stored` tries a write that must
 happen (ending a run) again for up to a minute. :func:`store_problem` names what is wrong with a
-store in a few words, for one-line messages.
+store in a few words, for one-line messages; an error is the store's only when it comes from the
+store: a network failure must name the store's host (a failed download is not the store's), and
+an error svmlab raised about the user's data or config is never the store's.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import mlflow
 from filelock import FileLock
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
+
+from svmlab.errors import SvmlabError
 
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
@@ -45,18 +50,21 @@ class _RaisedAnyway(logging.Filter):
 
 logging.getLogger("mlflow.store.db.utils").addFilter(_RaisedAnyway())
 
+UNREACHABLE = "unreachable"
+DAMAGED = "damaged (not a readable SQLite database)"
 # (words in an error or its causes, what the store is) - the first match names the problem
 PROBLEMS = (
     (("database is locked",), "locked (another process holds SQLite's write lock)"),
     (("readonly database", "read-only file system"), "read-only"),
     (("disk is full", "no space left"), "full (no space left on the device)"),
+    (("database disk image is malformed", "file is not a database"), DAMAGED),
     (("connection refused", "max retries exceeded", "failed to establish", "timed out",
-      "name or service not known", "connection aborted", "remote end closed"), "unreachable"),
+      "name or service not known", "connection aborted", "remote end closed"), UNREACHABLE),
     (("could not find a registered", "unsupported uri", "not a valid uri"),
      "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
 )
-TRANSIENT = ("locked", "unreachable")  # what may pass if one waits
+TRANSIENT = ("locked", UNREACHABLE)  # what may pass if one waits
 _ERRNO_PROBLEMS = {errno.ENOSPC: "full (no space left on the device)", errno.EROFS: "read-only",
                    errno.EACCES: "not writable (permission denied)",
                    errno.EPERM: "not writable (permission denied)",
@@ -182,43 +190,65 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return found
 
 
-def _diagnosis(exc: BaseException) -> tuple[str, str] | None:
-    """(what is wrong with the store, the line of the error that says so), or None."""
-    for link in _chain(exc):
+def _store_links(exc: BaseException) -> list[BaseException]:
+    """The links of ``exc``'s chain that may be the store's: those before the first error
+    svmlab raised about the user's data or config (a failed download, say), which names its own
+    cause."""
+    links = _chain(exc)
+    mine = [i for i, link in enumerate(links) if isinstance(link, SvmlabError)]
+    return links[:mine[0]] if mine else links
+
+
+def _diagnosis(exc: BaseException, uri: str | None) -> tuple[str, str] | None:
+    """(what is wrong with the store at ``uri``, the line of the error that says so), or None.
+
+    A network failure is the store's only when its line names the store's host: a SQLite
+    store has none, and a download that failed names another."""
+    host = (urlsplit(resolved_uri(uri)).hostname or "").lower()
+    for link in _store_links(exc):
         if isinstance(link, OSError) and link.errno in _ERRNO_PROBLEMS:
             return _ERRNO_PROBLEMS[link.errno], str(link)
         for line in f"{type(link).__name__}: {link}".splitlines():
             for words, problem in PROBLEMS:
-                if any(word in line.lower() for word in words):
+                if not any(word in line.lower() for word in words):
+                    continue
+                if problem != UNREACHABLE or (host and host in line.lower()):
                     return problem, line.strip()
     return None
 
 
-def store_problem(exc: BaseException) -> str | None:
-    """What is wrong with the store, in a few words ('read-only', 'unreachable', ...), when
-    ``exc`` or one of its causes says so; None for an error that is not the store's."""
-    found = _diagnosis(exc)
+def store_problem(exc: BaseException, uri: str | None) -> str | None:
+    """What is wrong with the store at ``uri``, in a few words ('read-only', 'unreachable',
+    ...), when ``exc`` or one of its causes says so; None for an error that is not the
+    store's."""
+    found = _diagnosis(exc, uri)
     return found[0] if found else None
 
 
 def store_error_line(exc: BaseException, uri: str | None) -> str | None:
-    """One line naming the store, its problem and the line of the error that shows it; None
-    when the error is not the store's."""
-    found = _diagnosis(exc)
+    """One line naming the store, its problem, the line of the error that shows it and, for a
+    damaged SQLite file, what to do; None when the error is not the store's."""
+    found = _diagnosis(exc, uri)
     if found is None:
         return None
     problem, evidence = found
-    return f"the tracking store {resolved_uri(uri)} is {problem}: {evidence[:200]}"
+    uri = resolved_uri(uri)
+    line = f"the tracking store {uri} is {problem}: {evidence[:200]}"
+    if problem == DAMAGED:
+        line += (f"; svmlab left {sqlite_path(uri) or uri} as it is: restore it from a backup, "
+                 f"or start a new store (another tracking URI, e.g. sqlite:///new.db)")
+    return line
 
 
-def until_stored(call, attempts: int = 3, wait_s: float = 5.0):
-    """``call()``, tried again while the store is locked or unreachable: 15 s of waiting in
-    all, plus the attempts themselves (each SQLite attempt waits up to 20 s for the lock)."""
+def until_stored(call, uri: str | None, attempts: int = 3, wait_s: float = 5.0):
+    """``call()``, a write to the store at ``uri``, tried again while the store is locked or
+    unreachable: 15 s of waiting in all, plus the attempts themselves (each SQLite attempt
+    waits up to 20 s for the lock)."""
     for attempt in range(attempts):
         try:
             return call()
         except Exception as exc:
-            problem = store_problem(exc) or ""
+            problem = store_problem(exc, uri) or ""
             if attempt == attempts - 1 or not problem.startswith(TRANSIENT):
                 raise
             time.sleep(wait_s * (attempt + 1))

@@ -63,4 +63,4 @@ class ParentRun:
         if jobs_table is not None:
             self.client.log_text(run_id, jobs_table, "jobs.tsv")
         until_stored(lambda: self.client.set_terminated(
-            run_id, RunStatus.to_string(getattr(RunStatus, status))))
+            run_id, RunStatus.to_string(getattr(RunStatus, status))), self.uri)
