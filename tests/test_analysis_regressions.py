@@ -303,3 +303,13 @@ def test_runs_of_one_treatment_with_different_settings_are_named():
     assert message.startswith("treatment libsvm: runs differ in solver.C (1.0, 10.0), kernel.name"
                               " (linear, rbf); their values are pooled as repetitions")
     assert "--treatment solver --treatment kernel.name" in message
+
+
+def test_a_table_without_a_complete_block_suggests_a_filter_that_leaves_one():
+    """The default solver on the embedded data only, two baselines on two LIBSVM files: no block
+    is complete, and neither leaving out blocks nor treatments alone helps; both together do."""
+    full = pd.DataFrame({"nesvm": [0.95, np.nan, np.nan], "liblinear": [np.nan, 0.8, 0.85],
+                         "libsvm": [np.nan, 0.82, 0.86]}, index=["breast_cancer", "a1a", "heart"])
+    hint = table.incomplete_hint(full, {"block": ["tags.dataset"], "treatment": ["tags.solver"]})
+    assert hint.endswith("; a complete table of what remains: --filter \"tags.`dataset` != "
+                         "'breast_cancer' and tags.`solver` != 'nesvm'\"")

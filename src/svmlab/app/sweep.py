@@ -230,7 +230,7 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
             return
-        from svmlab.tracking.store import ui_command
+        from svmlab.tracking.store import ui_line
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         outcomes = read_outcomes(sweep_dir)
@@ -248,7 +248,7 @@ class SweepCallback(Callback):
         for o in outcomes:
             if o["status"] == "FAILED":
                 print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
-        print(f"open the MLflow UI on this store:  {ui_command(self.parent.uri)}", flush=True)
+        print(ui_line(self.parent.uri), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)
         if failed:
