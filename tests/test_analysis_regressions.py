@@ -313,3 +313,17 @@ def test_a_table_without_a_complete_block_suggests_a_filter_that_leaves_one():
     hint = table.incomplete_hint(full, {"block": ["tags.dataset"], "treatment": ["tags.solver"]})
     assert hint.endswith("; a complete table of what remains: --filter \"tags.`dataset` != "
                          "'breast_cancer' and tags.`solver` != 'nesvm'\"")
+
+
+def test_a_solver_that_never_reached_the_target_is_left_out_instead_of_every_block():
+    """time_to_gap: C stopped before the target everywhere, B (the control) on block z: the
+    blocks w, x, y compare A and B, instead of no block at all."""
+    rows = [(b, t, v) for b, values in {"x": (1.0, 2.0, np.inf), "y": (2.0, 3.0, np.inf),
+                                        "z": (1.5, np.inf, np.inf), "w": (1.0, 1.2, np.inf)}.items()
+            for t, v in zip("ABC", values)]
+    long = pd.DataFrame(rows, columns=["block", "treatment", "time_to_gap_1e-2"])
+    with pytest.warns(UserWarning, match="without a value in any block .*: C"):
+        result = compare.analyze_measure(long, table.parse_measure("time_to_gap_1e-2"),
+                                         compare.Options(control="B", bayes_samples=200))
+    assert list(result.table.columns) == ["A", "B"] and list(result.table.index) == ["w", "x", "y"]
+    assert result.control is not None and result.dropped == {"z": ["B"]}

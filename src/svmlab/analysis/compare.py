@@ -95,6 +95,8 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     full = table.aggregate(long, measure.name, options.aggregate)
     costs = _costs(full, measure, options.rtol)
     full = table.unreached_as_missing(full)
+    if not options.strict:
+        full = table.without_empty_treatments(full)
     values, dropped = table.complete_blocks(full, options.strict, columns)
     n, k = values.shape
     if k < 2 or n < 2:

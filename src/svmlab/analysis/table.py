@@ -177,6 +177,19 @@ def complete_part(missing: pd.DataFrame) -> tuple[list, list]:
             [t for t in missing.columns if t not in cols])
 
 
+def without_empty_treatments(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without the treatments that have no value in any block, with a warning: such
+    a treatment (a solver that never reached a precision target) cannot be compared, and kept
+    it would leave no complete block at all."""
+    empty = table.columns[table.isna().all(axis=0)]
+    if len(empty) and len(empty) < len(table.columns):
+        warnings.warn(f"leaving out the treatment(s) without a value in any block (for a "
+                      f"time to a target: never reached it): {', '.join(map(str, empty))}",
+                      stacklevel=2)
+        return table.drop(columns=empty)
+    return table
+
+
 def _not_in_filter(column: str, values: list[str]) -> str:
     """An MLflow filter that ``column`` (tags.X or params.X) is none of ``values`` (MLflow has no
     IN for tags and params, nor OR, so: a conjunction of !=)."""

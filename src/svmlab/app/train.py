@@ -168,6 +168,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
 
     dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
     data.validate(**dataset_params)
+    from svmlab.app.compiling import compile_solver
     from svmlab.app.evaluation import check_trace_finite, evaluate
     from svmlab.app.interrupt import run_interruptibly
     from svmlab.tracking.figures import convergence_figure
@@ -200,6 +201,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         # a solver whose fit takes eval_set traces test accuracy (off its clock)
         traces_test = "eval_set" in inspect.signature(estimator.fit).parameters
         fit_args = {"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}
+        compile_s = compile_solver(estimator, dataset, context.sweep_dir, context.launcher)
         run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
                           context.launcher, alive=functools.partial(still_training, run_name))
         trace = estimator.trace_.columns()  # joined once for the checks, the store and the plot
@@ -209,6 +211,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
             tracker.log_columns(columns, f"records/{name}.parquet")
         tracker.set_tags(fit_tags(estimator))
         metrics = evaluate(estimator, dataset)
+        metrics["compile_time_s"] += compile_s
         context.metrics = metrics
         tracker.log_metrics(metrics, step=int(estimator.n_iter_))
         tracker.log_figure(convergence_figure(trace, run_name),
