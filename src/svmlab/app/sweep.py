@@ -237,8 +237,13 @@ class SweepCallback(Callback):
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
         run_id = self.parent.run_id
         failed = counts["failed"] + counts["missing"]
-        stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
-                               jobs_table(outcomes))
+        if counts["total"] and counts["skipped"] == counts["total"] and not self.parent.nested:
+            atexit.unregister(self._stopped)
+            stored = self._quietly(self.parent.discard)
+            run_id = f"{run_id}: nothing to do, so no parent run was kept"
+        else:
+            stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
+                                   jobs_table(outcomes))
         signal.signal(signal.SIGTERM, self.previous_sigterm or signal.SIG_DFL)
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
