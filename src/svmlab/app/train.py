@@ -85,11 +85,11 @@ class RunContext:
 
 @functools.cache
 def git_commit() -> str | None:
-    """The commit of the svmlab source tree when svmlab runs from a git checkout.
+    """The commit of the svmlab source: of the git checkout svmlab runs from, else the one an
+    installed copy was built from (:func:`installed_commit`); None when neither is known.
 
-    ``+dirty`` marks uncommitted changes; an installed copy (site-packages) has no commit, even
-    inside a checkout's virtual environment. Asked once per process (the code a process runs
-    does not change once imported), not once per job of a sweep.
+    ``+dirty`` marks uncommitted changes. Asked once per process (the code a process runs does
+    not change once imported), not once per job of a sweep.
     """
     source = Path(svmlab.__file__).resolve()
 
@@ -101,8 +101,24 @@ def git_commit() -> str | None:
         git("ls-files", "--error-unmatch", source.name)
         commit, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
     except (OSError, subprocess.SubprocessError):
-        return None
+        return installed_commit()
     return commit + ("+dirty" if status else "")
+
+
+def installed_commit() -> str | None:
+    """The commit an installed copy was built from: ``svmlab/COMMIT``, written by the build
+    (setup.py), else the commit pip recorded for an install from a repository URL
+    (``direct_url.json``)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    stamp = Path(svmlab.__file__).with_name("COMMIT")
+    if stamp.is_file():
+        return stamp.read_text().strip() or None
+    try:
+        recorded = json.loads(distribution("svmlab").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError):
+        return None
+    return recorded.get("vcs_info", {}).get("commit_id")
 
 
 def config_digest(cfg: DictConfig) -> str:
