@@ -52,7 +52,10 @@ def compile_solver(estimator, dataset, sweep_dir: str | None = None,
     def warm_up() -> None:
         with warnings.catch_warnings(), event.install_listener("numba:compile", SayCompiling()):
             warnings.simplefilter("ignore")
-            twin.fit(dataset.X_train[rows], y[rows])
+            try:
+                twin.fit(dataset.X_train[rows], y[rows])
+            except Exception:  # a few rows can be too few for a whole fit: the fit compiles then
+                pass
 
     lock = (FileLock(str(state_dir(sweep_dir) / "compile.lock")) if sweep_dir
             else contextlib.nullcontext())

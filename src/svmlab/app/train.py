@@ -319,7 +319,8 @@ def main() -> None:
             raise SystemExit(sweep.EXIT_USAGE) from None
         if not sweeping:
             raise
-        print(f"svmlab: error: {type(exc).__name__}: {exception_line(exc)}", file=sys.stderr)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"svmlab: error: {type(exc).__name__}: {first}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
@@ -339,10 +340,6 @@ def environ_set(name: str, value: str | None):
 def print_key_hints() -> None:
     for hint in unknown_key_hints(sys.argv[1:]):
         print(f"svmlab: error: {hint}", file=sys.stderr)
-
-
-def exception_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def remove_job_folder() -> None:
