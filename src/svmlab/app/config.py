@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from importlib.resources import files
 from dataclasses import dataclass, field
+from importlib.resources import files
 from numbers import Real
 from typing import Any
 
@@ -92,9 +92,13 @@ def register_schema() -> None:
 
 
 def _unknown(what: str, value: Any, allowed) -> str:
+    return (f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}."
+            f"{_did_you_mean(value, allowed)}")
+
+
+def _did_you_mean(value: Any, allowed) -> str:
     close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}.{hint}"
+    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def check_typed_parts(cfg: DictConfig) -> None:
@@ -234,7 +238,6 @@ def _unknown_option(group: str, name: str, options: list[str]) -> str:
     """``unknown solver 'libsvn'`` with the close matches; all options when they are few."""
     if len(options) <= MANY_OPTIONS:
         return _unknown(group, name, options)
-    close = difflib.get_close_matches(name, options, n=3)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     listing = OPTION_LISTS.get(group, "svmlab train --help")
-    return f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them.{hint}"
+    return (f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them."
+            f"{_did_you_mean(name, options)}")
