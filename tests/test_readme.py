@@ -31,6 +31,7 @@ IGNORED = shutil.ignore_patterns(".venv", ".git", "mlruns", "mlflow.db*", "outpu
 
 @pytest.mark.slow
 @pytest.mark.shared_data
+@pytest.mark.timeout(2 * LIMIT_S)  # six commands, some minutes each on a loaded machine
 def test_the_readme_commands_work_in_order_in_a_fresh_copy(tmp_path, shared_libsvm):
     for command in COMMANDS:
         assert command in README, f"the README no longer says: {command}"

@@ -95,9 +95,9 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     full = table.aggregate(long, measure.name, options.aggregate)
     costs = _costs(full, measure, options.rtol)
     full = table.unreached_as_missing(full)
-    if not options.strict:
-        full = table.without_empty_treatments(full)
     values, dropped = table.complete_blocks(full, options.strict, columns)
+    if min(values.shape) < 2 and not options.strict:
+        values, dropped = table.complete_part_table(full, options.control) or (values, dropped)
     n, k = values.shape
     if k < 2 or n < 2:
         raise TooFewBlocks(f"{measure.name}: need at least 2 treatments and 2 complete blocks; "

@@ -162,14 +162,16 @@ def incomplete_hint(table: pd.DataFrame, columns: dict | None = None, listed: bo
     return text
 
 
-def complete_part(missing: pd.DataFrame) -> tuple[list, list]:
+def complete_part(missing: pd.DataFrame, keep=None) -> tuple[list, list]:
     """Blocks and treatments to leave out so that no cell is missing, found greedily: the block
-    or treatment with the largest share of missing cells goes first (blocks on a tie)."""
+    or treatment with the largest share of missing cells goes first (blocks on a tie); the
+    treatment ``keep`` (a control) stays."""
     rows, cols = list(missing.index), list(missing.columns)
     while rows and cols and missing.loc[rows, cols].to_numpy().any():
         part = missing.loc[rows, cols]
-        by_row, by_col = part.mean(axis=1), part.mean(axis=0)
-        if by_row.max() >= by_col.max():
+        by_row = part.mean(axis=1)
+        by_col = part.mean(axis=0).drop([keep] if keep is not None else [], errors="ignore")
+        if by_col.empty or by_row.max() >= by_col.max():
             rows.remove(by_row.idxmax())
         else:
             cols.remove(by_col.idxmax())
@@ -177,17 +179,20 @@ def complete_part(missing: pd.DataFrame) -> tuple[list, list]:
             [t for t in missing.columns if t not in cols])
 
 
-def without_empty_treatments(table: pd.DataFrame) -> pd.DataFrame:
-    """The table without the treatments that have no value in any block, with a warning: such
-    a treatment (a solver that never reached a precision target) cannot be compared, and kept
-    it would leave no complete block at all."""
-    empty = table.columns[table.isna().all(axis=0)]
-    if len(empty) and len(empty) < len(table.columns):
-        warnings.warn(f"leaving out the treatment(s) without a value in any block (for a "
-                      f"time to a target: never reached it): {', '.join(map(str, empty))}",
-                      stacklevel=2)
-        return table.drop(columns=empty)
-    return table
+def complete_part_table(table: pd.DataFrame, keep=None) -> tuple[pd.DataFrame, dict] | None:
+    """When fewer than 2 blocks have every treatment: the table without what
+    :func:`complete_part` leaves out (a solver that reached a time-to-gap target on few blocks
+    goes, instead of those blocks), with a warning naming it, if 2 blocks and 2 treatments
+    remain (else None). Returns what :func:`complete_blocks` does."""
+    blocks, treatments = complete_part(table.isna(), keep)
+    if min(len(table.index) - len(blocks), len(table.columns) - len(treatments)) < 2:
+        return None
+    missing = {str(b): [str(t) for t in table.columns[table.loc[b].isna()]] for b in blocks}
+    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out the treatment(s) "
+                  f"{', '.join(map(str, treatments)) or 'none'} and the block(s) "
+                  f"{', '.join(map(str, blocks)) or 'none'}, which miss the most cells",
+                  stacklevel=2)
+    return table.drop(index=blocks, columns=treatments), missing
 
 
 def _not_in_filter(column: str, values: list[str]) -> str:
