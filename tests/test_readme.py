@@ -25,8 +25,8 @@ COMMANDS = [
     'svmlab analyze -m time_to_gap_1e-3 -H "alm_gap<libsvm"',
     "mlflow run . -e analyze -P control=libsvm",
 ]
-IGNORED = shutil.ignore_patterns(".venv", ".git", "mlruns", "mlflow.db*", "outputs", "multirun",
-                                 "__pycache__", "*.egg-info")
+IGNORED = shutil.ignore_patterns(".venv", ".git", "build", "dist", "mlruns", "mlflow.db*",
+                                 "outputs", "multirun", "__pycache__", "*.egg-info")
 
 
 @pytest.mark.slow
