@@ -125,7 +125,8 @@ def test_bad_config_on_the_command_line_fails_before_any_run(tmp_path, capsys, o
 
 @pytest.mark.parametrize("override, suggestion", [
     ("sed=1", "'seed'"), ("sedd=1", "'seed'"), ("trackin.uri=x", "'tracking'"),
-    ("tracking.experimnt=x", "'experiment'"), ("kernal=rbf", "'kernel'"), ("solvr=libsvm", "'solver'"),
+    ("tracking.experimnt=x", "'experiment'"), ("kernal=rbf", "'kernel'"),
+    ("solvr=libsvm", "'solver'"),
     ("dataset=a9b", "'a9a'"), ("solver=libsvn", "'libsvm'"), ("solver.CC=1", "'C'"),
     ("dataset=breast_cancr", "'breast_cancer'"), ("kernel=rfb", "'rbf'"),
 ])

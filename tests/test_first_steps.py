@@ -70,8 +70,10 @@ def test_a_long_fit_shows_it_is_alive():
 
 def test_the_ui_line_names_the_one_worker_fallback():
     assert ui_line("sqlite:///x/mlflow.db").endswith(
-        "mlflow ui --backend-store-uri sqlite:///x/mlflow.db  (on a loaded machine: add --workers 1)")
-    assert ui_line("http://127.0.0.1:5000") == "open the MLflow UI on this store:  open http://127.0.0.1:5000"
+        "mlflow ui --backend-store-uri sqlite:///x/mlflow.db  "
+        "(on a loaded machine: add --workers 1)")
+    assert ui_line("http://127.0.0.1:5000") == (
+        "open the MLflow UI on this store:  open http://127.0.0.1:5000")
 
 
 def test_under_mlflow_run_without_an_experiment_the_run_goes_to_svmlab(tmp_path, monkeypatch):

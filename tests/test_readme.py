@@ -51,6 +51,7 @@ def test_the_readme_commands_work_in_order_in_a_fresh_copy(tmp_path, shared_libs
 
     assert "certified: relative duality gap" in printed["svmlab train"]
     assert "12 jobs: 12 finished, 0 failed" in printed[COMMANDS[1]]
-    page = re.search(r"notebook/significance_report.html: (\S+)", printed["svmlab report -e svmlab"])
+    page = re.search(r"notebook/significance_report.html: (\S+)",
+                     printed["svmlab report -e svmlab"])
     assert Path(page[1]).is_file()
     assert (copy / "mlflow.db").is_file()  # the store is where the README says

@@ -248,8 +248,9 @@ def certified_line(estimator) -> str:
     """What the fit proved of itself: the certified relative duality gap of the problem it
     solved, and whether its stopping rule held."""
     certificate = estimator.certificate_
-    proof = (f"certified: relative duality gap {certificate.rel_gap:.1e} of {certificate.formulation} "
-             f"(primal {certificate.primal:.6g}, dual bound {certificate.dual:.6g})"
+    proof = (f"certified: relative duality gap {certificate.rel_gap:.1e} of "
+             f"{certificate.formulation} (primal {certificate.primal:.6g}, dual bound "
+             f"{certificate.dual:.6g})"
              if certificate else "certified: nothing (no dual bound for this solver)")
     held = "converged" if estimator.converged_ else "NOT converged"
     return f"{proof}; {held}: {estimator.stopping_rule()}"
