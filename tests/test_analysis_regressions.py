@@ -337,10 +337,12 @@ def test_too_few_complete_blocks_names_the_cells_and_the_filter():
                     "treatments missing somewhere: --filter \"tags.`solver` != 'libsvm'\"")
     long = pd.DataFrame([{"block": b, "treatment": t, "m": v} for b, row in full.iterrows()
                          for t, v in row.items() if pd.notna(v)])
-    with pytest.raises(SvmlabError, match="have 3 treatment\\(s\\) and 1 complete block\\(s\\); "
-                                          "missing cells .*australian: libsvm"), \
-            pytest.warns(UserWarning):
-        compare.analyze_measure(long, table.Measure("m", True))
+    with pytest.raises(SvmlabError, match="missing cells .*australian: libsvm"):
+        compare.analyze_measure(long, table.Measure("m", True), compare.Options(strict=True))
+    with pytest.warns(UserWarning, match="leaving out the treatment\\(s\\) libsvm and the block"):
+        result = compare.analyze_measure(long, table.Measure("m", True),
+                                         compare.Options(bayes_samples=200))
+    assert list(result.table.columns) == ["liblinear", "nesvm"]
 
 
 def test_a_measure_too_small_to_test_is_left_out_while_others_are_analysed(tmp_path):
@@ -427,3 +429,27 @@ def test_runs_of_one_treatment_with_different_settings_are_named():
     assert message.startswith("treatment libsvm: runs differ in solver.C (1.0, 10.0), kernel.name"
                               " (linear, rbf); their values are pooled as repetitions")
     assert "--treatment solver --treatment kernel.name" in message
+
+
+def test_a_table_without_a_complete_block_suggests_a_filter_that_leaves_one():
+    """The default solver on the embedded data only, two baselines on two LIBSVM files: no block
+    is complete, and neither leaving out blocks nor treatments alone helps; both together do."""
+    full = pd.DataFrame({"nesvm": [0.95, np.nan, np.nan], "liblinear": [np.nan, 0.8, 0.85],
+                         "libsvm": [np.nan, 0.82, 0.86]}, index=["breast_cancer", "a1a", "heart"])
+    hint = table.incomplete_hint(full, {"block": ["tags.dataset"], "treatment": ["tags.solver"]})
+    assert hint.endswith("; a complete table of what remains: --filter \"tags.`dataset` != "
+                         "'breast_cancer' and tags.`solver` != 'nesvm'\"")
+
+
+def test_a_solver_that_rarely_reached_the_target_is_left_out_instead_of_every_block():
+    """time_to_gap: C reached the target on one block only, B (the control) missed it on z: the
+    blocks w, x, y compare A and B, instead of no comparison at all."""
+    rows = [(b, t, v) for b, values in {"x": (1.0, 2.0, np.inf), "y": (2.0, 3.0, np.inf),
+                                        "z": (1.5, np.inf, np.inf), "w": (1.0, 1.2, 5.0)}.items()
+            for t, v in zip("ABC", values)]
+    long = pd.DataFrame(rows, columns=["block", "treatment", "time_to_gap_1e-2"])
+    with pytest.warns(UserWarning, match="leaving out the treatment\\(s\\) C and the block\\(s\\) z"):
+        result = compare.analyze_measure(long, table.parse_measure("time_to_gap_1e-2"),
+                                         compare.Options(control="B", bayes_samples=200))
+    assert list(result.table.columns) == ["A", "B"] and list(result.table.index) == ["w", "x", "y"]
+    assert result.control is not None and result.dropped == {"z": ["B", "C"]}

@@ -3,6 +3,8 @@ selection, exclusion of unfinished runs, the logged analysis run, and both noteb
 
 import argparse
 import json
+import re
+from pathlib import Path
 
 import mlflow
 import nbformat
@@ -94,6 +96,8 @@ def test_analyze_logs_a_linked_analysis_run(store, tmp_path, capsys):
     assert len(latest) == before + 1
     analysis = latest[0]
     assert analysis.info.run_id in out and analysis.info.status == "FINISHED"
+    page = re.search(r"report.html: (\S+)", out)[1]
+    assert Path(page).is_file() and analysis.info.run_id in page
     finished = {r.info.run_id for r in training_runs(store) if r.info.status == "FINISHED"}
     assert set(analysis.data.tags["svmlab.analysis.runs.0"].split(",")) == finished
     assert analysis.data.tags["svmlab.analysis.excluded"] == "1 FAILED"
@@ -198,7 +202,9 @@ def test_report_executes_the_significance_notebook_on_the_analysis_run(store, tm
     uri = f"sqlite:///{store}"
     assert svmlab("report", "--tracking-uri", uri, "-m", "test_accuracy:higher:0.01",
                   "--alpha", "0.05", "--run-name", "report") == 0
-    capsys.readouterr()
+    printed = capsys.readouterr().out
+    html = re.search(r"notebook/significance_report.html: (\S+)", printed)[1]
+    assert "<html" in Path(html).read_text()[:2000]  # the page the command names is there
     (analysis,) = [r for r in analysis_runs(store) if r.info.run_name == "report"]
     folder = tmp_path / "artifacts"
     MlflowClient(uri).download_artifacts(analysis.info.run_id, "notebook", str(folder))

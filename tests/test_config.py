@@ -97,26 +97,47 @@ def test_unknown_solver_key_in_a_yaml_is_named_with_the_allowed_ones():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["solver=libsvn"], "Could not find 'solver/libsvn'"),
-    (["kernel=gaussian"], "Could not find 'kernel/gaussian'"),
-    (["dataset=a10a"], "Could not find 'dataset/a10a'"),
+    (["solver=libsvn"], "unknown solver 'libsvn'; allowed: alm, "),
+    (["kernel=gaussian"], "unknown kernel 'gaussian'; allowed: linear, poly, rbf."),
+    (["dataset=a10a"], "unknown dataset 'a10a'; "),
+    (["sed=1"], "unknown key 'sed'; allowed: seed, "),
     (["solver=libsvm", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, tol, "),
     (["solver=fw", "solver.CC=1"], "unknown key in solver: 'CC'; allowed: C, stop, eps, "),
     (["kernel.gama=1"], "unknown key in kernel: 'gama'; allowed: name, gamma, degree, coef0. "
                         "Did you mean 'gamma'?"),
-    (["seed=abc"], "Value 'abc' of type 'str' could not be converted to Integer"),
+    (["seed=abc"], "seed=abc: Value 'abc' of type 'str' could not be converted to Integer"),
     (["solver=libsvm", "solver.C=-1"], "'C' parameter of Libsvm must be a float in the range"),
     (["solver=liblinear", "kernel=rbf"], "cannot use kernel 'rbf'"),
     (["kernel=rbf", "kernel.gamma=0"], "kernel.gamma must be a positive number"),
     (["dataset.test_fraction=1.5"], "test_fraction"),
 ])
 def test_bad_config_on_the_command_line_fails_before_any_run(tmp_path, capsys, overrides, message):
+    """One line, status 2, no run and no job folder."""
     store = tmp_path / "mlflow.db"
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         train(store, *overrides)
+    assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert message in err
+    assert message in err and len(err.strip().splitlines()) == 1, err
     assert runs(store) == [] if store.exists() else True
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("override, suggestion", [
+    ("sed=1", "'seed'"), ("sedd=1", "'seed'"), ("trackin.uri=x", "'tracking'"),
+    ("tracking.experimnt=x", "'experiment'"), ("kernal=rbf", "'kernel'"),
+    ("solvr=libsvm", "'solver'"),
+    ("dataset=a9b", "'a9a'"), ("solver=libsvn", "'libsvm'"), ("solver.CC=1", "'C'"),
+    ("dataset=breast_cancr", "'breast_cancer'"), ("kernel=rfb", "'rbf'"),
+])
+def test_a_misspelt_name_gets_one_line_with_a_suggestion(tmp_path, capsys, override, suggestion):
+    with pytest.raises(SystemExit) as exit_info:
+        train(tmp_path / "mlflow.db", override)
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("svmlab: error: ")
+    if suggestion:
+        assert f"Did you mean {suggestion}" in line
 
 
 def test_train_help_names_groups_sweeps_presets_and_outputs(capsys):
@@ -144,4 +165,4 @@ def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train(tmp_path / "mlflow.db", "solver=libsvn")
     err = capsys.readouterr().err
-    assert "Available options in 'solver'" in err and "liblinear" in err and "libsvm" in err
+    assert "allowed: " in err and "liblinear" in err and "Did you mean 'libsvm'?" in err

@@ -45,9 +45,11 @@ def test_mlflow_run_with_overrides(tmp_path, env_manager):
 def test_mlflow_run_without_parameters_trains_the_default(tmp_path):
     store, result = mlflow_run(tmp_path, "--env-manager", "local")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (run,) = runs(store, experiment="Default")
+    (run,) = runs(store)  # in experiment svmlab, like `svmlab train`'s
     assert run.info.status == "FINISHED"
     assert run.data.tags["dataset"] == "breast_cancer"
+    (project,) = runs(store, experiment="Default")  # MLflow's own run points to it
+    assert project.data.tags["svmlab.run_id"] == run.info.run_id
 
 
 @pytest.mark.slow

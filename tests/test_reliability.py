@@ -23,7 +23,7 @@ from support.runs import (child_env, create_store, parent_and_children, runs, tr
                           train_process)
 from support.servers import tracking_server
 from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
-                                      Heartbeat, this_process)
+                                      Heartbeat, iso_time, tag_time, this_process)
 from svmlab.tracking.reap import reap
 from svmlab.errors import DownloadError
 from svmlab.tracking.store import store_error_line, store_problem
@@ -109,8 +109,9 @@ def test_a_run_records_host_pid_start_and_heartbeat(tmp_path):
     run = sigkilled_run(tmp_path / "mlflow.db", tmp_path)
     tags = run.data.tags
     assert tags[HOST_TAG] == socket.gethostname()
-    assert int(tags[PID_TAG]) > 0 and float(tags[PID_STARTED_TAG]) > 0
-    assert abs(float(tags[HEARTBEAT_TAG]) - time.time()) < 3600
+    assert int(tags[PID_TAG]) > 0 and tag_time(tags[PID_STARTED_TAG]) > 0
+    assert abs(tag_time(tags[HEARTBEAT_TAG]) - time.time()) < 3600
+    assert tags[HEARTBEAT_TAG].endswith("Z") and "T" in tags[PID_STARTED_TAG]  # ISO 8601, UTC
 
 
 def test_reap_marks_a_sigkilled_run_killed(tmp_path):
@@ -135,18 +136,20 @@ def fake_run(client, experiment_id, **tags) -> str:
     return client.create_run(experiment_id, tags=tags).info.run_id
 
 
-def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(tmp_path):
+@pytest.mark.parametrize("when", [iso_time, lambda s: f"{s:.0f}"], ids=["iso", "epoch"])
+def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(tmp_path, when):
+    """Time tags in ISO 8601 and, as earlier runs wrote them, in epoch seconds."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
     experiment = client.create_experiment("reap")
     me = this_process()
     now = time.time()
-    live = fake_run(client, experiment, **me, **{HEARTBEAT_TAG: f"{now:.0f}"})
-    reused = fake_run(client, experiment, **me | {PID_STARTED_TAG: "1000.00"},
-                      **{HEARTBEAT_TAG: f"{now:.0f}"})
-    elsewhere = {HOST_TAG: "another-host", PID_TAG: "1", PID_STARTED_TAG: "1.00"}
-    silent = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: f"{now - 700:.0f}"})
-    beating = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: f"{now - 60:.0f}"})
+    live = fake_run(client, experiment, **me, **{HEARTBEAT_TAG: when(now)})
+    reused = fake_run(client, experiment, **me | {PID_STARTED_TAG: when(1000.0)},
+                      **{HEARTBEAT_TAG: when(now)})
+    elsewhere = {HOST_TAG: "another-host", PID_TAG: "1", PID_STARTED_TAG: when(1.0)}
+    silent = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: when(now - 700)})
+    beating = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: when(now - 60)})
     reaped = dict(reap(uri, [experiment], stale_after_s=600))
     assert set(reaped) == {reused, silent}
     assert "is gone" in reaped[reused] and "no sign of life for 70" in reaped[silent]
@@ -163,7 +166,7 @@ def test_the_heartbeat_is_refreshed_off_the_main_thread(tmp_path):
         wait_for(lambda: client.get_run(run_id).data.tags[HEARTBEAT_TAG] != "0", "a beat")
     finally:
         heartbeat.stop()
-    assert abs(float(client.get_run(run_id).data.tags[HEARTBEAT_TAG]) - time.time()) < 3600
+    assert abs(tag_time(client.get_run(run_id).data.tags[HEARTBEAT_TAG]) - time.time()) < 3600
 
 
 @pytest.mark.slow

@@ -63,6 +63,13 @@ def test_resume_completes_an_interrupted_sweep_without_duplicates(tmp_path, caps
     assert sorted(r.data.tags["seed"] for r in every_job) == ["0", "1", "2"]
     assert out.count("SKIPPED  FINISHED before as run") == 2
 
+    # again: nothing to do, and no new (empty) parent run
+    parents = [r.info.run_id for r in runs(store) if r.data.tags.get("svmlab.role") == "sweep"]
+    assert train(store, "-m", *common, "seed=0,1,2", "+resume=true") == 0
+    assert "nothing to do, so no parent run was kept" in capsys.readouterr().out
+    assert [r.info.run_id for r in runs(store)
+            if r.data.tags.get("svmlab.role") == "sweep"] == parents
+
 
 def test_config_digest_ignores_only_resume_the_store_address_and_the_reap_limit():
     cfg = OmegaConf.create({"seed": 0, "solver": {"C": 1.0},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -12,6 +13,7 @@ matplotlib.use("Agg")  # the command draws into files only
 from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, run,
                              table, ties, wilcoxon)
 from svmlab.errors import SvmlabError
+from svmlab.tracking.queries import artifact_location
 from svmlab.tracking.store import absolute_uri
 
 
@@ -143,6 +145,10 @@ def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> i
         print(f"svmlab: warning: {message}", file=sys.stderr)
     print(report.console_summary(summary), end="")
     print(f"\nanalysis run: {run_id} (experiment {args.analysis_experiment})")
+    pages = ["report.html"] + ([f"notebook/{Path(notebook['notebook']).stem}.html"]
+                               if notebook else [])
+    for page in pages:
+        print(f"  {page}: {artifact_location(request.tracking_uri, run_id, page)}")
     return 0
 
 

@@ -96,6 +96,8 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
     costs = _costs(full, measure, options.rtol)
     full = table.infinite_as_missing(full, measure, profiled=costs is not None)
     values, dropped = table.complete_blocks(full, options.strict, columns)
+    if min(values.shape) < 2 and not options.strict:
+        values, dropped = table.complete_part_table(full, options.control) or (values, dropped)
     n, k = values.shape
     if k < 2 or n < 2:
         raise TooFewBlocks(f"{measure.name}: need at least 2 treatments and 2 complete blocks; "

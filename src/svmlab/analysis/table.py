@@ -147,14 +147,56 @@ def incomplete_hint(table: pd.DataFrame, columns: dict | None = None, listed: bo
         f"{b}: {', '.join(map(str, row.index[row]))}" for b, row in missing.iterrows()
         if row.any())
     n, k = table.shape
+    keys = {role: (columns or {}).get(role, []) for role in ("block", "treatment")}
+    suggested = False
     for role, dropped, kept, what in (
             ("block", table.index[missing.any(axis=1)], k, "incomplete blocks"),
             ("treatment", table.columns[missing.any(axis=0)], n, "treatments missing somewhere")):
-        keys = (columns or {}).get(role, [])
-        if len(keys) == 1 and len(dropped) <= (n if role == "block" else k) - 2 and kept >= 2:
+        if len(keys[role]) == 1 and len(dropped) <= (n if role == "block" else k) - 2 and kept >= 2:
             text += (f"; to leave out the {what}: --filter \""
-                     f"{_not_in_filter(keys[0], list(map(str, dropped)))}\"")
+                     f"{_not_in_filter(keys[role][0], list(map(str, dropped)))}\"")
+            suggested = True
+    blocks, treatments = complete_part(missing)
+    if (not suggested and len(keys["block"]) == len(keys["treatment"]) == 1
+            and n - len(blocks) >= 2 and k - len(treatments) >= 2):
+        both = " and ".join(_not_in_filter(keys[role][0], list(map(str, left_out)))
+                            for role, left_out in (("block", blocks), ("treatment", treatments))
+                            if left_out)
+        text += f"; a complete table of what remains: --filter \"{both}\""
     return text
+
+
+def complete_part(missing: pd.DataFrame, keep=None) -> tuple[list, list]:
+    """Blocks and treatments to leave out so that no cell is missing, found greedily: the block
+    or treatment with the largest share of missing cells goes first (blocks on a tie); the
+    treatment ``keep`` (a control) stays."""
+    rows, cols = list(missing.index), list(missing.columns)
+    while rows and cols and missing.loc[rows, cols].to_numpy().any():
+        part = missing.loc[rows, cols]
+        by_row = part.mean(axis=1)
+        by_col = part.mean(axis=0).drop([keep] if keep is not None else [], errors="ignore")
+        if by_col.empty or by_row.max() >= by_col.max():
+            rows.remove(by_row.idxmax())
+        else:
+            cols.remove(by_col.idxmax())
+    return ([b for b in missing.index if b not in rows],
+            [t for t in missing.columns if t not in cols])
+
+
+def complete_part_table(table: pd.DataFrame, keep=None) -> tuple[pd.DataFrame, dict] | None:
+    """When fewer than 2 blocks have every treatment: the table without what
+    :func:`complete_part` leaves out (a solver that reached a time-to-gap target on few blocks
+    goes, instead of those blocks), with a warning naming it, if 2 blocks and 2 treatments
+    remain (else None). Returns what :func:`complete_blocks` does."""
+    blocks, treatments = complete_part(table.isna(), keep)
+    if min(len(table.index) - len(blocks), len(table.columns) - len(treatments)) < 2:
+        return None
+    missing = {str(b): [str(t) for t in table.columns[table.loc[b].isna()]] for b in blocks}
+    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out the treatment(s) "
+                  f"{', '.join(map(str, treatments)) or 'none'} and the block(s) "
+                  f"{', '.join(map(str, blocks)) or 'none'}, which miss the most cells",
+                  stacklevel=2)
+    return table.drop(index=blocks, columns=treatments), missing
 
 
 def _not_in_filter(column: str, values: list[str]) -> str:

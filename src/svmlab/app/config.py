@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from dataclasses import dataclass, field
+from importlib.resources import files
 from numbers import Real
 from typing import Any
 
@@ -91,9 +92,13 @@ def register_schema() -> None:
 
 
 def _unknown(what: str, value: Any, allowed) -> str:
+    return (f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}."
+            f"{_did_you_mean(value, allowed)}")
+
+
+def _did_you_mean(value: Any, allowed) -> str:
     close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}.{hint}"
+    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def check_typed_parts(cfg: DictConfig) -> None:
@@ -162,10 +167,12 @@ def build_estimator(cfg: DictConfig):
 
 
 def unknown_key_hints(args: list[str]) -> list[str]:
-    """For each ``a.b=value`` override whose key the composed config lacks: what is allowed there.
+    """For each ``a.b=value`` or ``key=value`` override whose key the composed config lacks:
+    what is allowed there, and the close matches.
 
     Hydra rejects such an override with "Key 'b' is not in struct"; this says which keys the
-    chosen solver, dataset or kernel takes. The group choices among ``args`` are applied first.
+    chosen solver, dataset or kernel (or the top level) takes. The group choices among ``args``
+    are applied first.
     """
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -174,8 +181,9 @@ def unknown_key_hints(args: list[str]) -> list[str]:
     try:
         overrides = OverridesParser.create().parse_overrides(
             [a for a in args if "=" in a and not a.startswith("-")])
-        choices = [o.input_line for o in overrides
-                   if "." not in o.key_or_group and not o.is_sweep_override()]
+        groups = {p.name for p in files("svmlab.conf").iterdir() if p.is_dir()}
+        choices = [o.input_line for o in overrides if not o.is_sweep_override()
+                   and (o.key_or_group in groups or "/" in o.key_or_group)]
         GlobalHydra.instance().clear()
         with initialize_config_module("svmlab.conf", version_base="1.3"):
             cfg = compose("config", overrides=choices)
@@ -183,11 +191,53 @@ def unknown_key_hints(args: list[str]) -> list[str]:
         return []
     hints = []
     for override in overrides:
-        parent, _, leaf = override.key_or_group.rpartition(".")
-        if not parent or override.is_add() or override.is_delete() or parent.startswith("hydra"):
+        path = override.key_or_group.split(".")
+        if override.is_add() or override.is_delete() or path[0] == "hydra" or "/" in path[0]:
             continue
-        node = OmegaConf.select(cfg, parent)
-        if isinstance(node, DictConfig) and leaf not in node:
+        node = cfg
+        for depth, leaf in enumerate(path):  # down to the first key that is not there
+            if not isinstance(node, DictConfig) or leaf not in node:
+                break
+            node = node[leaf]
+        else:
+            continue
+        if isinstance(node, DictConfig):
+            parent = ".".join(path[:depth])
             keys = [k for k in node if not str(k).startswith("_")]
-            hints.append(_unknown(f"key in {parent}:", leaf, keys))
+            hints.append(_unknown(f"key in {parent}:", leaf, keys) if parent else
+                         _unknown("key", leaf, keys) + f" (+{leaf}=... adds a new key)")
     return hints
+
+
+MANY_OPTIONS = 30  # a group with more options is not listed in full in one line
+OPTION_LISTS = {"dataset": "svmlab datasets list"}
+
+
+def composition_error_line(exc: Exception, args: list[str]) -> str | None:
+    """One line for an error Hydra raised while composing the config from ``args``: an unknown
+    group option or key (with the close matches), a value of the wrong type, an override that
+    does not parse. None for any other error."""
+    from hydra.errors import HydraException, MissingConfigException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
+        group, _, name = exc.missing_cfg_file.rpartition("/")
+        return _unknown_option(group, name, exc.options)
+    if not isinstance(exc, HydraException | OmegaConfBaseException):
+        return None
+    hints = unknown_key_hints(args)
+    if hints:
+        return "; ".join(hints)
+    cause = exc.__cause__ if isinstance(exc.__cause__, OmegaConfBaseException) else None
+    first = (str(cause or exc).strip().splitlines() or [type(exc).__name__])[0]
+    merging = str(exc).split("Error merging override ", 1)
+    return f"{merging[1].splitlines()[0]}: {first}" if cause and len(merging) == 2 else first
+
+
+def _unknown_option(group: str, name: str, options: list[str]) -> str:
+    """``unknown solver 'libsvn'`` with the close matches; all options when they are few."""
+    if len(options) <= MANY_OPTIONS:
+        return _unknown(group, name, options)
+    listing = OPTION_LISTS.get(group, "svmlab train --help")
+    return (f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them."
+            f"{_did_you_mean(name, options)}")

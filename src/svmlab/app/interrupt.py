@@ -24,6 +24,7 @@ from svmlab.tracking.runs import Terminated
 
 WAIT_S = 0.1  # a signal is handled within this
 WATCH_S = 1.0  # the launcher is looked at this often
+ALIVE_S = 30.0  # a fit still running says so this often
 
 
 class LauncherGone(Terminated):
@@ -38,9 +39,12 @@ def stop_without_launcher(launcher: dict | None) -> None:
         raise LauncherGone(f"the sweep's launching process {launcher[PID_TAG]} is gone")
 
 
-def run_interruptibly(call: Callable[[], Any], launcher: dict | None = None) -> Any:
+def run_interruptibly(call: Callable[[], Any], launcher: dict | None = None,
+                      alive: Callable[[float], None] | None = None,
+                      alive_s: float = ALIVE_S) -> Any:
     """``call()`` in a daemon thread, waited for by this thread in short joins; its result,
-    or its exception re-raised here."""
+    or its exception re-raised here. ``alive(seconds)`` is called every ``alive_s`` seconds
+    while it runs: a long fit (LIBSVM reports nothing while it works) shows that it is alive."""
     outcome: dict[str, Any] = {}
 
     def target() -> None:
@@ -51,12 +55,17 @@ def run_interruptibly(call: Callable[[], Any], launcher: dict | None = None) -> 
 
     thread = threading.Thread(target=target, name="svmlab-fit", daemon=True)
     thread.start()
-    watched = time.monotonic()
+    started = watched = time.monotonic()
+    beats = 0
     while thread.is_alive():
         thread.join(WAIT_S)
-        if time.monotonic() - watched > WATCH_S:
+        now = time.monotonic()
+        if now - watched > WATCH_S:
             stop_without_launcher(launcher)
-            watched = time.monotonic()
+            watched = now
+        if alive is not None and now - started >= (beats + 1) * alive_s and thread.is_alive():
+            beats += 1
+            alive(now - started)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

@@ -230,15 +230,20 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
             return
-        from svmlab.tracking.store import ui_command
+        from svmlab.tracking.store import ui_line
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         outcomes = read_outcomes(sweep_dir)
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
         run_id = self.parent.run_id
         failed = counts["failed"] + counts["missing"]
-        stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
-                               jobs_table(outcomes))
+        if counts["total"] and counts["skipped"] == counts["total"] and not self.parent.nested:
+            atexit.unregister(self._stopped)
+            stored = self._quietly(self.parent.discard)
+            run_id = f"{run_id}: nothing to do, so no parent run was kept"
+        else:
+            stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
+                                   jobs_table(outcomes))
         signal.signal(signal.SIGTERM, self.previous_sigterm or signal.SIG_DFL)
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
@@ -248,7 +253,7 @@ class SweepCallback(Callback):
         for o in outcomes:
             if o["status"] == "FAILED":
                 print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
-        print(f"open the MLflow UI on this store:  {ui_command(self.parent.uri)}", flush=True)
+        print(ui_line(self.parent.uri), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)
         if failed:

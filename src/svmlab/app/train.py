@@ -17,6 +17,7 @@ import hashlib
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 import svmlab
 from svmlab.app import sweep
 from svmlab.app.config import (build_estimator, check_dataset, check_typed_parts,
-                               register_schema, unknown_key_hints)
+                               composition_error_line, register_schema, unknown_key_hints)
 from svmlab.errors import ConfigError, SvmlabError
 
 register_schema()
@@ -84,11 +85,11 @@ class RunContext:
 
 @functools.cache
 def git_commit() -> str | None:
-    """The commit of the svmlab source tree when svmlab runs from a git checkout.
+    """The commit of the svmlab source: of the git checkout svmlab runs from, else the one an
+    installed copy was built from (:func:`installed_commit`); None when neither is known.
 
-    ``+dirty`` marks uncommitted changes; an installed copy (site-packages) has no commit, even
-    inside a checkout's virtual environment. Asked once per process (the code a process runs
-    does not change once imported), not once per job of a sweep.
+    ``+dirty`` marks uncommitted changes. Asked once per process (the code a process runs does
+    not change once imported), not once per job of a sweep.
     """
     source = Path(svmlab.__file__).resolve()
 
@@ -100,8 +101,24 @@ def git_commit() -> str | None:
         git("ls-files", "--error-unmatch", source.name)
         commit, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
     except (OSError, subprocess.SubprocessError):
-        return None
+        return installed_commit()
     return commit + ("+dirty" if status else "")
+
+
+def installed_commit() -> str | None:
+    """The commit an installed copy was built from: ``svmlab/COMMIT``, written by the build
+    (setup.py), else the commit pip recorded for an install from a repository URL
+    (``direct_url.json``)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    stamp = Path(svmlab.__file__).with_name("COMMIT")
+    if stamp.is_file():
+        return stamp.read_text().strip() or None
+    try:
+        recorded = json.loads(distribution("svmlab").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError):
+        return None
+    return recorded.get("vcs_info", {}).get("commit_id")
 
 
 def config_digest(cfg: DictConfig) -> str:
@@ -167,6 +184,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
 
     dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
     data.validate(**dataset_params)
+    from svmlab.app.compiling import compile_solver
     from svmlab.app.evaluation import check_trace_finite, evaluate
     from svmlab.app.interrupt import run_interruptibly
     from svmlab.tracking.figures import convergence_figure
@@ -199,8 +217,9 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         # a solver whose fit takes eval_set traces test accuracy (off its clock)
         traces_test = "eval_set" in inspect.signature(estimator.fit).parameters
         fit_args = {"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}
+        compile_s = compile_solver(estimator, dataset, context.sweep_dir, context.launcher)
         run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
-                          context.launcher)
+                          context.launcher, alive=functools.partial(still_training, run_name))
         trace = estimator.trace_.columns()  # joined once for the checks, the store and the plot
         check_trace_finite(trace)
         tracker.log_trace(trace, start_ms)
@@ -208,6 +227,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
             tracker.log_columns(columns, f"records/{name}.parquet")
         tracker.set_tags(fit_tags(estimator))
         metrics = evaluate(estimator, dataset)
+        metrics["compile_time_s"] += compile_s
         context.metrics = metrics
         tracker.log_metrics(metrics, step=int(estimator.n_iter_))
         tracker.log_figure(convergence_figure(trace, run_name),
@@ -218,9 +238,27 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
         print(f"run {tracker.run_id} FINISHED: {run_name}  "
               f"test_accuracy={metrics['test_accuracy']:.4f}  fit_time_s={metrics['fit_time_s']:.3f}"
-              + "".join(f"  {k}={v:.2e}" for k, v in metrics.items() if k.startswith("rel_gap_")))
-        print(f"open the MLflow UI on this store:  {tracker.ui_command}")
+              f"  n_iter={estimator.n_iter_}")
+        print(certified_line(estimator))
+        print(tracker.ui_line)
     return tracker.run_id
+
+
+def certified_line(estimator) -> str:
+    """What the fit proved of itself: the certified relative duality gap of the problem it
+    solved, and whether its stopping rule held."""
+    certificate = estimator.certificate_
+    proof = (f"certified: relative duality gap {certificate.rel_gap:.1e} of "
+             f"{certificate.formulation} (primal {certificate.primal:.6g}, dual bound "
+             f"{certificate.dual:.6g})"
+             if certificate else "certified: nothing (no dual bound for this solver)")
+    held = "converged" if estimator.converged_ else "NOT converged"
+    return f"{proof}; {held}: {estimator.stopping_rule()}"
+
+
+def still_training(run_name: str, seconds: float) -> None:
+    print(f"{run_name}: still training after {seconds:.0f} s (Ctrl-C stops it; the run ends "
+          f"KILLED)", flush=True)
 
 
 def run_job(cfg: DictConfig, context: RunContext) -> dict:
@@ -256,17 +294,18 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
 
 
 def main() -> None:
-    """The entry point: Hydra's, plus the keys allowed where an override names an unknown one,
-    one line for an interruption (the runs it stopped have ended KILLED), and one line for a
-    sweep stopped by its launcher (a crashed worker), whose error Hydra would print as a
-    traceback: with HYDRA_FULL_ERROR set for sweeps, it reaches this function instead."""
+    """The entry point: Hydra's, with a config that Hydra cannot compose (an unknown option or
+    key, a wrong type) refused in one line with the close matches and status 2, one line for an
+    interruption (the runs it stopped have ended KILLED), and one line for a sweep stopped by
+    its launcher (a crashed worker). With HYDRA_FULL_ERROR set (the user's setting wins), Hydra
+    reports composition errors itself; it is set here so that they reach this function."""
     sweeping = bool({"-m", "--multirun"} & set(sys.argv[1:]))
-    reporting = sweeping and "HYDRA_FULL_ERROR" not in os.environ  # the user's setting wins
+    reporting = "HYDRA_FULL_ERROR" not in os.environ
     try:
         with environ_set("HYDRA_FULL_ERROR", "1" if reporting else None):
             hydra_main()
     except SystemExit as exc:
-        if exc.code == 1:  # Hydra could not compose the config
+        if exc.code == 1:  # Hydra could not compose the config (and said so in full)
             print_key_hints()
         raise
     except KeyboardInterrupt as exc:
@@ -275,8 +314,14 @@ def main() -> None:
     except Exception as exc:
         if not reporting:
             raise
-        print(hydra_error_text(exc), file=sys.stderr)
-        print_key_hints()
+        line = composition_error_line(exc, sys.argv[1:])
+        if line is not None:
+            print(f"svmlab: error: {line}", file=sys.stderr)
+            raise SystemExit(sweep.EXIT_USAGE) from None
+        if not sweeping:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"svmlab: error: {type(exc).__name__}: {first}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
@@ -298,16 +343,24 @@ def print_key_hints() -> None:
         print(f"svmlab: error: {hint}", file=sys.stderr)
 
 
-def hydra_error_text(exc: Exception) -> str:
-    """What Hydra prints for a composition error; one line for anything else."""
-    from hydra.errors import CompactHydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    if isinstance(exc, CompactHydraException):
-        cause = exc.__cause__
-        return str(exc) + (f"\n{cause}" if isinstance(cause, OmegaConfBaseException) else "")
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"svmlab: error: {type(exc).__name__}: {first}"
+def remove_job_folder() -> None:
+    """Remove the folder Hydra made for this run (``outputs/<date>/<time>/``) when it holds
+    only Hydra's files: a config refused before training leaves nothing behind. The date
+    folder and ``outputs`` go too once empty, unless ``hydra.run.dir`` was set."""
+    if not HydraConfig.initialized():
+        return
+    hc = HydraConfig.get()
+    folder = Path(hc.runtime.output_dir)
+    if folder.resolve() == Path.cwd().resolve() or not folder.is_dir():
+        return
+    if any(p.name != ".hydra" and p.suffix != ".log" for p in folder.iterdir()):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    if any(o.startswith("hydra.run.dir=") for o in hc.overrides.hydra):
+        return
+    for parent in (folder.parent, folder.parent.parent):  # outputs/<date>, outputs
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # only when empty
 
 
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
@@ -323,6 +376,8 @@ def hydra_main(cfg: DictConfig) -> dict | None:
             run(cfg, context)
     except SvmlabError as exc:  # a user's mistake: one clear line, not a traceback
         print(f"svmlab: error: {exc}", file=sys.stderr)
+        if context.run_id is None:  # refused before any run: no job folder either
+            remove_job_folder()
         raise SystemExit(sweep.EXIT_USAGE) from None
     except Exception as exc:  # the store's fault: named in one line; anything else: traceback
         from svmlab.tracking.store import store_error_line

@@ -118,7 +118,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
     """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 130 when
     interrupted."""
     from svmlab.app.sweep import raise_keyboard_interrupt
-    from svmlab.tracking.store import absolute_uri, ui_command
+    from svmlab.tracking.store import absolute_uri, ui_line
     from svmlab.tracking.workflows import OuterRun
 
     uri = absolute_uri(uri)
@@ -147,7 +147,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
     finally:
         signal.signal(signal.SIGTERM, previous)
     outer.end("FAILED" if failed else "FINISHED")
-    print(f"open the MLflow UI on this store:  {ui_command(uri)}")
+    print(ui_line(uri))
     return 1 if failed else 0
 
 

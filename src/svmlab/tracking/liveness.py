@@ -3,7 +3,9 @@
 Every run svmlab opens (a training run, a sweep's parent run) carries the tags ``svmlab.host``,
 ``svmlab.pid`` and ``svmlab.pid_started`` (the process's start time, which tells a reused pid
 apart) and ``svmlab.heartbeat``, the time of its last sign of life, refreshed every
-``HEARTBEAT_S`` seconds by a daemon thread while the run is open. The thread only writes a tag:
+``HEARTBEAT_S`` seconds by a daemon thread while the run is open. Times are ISO 8601 in UTC
+(``2026-11-26T10:53:45.123Z``), readable in the UI; :func:`tag_time` reads them, and the epoch
+seconds that earlier runs carry. The thread only writes a tag:
 it never touches the solver, whose clock runs inside the estimator, and signals are handled in
 the main thread only, so no interruption lands in one of its writes.
 """
@@ -14,6 +16,7 @@ import os
 import socket
 import threading
 import time
+from datetime import UTC, datetime
 
 import psutil
 from mlflow import MlflowClient
@@ -40,7 +43,7 @@ def process_started(pid: int) -> float | None:
 def this_process() -> dict[str, str]:
     """Tags naming this process: host, pid, start time."""
     return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
-            PID_STARTED_TAG: f"{process_started(os.getpid()):.2f}"}
+            PID_STARTED_TAG: iso_time(process_started(os.getpid()))}
 
 
 def is_alive(host: str | None, pid: str | None, started: str | None) -> bool | None:
@@ -50,7 +53,7 @@ def is_alive(host: str | None, pid: str | None, started: str | None) -> bool | N
     if not (host and pid and started) or host != socket.gethostname():
         return None
     now_started = process_started(int(pid))
-    return now_started is not None and abs(now_started - float(started)) < SAME_START_S
+    return now_started is not None and abs(now_started - tag_time(started)) < SAME_START_S
 
 
 class Heartbeat:
@@ -86,8 +89,22 @@ class Heartbeat:
 
 
 def now_tag() -> str:
-    """The current time as a heartbeat value (seconds since the epoch)."""
-    return f"{time.time():.0f}"
+    """The current time as a heartbeat value."""
+    return iso_time(time.time())
+
+
+def iso_time(seconds: float) -> str:
+    """Seconds since the epoch as ISO 8601 in UTC, to the millisecond."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def tag_time(value: str) -> float:
+    """Seconds since the epoch of a time tag: ISO 8601, or epoch seconds (earlier runs)."""
+    try:
+        return float(value)
+    except ValueError:
+        return datetime.fromisoformat(value).timestamp()
 
 
 def start_tags() -> dict[str, str]:

@@ -81,3 +81,11 @@ def load_trace(uri: str | None, run_id: str) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as folder:
         path = client.download_artifacts(run_id, TRACE_ARTIFACT, folder)
         return pd.read_parquet(Path(path))
+
+
+def artifact_location(uri: str | None, run_id: str, path: str) -> str:
+    """Where artifact ``path`` of a run is: a file path for a local artifact store, else its
+    URI."""
+    root = MlflowClient(resolved_uri(uri)).get_run(run_id).info.artifact_uri
+    location = f"{root.rstrip('/')}/{path}"
+    return location.removeprefix("file://")

@@ -26,7 +26,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
 
 from svmlab.errors import SvmlabError
-from svmlab.tracking.liveness import HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
+from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive,
+                                      tag_time)
 from svmlab.tracking.queries import experiment_ids
 from svmlab.tracking.runs import ERROR_TAG
 from svmlab.tracking.store import ensure_experiment, resolved_uri, store_error_line
@@ -38,7 +39,7 @@ RUNNING = "attributes.status = 'RUNNING'"
 def last_sign_of_life(run: Run) -> float:
     """Seconds since the epoch of the run's last heartbeat, else of its start."""
     beat = run.data.tags.get(HEARTBEAT_TAG)
-    return float(beat) if beat else run.info.start_time / 1000.0
+    return tag_time(beat) if beat else run.info.start_time / 1000.0
 
 
 def why_dead(run: Run, stale_after_s: float, now: float) -> str | None:

@@ -40,7 +40,7 @@ from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.tracking.liveness import Heartbeat, start_tags
-from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_command, until_stored
+from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line, until_stored
 
 TRACE_PREFIX = "trace/"
 TRACE_ARTIFACT = "trace/trace.parquet"
@@ -165,11 +165,27 @@ class _SplitDataset(MetaDataset):
         return super().to_dict() | {"profile": json.dumps(self._profile)}
 
 
+DEFAULT_EXPERIMENT_ID = "0"  # MLflow's "Default" experiment
+
+
+@contextmanager
+def environ_without(name: str | None) -> Iterator[None]:
+    """Environment variable ``name`` unset inside the block (nothing when None)."""
+    value = os.environ.pop(name, None) if name else None
+    try:
+        yield
+    finally:
+        if value is not None:
+            os.environ[name] = value
+
+
 class Tracker:
     """One MLflow run: ``with Tracker(uri, experiment, run_name) as tracker: ...``.
 
     With ``parent_run_id`` the run is a child of that run (a sweep's jobs). Under ``mlflow run``
-    (``MLFLOW_RUN_ID`` set) the project's run is the one used.
+    (``MLFLOW_RUN_ID`` set) the project's run is the one used, unless MLflow filed it in its
+    "Default" experiment (``mlflow run .`` without ``--experiment-name``): then the run goes to
+    ``experiment`` like any other, and the project's run names it in its description.
     """
 
     def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
@@ -191,11 +207,22 @@ class Tracker:
         self.client = MlflowClient()
         project_run = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the project's run
         experiment_id = (self.client.get_run(project_run).info.experiment_id if project_run
-                         else ensure_experiment(self.uri, self.experiment))
+                         else None)
+        if experiment_id in (None, DEFAULT_EXPERIMENT_ID):
+            experiment_id = ensure_experiment(self.uri, self.experiment)
+        else:
+            project_run = None  # the project's run is this run
         mlflow.set_experiment(experiment_id=experiment_id)
-        run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id,
-                               tags=start_tags())
+        with environ_without("MLFLOW_RUN_ID" if project_run else None):
+            run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id,
+                                   tags=start_tags())
         self.run_id = run.info.run_id
+        if project_run:
+            self.client.set_tag(project_run, "mlflow.note.content",
+                                f"svmlab logged this run to experiment {self.experiment!r} as run "
+                                f"{self.run_id} (`mlflow run --experiment-name NAME` chooses "
+                                f"another experiment)")
+            self.client.set_tag(project_run, "svmlab.run_id", self.run_id)
         self._start_ms = int(time.time() * 1000)
         self._heartbeat = Heartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()
@@ -232,9 +259,9 @@ class Tracker:
             pass
 
     @property
-    def ui_command(self) -> str:
-        """The command that opens the MLflow UI on this run's store."""
-        return ui_command(mlflow.get_tracking_uri())
+    def ui_line(self) -> str:
+        """How to open the MLflow UI on this run's store."""
+        return ui_line(mlflow.get_tracking_uri())
 
     # -- what a run logs -----------------------------------------------------------------------
 

@@ -100,6 +100,14 @@ def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {uri}"
 
 
+def ui_line(uri: str) -> str:
+    """The line a command ends with: how to browse the store at ``uri``. The UI's default
+    workers can fail to come up on a small, loaded machine, where one worker does."""
+    command = ui_command(uri)
+    hint = "" if command.startswith("open") else "  (on a loaded machine: add --workers 1)"
+    return f"open the MLflow UI on this store:  {command}{hint}"
+
+
 def resolved_uri(uri: str | None) -> str:
     """``uri``, or MLflow's default tracking URI when it is None or empty."""
     return uri or mlflow.get_tracking_uri()

@@ -28,6 +28,7 @@ class ParentRun:
     def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
                  params: dict, overrides_yaml: str, parent_run_id: str | None = None):
         self.uri = resolved_uri(uri)
+        self.nested = bool(parent_run_id)
         experiment_id = ensure_experiment(self.uri, experiment)
         self.client = MlflowClient(self.uri)
         tags = {SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep", **start_tags()}
@@ -64,3 +65,10 @@ class ParentRun:
             self.client.log_text(run_id, jobs_table, "jobs.tsv")
         until_stored(lambda: self.client.set_terminated(
             run_id, RunStatus.to_string(getattr(RunStatus, status))), self.uri)
+
+    def discard(self) -> None:
+        """End and delete the run: a resumed sweep that had nothing to do adds no run."""
+        run_id = self.run_id
+        self.end("FINISHED")
+        if run_id is not None:
+            until_stored(lambda: self.client.delete_run(run_id), self.uri)
