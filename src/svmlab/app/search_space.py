@@ -87,8 +87,7 @@ def distribution(override: Override) -> BaseDistribution:
         return FloatDistribution(float(low), float(high), log=log)
     values = list(override.sweep_iterator(transformer=Transformer.encode))
     if not values:
-        raise ConfigError(f"{key}: {override.get_value_element_as_str()} holds no value "
-                          f"(empty or inverted range)")
+        raise ConfigError(f"{override.input_line} holds no value (empty or inverted range)")
     if override.is_range_sweep() and not value.shuffle and len(values) > 1:
         if log:
             raise ConfigError(f"{key}: tag(log, ...) applies to interval(...), not to range(...)")

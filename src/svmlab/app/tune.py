@@ -23,6 +23,7 @@ same command with the same ``--storage`` and ``--study``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import subprocess
 import sys
@@ -132,12 +133,14 @@ def trial_config(fixed: tuple, values: dict) -> tuple[DictConfig, dict]:
     cfg, choices = _composed(fixed + groups)
     cfg = cfg.copy()
     for key, value in values.items():
-        if "." in key:
-            try:
+        if "." not in key:
+            continue
+        try:  # solver keys are checked against the solver's signature by build_estimator
+            with open_dict(cfg) if key.startswith("solver.") else contextlib.nullcontext():
                 OmegaConf.update(cfg, key, value, merge=True)
-            except Exception as exc:  # a key the typed part of the tree lacks, a wrong type
-                raise ConfigError(f"cannot set {key}={value!r}: "
-                                  f"{str(exc).splitlines()[0]}") from exc
+        except Exception as exc:  # a key the typed part of the tree lacks, a wrong type
+            raise ConfigError(f"cannot set {key}={value!r}: "
+                              f"{str(exc).splitlines()[0]}") from exc
     return cfg, choices
 
 
@@ -303,7 +306,7 @@ def open_study(setup: Setup):
 
     from svmlab.app.search_space import grid
 
-    url = setup.args.storage
+    url = storage_url(setup.args.storage)
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite:") else {}
     with warnings.catch_warnings():  # Optuna calls its trial heartbeat experimental
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -313,7 +316,7 @@ def open_study(setup: Setup):
                "random": lambda: optuna.samplers.RandomSampler(seed=seed),
                "grid": lambda: optuna.samplers.GridSampler(grid(setup.space), seed=seed)}
     n_steps = len(setup.folds)
-    pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=5),
+    pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
               "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
               "successive_halving": lambda: optuna.pruners.SuccessiveHalvingPruner(),
               "none": lambda: optuna.pruners.NopPruner()}
@@ -322,9 +325,35 @@ def open_study(setup: Setup):
     if study.direction.name.lower() != setup.direction:
         raise ConfigError(f"study {setup.name} exists with direction {study.direction.name}; "
                           f"--metric {setup.args.metric} needs {setup.direction}")
+    check_same_space(study, setup.space)
     seed = setup.cfg.seed + 1000 * len(study.trials) + setup.args.worker_index
     study.sampler = sampler[setup.args.sampler]()
     return study
+
+
+def check_same_space(study, space: dict) -> None:
+    """A study's parameters keep their kind of distribution (and a categorical its choices)."""
+    from optuna.distributions import check_distribution_compatibility
+
+    for trial in study.get_trials(deepcopy=False)[-1:]:
+        for key, old in trial.distributions.items():
+            try:
+                if key in space:
+                    check_distribution_compatibility(old, space[key])
+            except ValueError as exc:
+                raise ConfigError(f"study {study.study_name} searched {key} over {old}; it "
+                                  f"cannot change to {space[key]} ({exc}): give another --study"
+                                  ) from exc
+
+
+def storage_url(url: str) -> str:
+    """The URL SQLAlchemy should open: ``postgresql://`` through psycopg (version 3, the
+    driver svmlab installs) where psycopg2, SQLAlchemy's default, is absent."""
+    import importlib.util
+
+    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None:
+        return "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
 
 
 def recover(study, uri: str | None) -> None:
