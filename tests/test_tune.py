@@ -173,6 +173,32 @@ def test_a_trial_killed_mid_fit_is_failed_in_optuna_and_mlflow_and_trained_again
     assert [r.info.status for r in runs.values()].count("FINISHED") == 2
 
 
+def blocked_fits(folder: Path) -> tuple[Path, tuple[str, ...]]:
+    """(stop file, args): a study whose fits wait for the stop file (the test solver Slow)."""
+    stop = folder / "stop"
+    return stop, ("--trials", "4", "--cv", "2", "--no-refit", "--pruner", "none", "solver=slow",
+                  f"+solver.stop_file={stop}", "solver.C=interval(0.5, 2.0)")
+
+
+def work_together(folder: Path, study, stop: Path, workers: list) -> None:
+    """Wait until two processes each hold a RUNNING trial, then let every fit end, and wait
+    for the workers."""
+    deadline = time.monotonic() + 300  # a safety net: the test waits for the state
+    while True:
+        try:
+            running = study().get_trials(states=(TrialState.RUNNING,))
+        except KeyError:  # the study is not created yet
+            running = []
+        if len({t.user_attrs.get("svmlab.pid") for t in running} - {None}) == 2:
+            break
+        assert all(w.poll() is None for w in workers) and time.monotonic() < deadline, \
+            "two workers never held a trial at once"
+        time.sleep(0.2)
+    stop.touch()
+    outputs = [w.communicate(timeout=600)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0] * len(workers), outputs
+
+
 def check_shared_study(folder: Path, study: optuna.Study, wanted: int) -> None:
     """Two processes worked the study: ``wanted`` finished trials (one more when both were
     mid-trial as the count was reached), one parent, every trial run nested under it."""
@@ -189,23 +215,23 @@ def check_shared_study(folder: Path, study: optuna.Study, wanted: int) -> None:
 
 @pytest.mark.slow
 def test_two_workers_share_one_study_on_sqlite(tmp_path):
-    assert tune(tmp_path, "--jobs", "2", "--trials", "6", "--cv", "2", "--no-refit",
-                "--pruner", "none", "solver=liblinear", LOG_C) == 0
-    check_shared_study(tmp_path, study_of(tmp_path), 6)
+    stop, args = blocked_fits(tmp_path)
+    worker = tune_process(tmp_path, "--jobs", "2", *args, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    work_together(tmp_path, lambda: study_of(tmp_path), stop, [worker])
+    check_shared_study(tmp_path, study_of(tmp_path), 4)
 
 
 @pytest.mark.slow
 def test_two_machines_share_one_study_on_postgresql(tmp_path):
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql package)")
-    args = ("--trials", "6", "--cv", "2", "--no-refit", "--pruner", "none", "solver=liblinear",
-            LOG_C)
+    stop, args = blocked_fits(tmp_path)
     with postgres_cluster() as database:
         workers = [tune_process(tmp_path, *args, storage=database, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT) for _ in range(2)]
-        outputs = [w.communicate(timeout=600)[0] for w in workers]
-        assert [w.returncode for w in workers] == [0, 0], outputs
-        check_shared_study(tmp_path, study_of(tmp_path, storage=database), 6)
+        work_together(tmp_path, lambda: study_of(tmp_path, storage=database), stop, workers)
+        check_shared_study(tmp_path, study_of(tmp_path, storage=database), 4)
 
 
 # -- bad input ----------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+import optuna
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
@@ -231,7 +232,6 @@ def run_trial(setup: Setup, trial) -> float:
     """Score the trial's config fold by fold on its nested run; raises TrialPruned when the
     pruner stops it."""
     import numpy as np
-    import optuna
     from sklearn.base import clone
 
     from svmlab.app.config import build_estimator
@@ -296,14 +296,26 @@ def run_trial(setup: Setup, trial) -> float:
 
 # -- the study --------------------------------------------------------------------------------
 
+class RetryingGridSampler(optuna.samplers.GridSampler):
+    """Optuna's GridSampler, which also ends a queued retry (a trial with fixed values and no
+    grid id) of a point whose first trial died: the grid counts that point as visited by the
+    failed trial, and the retry trains it."""
+
+    def after_trial(self, study, trial, state, values) -> None:
+        if "grid_id" in study._storage.get_trial_system_attrs(trial._trial_id):
+            super().after_trial(study, trial, state, values)
+        elif not self._get_unvisited_grid_ids(study):
+            study.stop()
+
+
 def open_study(setup: Setup):
     """The Optuna study (created or loaded) on its RDB storage, with sampler and pruner.
 
     The sampler's seed is the config's seed plus the number of trials the study holds and this
-    worker's index: a later invocation or another worker does not draw the same values again.
+    worker's index: a later invocation or another worker does not draw the same values again
+    (the grid sampler's is the config's seed alone: its grid's order must be the same in every
+    process).
     """
-    import optuna
-
     from svmlab.app.search_space import grid
 
     url = storage_url(setup.args.storage)
@@ -314,7 +326,8 @@ def open_study(setup: Setup):
                                              grace_period=int(setup.cfg.tracking.stale_after_s))
     sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
                "random": lambda: optuna.samplers.RandomSampler(seed=seed),
-               "grid": lambda: optuna.samplers.GridSampler(grid(setup.space), seed=seed)}
+               # grid ids index the shuffled grid: one order for every worker and invocation
+               "grid": lambda: RetryingGridSampler(grid(setup.space), seed=setup.cfg.seed)}
     n_steps = len(setup.folds)
     pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
               "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
@@ -386,7 +399,6 @@ def finished(study) -> int:
 
 def optimize(setup: Setup, study) -> None:
     """Run trials in this process until the study has ``--trials`` finished ones."""
-    import optuna
 
     from svmlab.errors import TrainingError
 
@@ -414,7 +426,6 @@ def worker_command(setup: Setup, index: int) -> list[str]:
 def summarize(setup: Setup, study, parent) -> None:
     """The best trial's config, its refit on the whole training set and Optuna's plots, on the
     parent run."""
-    import optuna
 
     from svmlab.app import train
     from svmlab.tracking.study import study_figures
@@ -461,8 +472,6 @@ def run_tune(args: argparse.Namespace) -> int:
         load_folds(setup)
     except SvmlabError as exc:
         return _error(str(exc), EXIT_USAGE)
-    import optuna
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     uri = setup.cfg.tracking.uri
     try:
