@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
 import subprocess
 import sys
 import time
@@ -73,6 +74,8 @@ def add_parser(sub) -> None:
                         help="study name (default: tune-<solver>-<dataset>-<kernel>)")
     parser.add_argument("--no-refit", dest="refit", action="store_false",
                         help="do not refit the best config on the whole training set")
+    parser.add_argument("--overrides", dest="overrides_line", default="", metavar="STRING",
+                        help="overrides as one string, split like a shell would (MLproject)")
     parser.add_argument("--worker-of", default=None, help=argparse.SUPPRESS)  # parent run id
     parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("overrides", nargs="*",
@@ -154,8 +157,13 @@ def _composed(overrides: tuple) -> tuple[DictConfig, dict]:
 def prepare(args: argparse.Namespace) -> Setup:
     """Check the command line, the space, the solver's parameters at both ends of every range,
     and the data; ConfigError (or DataError) names the first problem."""
+    import shlex
+
     from svmlab.app import search_space
     from svmlab.app.config import build_estimator, check_dataset, check_typed_parts
+
+    args.overrides = shlex.split(args.overrides_line) + args.overrides
+    args.overrides_line = ""
 
     if args.metric not in METRICS:
         raise ConfigError(f"unknown metric {args.metric!r}; a trial logs: {', '.join(METRICS)}")
@@ -493,15 +501,20 @@ def run_tune(args: argparse.Namespace) -> int:
         from svmlab.tracking.reap import reap_on_start
         from svmlab.tracking.study import StudyRun
 
+        # under `mlflow run` the study's parent run is nested under the project's run, and
+        # its trials must not resume that run
+        project_run = os.environ.pop("MLFLOW_RUN_ID", None)
         parent = StudyRun(uri, setup.cfg.tracking.experiment, setup.name)
-        setup.parent_run_id = parent.open(_study_params(setup), args.storage)
+        setup.parent_run_id = parent.open(_study_params(setup), args.storage, project_run)
         reap_on_start(uri, setup.cfg.tracking.experiment, setup.cfg.tracking.stale_after_s)
         workers = [subprocess.Popen(worker_command(setup, i)) for i in range(1, args.jobs)]
         try:
             optimize(setup, study)
         finally:
             for worker in workers:
-                worker.wait()
+                if worker.wait():
+                    print(f"svmlab tune: worker process {worker.pid} ended with status "
+                          f"{worker.returncode}", file=sys.stderr, flush=True)
         summarize(setup, study, parent)
         parent.end("FINISHED")
         return 0

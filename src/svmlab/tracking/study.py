@@ -45,8 +45,9 @@ class StudyRun:
         return self.client.search_runs([self.experiment_id], query,
                                        order_by=["attributes.start_time ASC"])
 
-    def open(self, params: dict, storage: str) -> str:
-        """Find or create the parent run, mark it RUNNING in this process; returns its id."""
+    def open(self, params: dict, storage: str, parent_run_id: str | None = None) -> str:
+        """Find or create the parent run (nested under ``parent_run_id`` when given), mark it
+        RUNNING in this process; returns its id."""
         found = self._find()
         if found:
             self.run_id = found[0].info.run_id
@@ -59,6 +60,8 @@ class StudyRun:
                                                      for k, v in start_tags().items()])
         else:
             tags = {ROLE_TAG: "study", STUDY_TAG: self.name, STORAGE_TAG: storage, **start_tags()}
+            if parent_run_id:
+                tags[PARENT_TAG] = parent_run_id
             mine = self.client.create_run(self.experiment_id, run_name=self.name, tags=tags)
             oldest = self._find()[0].info.run_id  # a concurrent creator may have been first
             if oldest != mine.info.run_id:
