@@ -64,11 +64,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="a9a")
     parser.add_argument("--cv", type=int, default=5)
-    parser.add_argument("--c", type=float, nargs=3, default=(-5, 15, 2), metavar=("START", "STOP", "STEP"))
+    parser.add_argument("--c", type=float, nargs=3, default=(-5, 15, 2),
+                        metavar=("START", "STOP", "STEP"))
     parser.add_argument("--gamma", type=float, nargs=3, default=(3, -15, -2),
                         metavar=("START", "STOP", "STEP"))
     parser.add_argument("--trials", type=int, default=30)
-    parser.add_argument("--data-dir", default=str(Path(__file__).parents[1] / "../shared/data/libsvm"))
+    parser.add_argument("--data-dir",
+                        default=str(Path(__file__).parents[1] / "../shared/data/libsvm"))
     args = parser.parse_args()
     c_values, gamma_values = log2_values(*args.c), log2_values(*args.gamma)
     fixed = ["solver=libsvm", "kernel=rbf", f"dataset={args.dataset}",
@@ -88,9 +90,10 @@ def main() -> None:
         results = {
             "grid": search(root / "grid", fixed, grid, *folds, "--sampler", "grid",
                            "--pruner", "none", "--trials", str(len(c_values) * len(gamma_values))),
-            "tpe, 1 worker": search(root / "tpe1", fixed, tpe, *folds, "--trials", str(args.trials)),
-            "tpe, 2 workers": search(root / "tpe2", fixed, tpe, *folds, "--trials", str(args.trials),
-                                     "--jobs", "2"),
+            "tpe, 1 worker": search(root / "tpe1", fixed, tpe, *folds,
+                                    "--trials", str(args.trials)),
+            "tpe, 2 workers": search(root / "tpe2", fixed, tpe, *folds,
+                                     "--trials", str(args.trials), "--jobs", "2"),
         }
         shutil.rmtree(root, ignore_errors=True)
     print(f"{'search':<16}{'trials':>8}{'pruned':>8}{'best CV acc':>13}{'fit s':>10}{'wall s':>10}")

@@ -32,8 +32,9 @@ def test_powers_are_read_as_their_values():
 
 def test_sweep_overrides_become_distributions_and_the_rest_stays_fixed():
     space, fixed = search_space.parse([
-        "solver=libsvm", "solver.C=tag(log, interval(2^-5, 2^15))", "kernel.gamma=interval(0.1, 1.0)",
-        "solver.max_iter=range(100, 1000, 300)", "kernel=linear,rbf", "solver.tol=choice(1e-3, 1e-4)"])
+        "solver=libsvm", "solver.C=tag(log, interval(2^-5, 2^15))",
+        "kernel.gamma=interval(0.1, 1.0)", "solver.max_iter=range(100, 1000, 300)",
+        "kernel=linear,rbf", "solver.tol=choice(1e-3, 1e-4)"])
     assert fixed == ["solver=libsvm"]
     assert space["solver.C"] == FloatDistribution(0.03125, 32768.0, log=True)
     assert space["kernel.gamma"] == FloatDistribution(0.1, 1.0)
@@ -250,5 +251,5 @@ def test_bad_input_is_one_line_and_leaves_nothing_running(tmp_path, capsys, args
     assert tune(tmp_path, *args) == status
     err = capsys.readouterr().err.strip()
     assert err.startswith("svmlab tune: error: ") and words in err and "\n" not in err
-    assert runs_of(tmp_path) == []
-    assert not (tmp_path / "optuna.db").exists()
+    assert not (tmp_path / "optuna.db").exists()  # no study, and no store opened: no run
+    assert not (tmp_path / "mlflow.db").exists()

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import optuna
 from omegaconf import DictConfig, OmegaConf, open_dict
+from optuna.trial import TrialState
 
 from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
 from svmlab.errors import ConfigError, SvmlabError
@@ -46,6 +47,7 @@ PRUNERS = ("median", "hyperband", "successive_halving", "none")
 STORAGE_SCHEMES = ("sqlite:", "postgresql", "mysql")
 RETRY_ATTR = "svmlab.retry_of"
 REFIT_METRICS = ("test_accuracy", "train_accuracy", "fit_time_s")
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)  # the trials --trials counts
 RUN_ATTR = "mlflow_run_id"
 
 
@@ -252,9 +254,9 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.tracking.sweeps import ROLE_TAG
 
     start = time.perf_counter()
-    values = {key: suggest(trial, key, dist) for key, dist in setup.space.items()}
-    for key, value in this_process().items():
+    for key, value in this_process().items():  # who runs it: see recover()
         trial.set_user_attr(key, value)
+    values = {key: suggest(trial, key, dist) for key, dist in setup.space.items()}
     cfg, choices = setup.trial_config(values)
     estimator = build_estimator(cfg)
     metric, data = setup.args.metric, setup.dataset
@@ -332,10 +334,6 @@ def open_study(setup: Setup):
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         storage = optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=60,
                                              grace_period=int(setup.cfg.tracking.stale_after_s))
-    sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
-               "random": lambda: optuna.samplers.RandomSampler(seed=seed),
-               # grid ids index the shuffled grid: one order for every worker and invocation
-               "grid": lambda: RetryingGridSampler(grid(setup.space), seed=setup.cfg.seed)}
     n_steps = len(setup.folds)
     pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
               "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
@@ -348,7 +346,11 @@ def open_study(setup: Setup):
                           f"--metric {setup.args.metric} needs {setup.direction}")
     check_same_space(study, setup.space)
     seed = setup.cfg.seed + 1000 * len(study.trials) + setup.args.worker_index
-    study.sampler = sampler[setup.args.sampler]()
+    study.sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
+                     "random": lambda: optuna.samplers.RandomSampler(seed=seed),
+                     # grid ids index the shuffled grid: one order in every worker and invocation
+                     "grid": lambda: RetryingGridSampler(grid(setup.space), seed=setup.cfg.seed),
+                     }[setup.args.sampler]()
     return study
 
 
@@ -380,8 +382,6 @@ def storage_url(url: str) -> str:
 def recover(study, uri: str | None) -> None:
     """Trials left RUNNING by a process that is gone: FAIL in Optuna, FAILED in MLflow, and
     their values queued to be trained again; one line each."""
-    from optuna.trial import TrialState
-
     from svmlab.tracking.liveness import HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
     from svmlab.tracking.study import fail_run
 
@@ -400,21 +400,17 @@ def recover(study, uri: str | None) -> None:
 
 
 def finished(study) -> int:
-    from optuna.trial import TrialState
-
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+    return len(study.get_trials(deepcopy=False, states=FINISHED))
 
 
 def optimize(setup: Setup, study) -> None:
     """Run trials in this process until the study has ``--trials`` finished ones."""
-
     from svmlab.errors import TrainingError
 
     wanted = setup.args.trials
     remaining = wanted - finished(study)
     if remaining > 0:
-        done = optuna.study.MaxTrialsCallback(wanted, states=(optuna.trial.TrialState.COMPLETE,
-                                                              optuna.trial.TrialState.PRUNED))
+        done = optuna.study.MaxTrialsCallback(wanted, states=FINISHED)
         study.optimize(lambda trial: run_trial(setup, trial), n_trials=remaining,
                        callbacks=[done], catch=(TrainingError,), gc_after_trial=False)
 
