@@ -1,6 +1,7 @@
 """`svmlab tune`: the search-space parser, the study's parent and nested runs, resume, pruning,
 a killed trial, workers sharing one study (SQLite, PostgreSQL), and bad input."""
 
+import argparse
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from conftest import closed_port
 from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster
 from svmlab.app import cli, search_space
+from svmlab.app import tune as tune_module
 from svmlab.errors import ConfigError
 
 LOG_C = "solver.C=tag(log, interval(2^-5, 2^5))"
@@ -62,6 +64,17 @@ def test_the_grid_sampler_needs_a_finite_space():
     space, _ = search_space.parse([LOG_C])
     with pytest.raises(ConfigError, match="finite space"):
         search_space.grid(space)
+
+
+def test_a_preset_gives_its_search_space_and_the_command_line_adds_to_it():
+    parser = argparse.ArgumentParser()
+    tune_module.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["tune", "--sampler", "grid", "+experiment=fw_tune_c", "dataset=w1a",
+                              "solver.eps=choice(1e-3, 1e-4)"])
+    setup = tune_module.prepare(args)
+    assert search_space.grid(setup.space) == {"solver.C": [2 ** k for k in range(13)],
+                                              "solver.eps": [1e-3, 1e-4]}
+    assert setup.name == "tune-mfw-w1a-rbf" and setup.cfg.tracking.experiment == "fw_tune_c"
 
 
 # -- helpers ------------------------------------------------------------------------------------
