@@ -248,6 +248,18 @@ def test_two_machines_share_one_study_on_postgresql(tmp_path):
         check_shared_study(tmp_path, study_of(tmp_path, storage=database), 4)
 
 
+def test_a_failing_fit_fails_its_trial_and_a_study_without_a_complete_trial_fails(tmp_path,
+                                                                                    capsys):
+    assert tune(tmp_path, "--trials", "1", "--cv", "2", "solver=nan_trace",
+                "solver.C=interval(0.5, 2.0)") == 1
+    assert "trial 0 FAIL: the convergence trace contains NaN" in capsys.readouterr().out
+    runs = runs_of(tmp_path)
+    assert [r.info.status for r in by_role(runs, "study")] == ["FAILED"]
+    [trial] = by_role(runs, "trial")
+    assert trial.info.status == "FAILED" and "NaN" in trial.data.tags["svmlab.error"]
+    assert [t.state for t in study_of(tmp_path).trials] == [TrialState.FAIL]
+
+
 # -- bad input ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, status, words", [

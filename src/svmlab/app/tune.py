@@ -411,8 +411,15 @@ def optimize(setup: Setup, study) -> None:
     remaining = wanted - finished(study)
     if remaining > 0:
         done = optuna.study.MaxTrialsCallback(wanted, states=FINISHED)
-        study.optimize(lambda trial: run_trial(setup, trial), n_trials=remaining,
-                       callbacks=[done], catch=(TrainingError,), gc_after_trial=False)
+        def objective(trial) -> float:
+            try:
+                return run_trial(setup, trial)
+            except TrainingError as exc:  # its run holds the error and the traceback
+                print(f"trial {trial.number} FAIL: {exc}", flush=True)
+                raise
+
+        study.optimize(objective, n_trials=remaining, callbacks=[done], catch=(TrainingError,),
+                       gc_after_trial=False)
 
 
 def worker_command(setup: Setup, index: int) -> list[str]:
@@ -427,9 +434,9 @@ def worker_command(setup: Setup, index: int) -> list[str]:
             "--", *args.overrides]
 
 
-def summarize(setup: Setup, study, parent) -> None:
+def summarize(setup: Setup, study, parent) -> bool:
     """The best trial's config, its refit on the whole training set and Optuna's plots, on the
-    parent run."""
+    parent run; False when no trial completed."""
 
     from svmlab.app import train
     from svmlab.tracking.study import study_figures
@@ -441,7 +448,7 @@ def summarize(setup: Setup, study, parent) -> None:
     except ValueError:
         print(f"study {setup.name}: no trial completed", flush=True)
         parent.log_summary(counts, {}, {}, None)
-        return
+        return False
     cfg, choices = setup.trial_config(best.params)
     metric = f"best_cv_{setup.args.metric}"
     metrics = counts | {metric: best.value, "best_trial": best.number}
@@ -465,6 +472,7 @@ def summarize(setup: Setup, study, parent) -> None:
     print(f"study {setup.name}: best trial {best.number}  {metric[5:]}={best.value:.4f}  {shown}"
           + (f"  refit test_accuracy={metrics['refit_test_accuracy']:.4f}" if refit else ""),
           flush=True)
+    return True
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -476,7 +484,8 @@ def run_tune(args: argparse.Namespace) -> int:
         load_folds(setup)
     except SvmlabError as exc:
         return _error(str(exc), EXIT_USAGE)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # one line per trial is printed here; Optuna's own log of a failed trial is a traceback
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     uri = setup.cfg.tracking.uri
     try:
         study = open_study(setup)
@@ -511,7 +520,9 @@ def run_tune(args: argparse.Namespace) -> int:
                 if worker.wait():
                     print(f"svmlab tune: worker process {worker.pid} ended with status "
                           f"{worker.returncode}", file=sys.stderr, flush=True)
-        summarize(setup, study, parent)
+        if not summarize(setup, study, parent):
+            parent.end("FAILED", "no trial completed")
+            return 1
         parent.end("FINISHED")
         return 0
     except KeyboardInterrupt:
