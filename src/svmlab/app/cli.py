@@ -1,5 +1,5 @@
 """The ``svmlab`` command: ``svmlab train [hydra overrides]``, ``datasets``, ``analyze``,
-``report``, ``workflow``, ``server`` and ``runs``."""
+``report``, ``tune``, ``workflow``, ``server`` and ``runs``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ SUBCOMMANDS = {
                 "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table"),
     "report": ("svmlab.analysis.cli",
                "analyze, and execute the significance-report notebook on the result"),
+    "tune": ("svmlab.app.tune",
+             "hyper-parameter search with Optuna, each trial a nested MLflow run"),
     "workflow": ("svmlab.app.workflow",
                  "reproduce a paper in one command: sweep, analysis, report, claims table"),
     "server": ("svmlab.tracking.server",

@@ -1,0 +1,554 @@
+"""``svmlab tune``: hyper-parameter search with Optuna, each trial a nested MLflow run.
+
+    svmlab tune --trials 40 solver=libsvm kernel=rbf dataset=a1a \\
+        'solver.C=tag(log, interval(2^-5, 2^15))' 'kernel.gamma=tag(log, interval(2^-15, 2^3))'
+
+A study is an Optuna study in an RDB storage (``--storage``, SQLite by default, PostgreSQL for
+workers on several machines) and one parent MLflow run (``svmlab.tracking.study``). A trial
+composes the config (the fixed overrides and its sampled values), scores it by K-fold
+cross-validation on the training set (or one stratified hold-out split), and logs params, fold
+scores, traces and certified gaps on its nested run. After each fold the trial reports the mean
+score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED). The
+invocation that opened the study ends with the best trial's config, a refit on the whole
+training set (an ordinary ``svmlab train`` run, nested too) and Optuna's plots on the parent.
+
+``--trials N`` is the number of finished (complete or pruned) trials the study should have: a
+second invocation with the same ``--study`` continues it and trains no finished trial again;
+a trial whose process died (its host, pid and start time are on the trial) is marked FAIL in
+Optuna and FAILED in MLflow, and its values are queued to be trained again. ``--jobs N`` starts
+N - 1 more worker processes on the same storage; workers on other machines join by running the
+same command with the same ``--storage`` and ``--study``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import optuna
+from omegaconf import DictConfig, OmegaConf, open_dict
+from optuna.trial import TrialState
+
+from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
+from svmlab.errors import ConfigError, SvmlabError
+
+#: what a trial can be scored by, and the direction of the search
+METRICS = {"accuracy": "maximize", "balanced_accuracy": "maximize", "roc_auc": "maximize",
+           "fit_time_s": "minimize"}
+SAMPLERS = ("tpe", "grid", "random")
+PRUNERS = ("median", "hyperband", "successive_halving", "none")
+STORAGE_SCHEMES = ("sqlite:", "postgresql", "mysql")
+RETRY_ATTR = "svmlab.retry_of"
+REFIT_METRICS = ("test_accuracy", "train_accuracy", "fit_time_s")
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)  # the trials --trials counts
+RUN_ATTR = "mlflow_run_id"
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "tune", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="hyper-parameter search with Optuna, each trial a nested MLflow run")
+    parser.add_argument("--trials", type=int, default=20, metavar="N",
+                        help="finished trials the study should have (default: 20)")
+    parser.add_argument("--sampler", choices=SAMPLERS, default="tpe")
+    folds = parser.add_mutually_exclusive_group()
+    folds.add_argument("--cv", type=int, default=None, metavar="K",
+                       help="K-fold cross-validation on the training set (default: 5)")
+    folds.add_argument("--validation", type=float, default=None, metavar="FRACTION",
+                       help="score on one stratified hold-out of this fraction instead")
+    parser.add_argument("--metric", default="accuracy",
+                        help=f"the score: {', '.join(METRICS)} (default: accuracy)")
+    parser.add_argument("--pruner", choices=PRUNERS, default="median",
+                        help="stops trials whose fold scores are hopeless (default: median)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="worker processes on this machine (default: 1)")
+    parser.add_argument("--storage", default="sqlite:///optuna.db", metavar="URL",
+                        help="Optuna's RDB storage (default: sqlite:///optuna.db; "
+                             "postgresql://... for several machines)")
+    parser.add_argument("--study", default=None, metavar="NAME",
+                        help="study name (default: tune-<solver>-<dataset>-<kernel>)")
+    parser.add_argument("--no-refit", dest="refit", action="store_false",
+                        help="do not refit the best config on the whole training set")
+    parser.add_argument("--overrides", dest="overrides_line", default="", metavar="STRING",
+                        help="overrides as one string, split like a shell would (MLproject)")
+    parser.add_argument("--worker-of", default=None, help=argparse.SUPPRESS)  # parent run id
+    parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("overrides", nargs="*",
+                        help="Hydra overrides: fixed values and search ranges")
+    parser.set_defaults(func=run_tune)
+
+
+# -- the study's setup, checked before anything is created ---------------------------------------
+
+def compose_config(overrides: list[str]) -> tuple[DictConfig, dict, dict]:
+    """(config, group choices, ``hydra.sweeper.params``) for these overrides."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from svmlab.app.config import register_schema
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("svmlab.conf", version_base="1.3"):
+            cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    except Exception as exc:  # Hydra's composition error: its first line says what is wrong
+        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+    choices = dict(cfg.hydra.runtime.choices)
+    params = dict(cfg.hydra.sweeper.get("params") or {})
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg, choices, params
+
+
+@dataclass
+class Setup:
+    """Everything a worker needs: the space, the fixed overrides, the data and the folds."""
+
+    args: argparse.Namespace
+    space: dict
+    fixed: list
+    cfg: DictConfig
+    choices: dict
+    name: str
+    dataset: object = None
+    folds: list = field(default_factory=list)
+    parent_run_id: str | None = None
+
+    @property
+    def direction(self) -> str:
+        return METRICS[self.args.metric]
+
+    def trial_config(self, values: dict) -> tuple[DictConfig, dict]:
+        """(config, group choices) of a trial: composed once per choice of config groups
+        (``kernel=rbf``), with the other values set on a copy (composing takes a second)."""
+        return trial_config(tuple(self.fixed), values)
+
+
+def trial_config(fixed: tuple, values: dict) -> tuple[DictConfig, dict]:
+    from svmlab.app.search_space import as_override
+
+    groups = tuple(as_override(k, v) for k, v in values.items() if "." not in k)
+    cfg, choices = _composed(fixed + groups)
+    cfg = cfg.copy()
+    for key, value in values.items():
+        if "." not in key:
+            continue
+        try:  # solver keys are checked against the solver's signature by build_estimator
+            with open_dict(cfg) if key.startswith("solver.") else contextlib.nullcontext():
+                OmegaConf.update(cfg, key, value, merge=True)
+        except Exception as exc:  # a key the typed part of the tree lacks, a wrong type
+            raise ConfigError(f"cannot set {key}={value!r}: "
+                              f"{str(exc).splitlines()[0]}") from exc
+    return cfg, choices
+
+
+@functools.lru_cache(maxsize=64)
+def _composed(overrides: tuple) -> tuple[DictConfig, dict]:
+    cfg, choices, _ = compose_config(list(overrides))
+    return cfg, choices
+
+
+def prepare(args: argparse.Namespace) -> Setup:
+    """Check the command line, the space, the solver's parameters at both ends of every range,
+    and the data; ConfigError (or DataError) names the first problem."""
+    import shlex
+
+    from svmlab.app import search_space
+    from svmlab.app.config import build_estimator, check_dataset, check_typed_parts
+
+    args.overrides = shlex.split(args.overrides_line) + args.overrides
+    args.overrides_line = ""
+
+    if args.metric not in METRICS:
+        raise ConfigError(f"unknown metric {args.metric!r}; a trial logs: {', '.join(METRICS)}")
+    if args.trials < 1 or args.jobs < 1:
+        raise ConfigError("--trials and --jobs must be at least 1")
+    if args.cv is not None and args.cv < 2:
+        raise ConfigError(f"--cv must be at least 2 folds; got {args.cv}")
+    if args.validation is not None and not 0 < args.validation < 1:
+        raise ConfigError(f"--validation must be a fraction between 0 and 1; got {args.validation}")
+    if not args.storage.startswith(STORAGE_SCHEMES):
+        raise ConfigError(f"--storage must be an RDB URL (sqlite:///optuna.db, "
+                          f"postgresql://user@host/db); got {args.storage!r}")
+    space, fixed = search_space.parse(args.overrides)
+    _, _, preset_params = compose_config(fixed)
+    space = search_space.from_params(preset_params) | space  # the command line wins
+    if not space:
+        raise ConfigError("no search range given: add e.g. 'solver.C=tag(log, interval(2^-5, "
+                          "2^15))', or a preset whose hydra.sweeper.params holds the ranges")
+    if args.sampler == "grid":
+        search_space.grid(space)
+    setup = None
+    for corner in search_space.endpoints(space):
+        cfg, choices = trial_config(tuple(fixed), corner)
+        check_typed_parts(cfg)
+        check_dataset(cfg, choices.get("dataset"))
+        build_estimator(cfg)
+        if setup is None:
+            name = args.study or (f"tune-{choices.get('solver')}-{cfg.dataset.name}-"
+                                  f"{cfg.kernel.name}")
+            setup = Setup(args, space, fixed, cfg, choices, name)
+    return setup
+
+
+def load_folds(setup: Setup) -> None:
+    """Load the dataset and split its training set into the study's folds (seeded, so every
+    worker scores on the same folds)."""
+    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
+
+    from svmlab import data
+
+    cfg = setup.cfg
+    params = OmegaConf.to_container(cfg.dataset, resolve=True)
+    data.validate(**params)
+    setup.dataset = data.load(**params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
+                              cache_dir=cfg.paths.cache_dir)
+    y = setup.dataset.y_train
+    if setup.args.validation is not None:
+        splitter = StratifiedShuffleSplit(1, test_size=setup.args.validation,
+                                          random_state=cfg.seed)
+    else:
+        splitter = StratifiedKFold(setup.args.cv or 5, shuffle=True, random_state=cfg.seed)
+    try:
+        setup.folds = list(splitter.split(setup.dataset.X_train, y))
+    except ValueError as exc:  # too few samples of a class for the folds
+        raise ConfigError(f"cannot split {cfg.dataset.name}'s training set: {exc}") from exc
+
+
+# -- one trial ------------------------------------------------------------------------------------
+
+def fold_score(metric: str, estimator, X, y) -> float:
+    """The validation score of a fitted estimator on one fold."""
+    from sklearn import metrics
+
+    if metric == "fit_time_s":
+        return float(estimator.fit_time_s_)
+    if metric == "roc_auc":
+        return float(metrics.roc_auc_score(y, estimator.decision_function(X)))
+    scorer = metrics.balanced_accuracy_score if metric == "balanced_accuracy" else \
+        metrics.accuracy_score
+    return float(scorer(y, estimator.predict(X)))
+
+
+def run_trial(setup: Setup, trial) -> float:
+    """Score the trial's config fold by fold on its nested run; raises TrialPruned when the
+    pruner stops it."""
+    import numpy as np
+    from sklearn.base import clone
+
+    from svmlab.app.config import build_estimator
+    from svmlab.app.evaluation import check_trace_finite
+    from svmlab.app.search_space import suggest
+    from svmlab.app.train import RunContext, fit_tags, run_tags
+    from svmlab.tracking.liveness import this_process
+    from svmlab.tracking.runs import Tracker, flatten
+    from svmlab.tracking.study import PRUNED_AT_TAG, STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG
+    from svmlab.tracking.sweeps import ROLE_TAG
+
+    start = time.perf_counter()
+    for key, value in this_process().items():  # who runs it: see recover()
+        trial.set_user_attr(key, value)
+    values = {key: suggest(trial, key, dist) for key, dist in setup.space.items()}
+    cfg, choices = setup.trial_config(values)
+    estimator = build_estimator(cfg)
+    metric, data = setup.args.metric, setup.dataset
+    context = RunContext(choices=choices, overrides=setup.fixed, parent_run_id=setup.parent_run_id)
+    scores, pruned_at = [], None
+    with Tracker(cfg.tracking.uri, cfg.tracking.experiment, f"{setup.name}-trial{trial.number}",
+                 parent_run_id=setup.parent_run_id) as tracker:
+        trial.set_user_attr(RUN_ATTR, tracker.run_id)
+        tracker.set_tags(run_tags(cfg, context, estimator) | {
+            ROLE_TAG: "trial", STUDY_TAG: setup.name, TRIAL_TAG: trial.number})
+        tracker.log_params(flatten(OmegaConf.to_container(cfg, resolve=True)))
+        tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
+        fit_times, gaps = [], {}
+        for k, (train, valid) in enumerate(setup.folds):
+            fold = clone(estimator).fit(data.X_train[train], data.y_train[train])
+            trace = fold.trace_.columns()
+            check_trace_finite(trace)
+            (tracker.log_trace(trace) if k == 0 else  # the first fold's trace as histories too
+             tracker.log_columns(trace, f"trace/fold{k}.parquet"))
+            scores.append(fold_score(metric, fold, data.X_train[valid], data.y_train[valid]))
+            fit_times.append(fold.fit_time_s_)
+            certified = fold.certificate_.metrics() if fold.certificate_ else {}
+            for name, value in certified.items():
+                gaps.setdefault(name, []).append(value)
+            tracker.log_metrics({f"cv_{metric}": scores[-1], "fold_fit_time_s": fit_times[-1],
+                                 **{f"fold_{n}": v for n, v in certified.items()}}, step=k)
+            trial.report(float(np.mean(scores)), k)
+            if k < len(setup.folds) - 1 and trial.should_prune():
+                pruned_at = k
+                break
+        tracker.set_tags(fit_tags(fold) | {TRIAL_STATE_TAG: "PRUNED" if pruned_at is not None
+                                           else "COMPLETE", PRUNED_AT_TAG: pruned_at})
+        score = float(np.mean(scores))
+        tracker.log_metrics({f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
+                             "fit_time_s": float(np.sum(fit_times)), "n_folds": len(scores)}
+                            | {f"max_{n}": max(v) for n, v in gaps.items()
+                               if n.startswith("rel_gap_")}, step=len(scores) - 1)
+    shown = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                      for k, v in values.items())
+    state = f"PRUNED after fold {pruned_at + 1}" if pruned_at is not None else "COMPLETE"
+    print(f"trial {trial.number} {state}: cv_{metric}={score:.4f}  {shown}  "
+          f"({time.perf_counter() - start:.1f} s)", flush=True)
+    if pruned_at is not None:
+        raise optuna.TrialPruned(f"pruned after fold {pruned_at + 1}")
+    return score
+
+
+# -- the study --------------------------------------------------------------------------------
+
+class RetryingGridSampler(optuna.samplers.GridSampler):
+    """Optuna's GridSampler, which also ends a queued retry (a trial with fixed values and no
+    grid id) of a point whose first trial died: the grid counts that point as visited by the
+    failed trial, and the retry trains it."""
+
+    def after_trial(self, study, trial, state, values) -> None:
+        if "grid_id" in study._storage.get_trial_system_attrs(trial._trial_id):
+            super().after_trial(study, trial, state, values)
+        elif not self._get_unvisited_grid_ids(study):
+            study.stop()
+
+
+def open_study(setup: Setup):
+    """The Optuna study (created or loaded) on its RDB storage, with sampler and pruner.
+
+    The sampler's seed is the config's seed plus the number of trials the study holds and this
+    worker's index: a later invocation or another worker does not draw the same values again
+    (the grid sampler's is the config's seed alone: its grid's order must be the same in every
+    process).
+    """
+    from svmlab.app.search_space import grid
+
+    url = storage_url(setup.args.storage)
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite:") else {}
+    with warnings.catch_warnings():  # Optuna calls its trial heartbeat experimental
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=60,
+                                             grace_period=int(setup.cfg.tracking.stale_after_s))
+    n_steps = len(setup.folds)
+    pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
+              "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
+              "successive_halving": lambda: optuna.pruners.SuccessiveHalvingPruner(),
+              "none": lambda: optuna.pruners.NopPruner()}
+    study = optuna.create_study(storage=storage, study_name=setup.name, load_if_exists=True,
+                                direction=setup.direction, pruner=pruner[setup.args.pruner]())
+    if study.direction.name.lower() != setup.direction:
+        raise ConfigError(f"study {setup.name} exists with direction {study.direction.name}; "
+                          f"--metric {setup.args.metric} needs {setup.direction}")
+    check_same_space(study, setup.space)
+    seed = setup.cfg.seed + 1000 * len(study.trials) + setup.args.worker_index
+    study.sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
+                     "random": lambda: optuna.samplers.RandomSampler(seed=seed),
+                     # grid ids index the shuffled grid: one order in every worker and invocation
+                     "grid": lambda: RetryingGridSampler(grid(setup.space), seed=setup.cfg.seed),
+                     }[setup.args.sampler]()
+    return study
+
+
+def check_same_space(study, space: dict) -> None:
+    """A study's parameters keep their kind of distribution (and a categorical its choices)."""
+    from optuna.distributions import check_distribution_compatibility
+
+    for trial in study.get_trials(deepcopy=False)[-1:]:
+        for key, old in trial.distributions.items():
+            try:
+                if key in space:
+                    check_distribution_compatibility(old, space[key])
+            except ValueError as exc:
+                raise ConfigError(f"study {study.study_name} searched {key} over {old}; it "
+                                  f"cannot change to {space[key]} ({exc}): give another --study"
+                                  ) from exc
+
+
+def storage_url(url: str) -> str:
+    """The URL SQLAlchemy should open: ``postgresql://`` through psycopg (version 3, the
+    driver svmlab installs) where psycopg2, SQLAlchemy's default, is absent."""
+    import importlib.util
+
+    if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None:
+        return "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def recover(study, uri: str | None) -> None:
+    """Trials left RUNNING by a process that is gone: FAIL in Optuna, FAILED in MLflow, and
+    their values queued to be trained again; one line each."""
+    from svmlab.tracking.liveness import HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
+    from svmlab.tracking.study import fail_run
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        attrs = trial.user_attrs
+        if is_alive(attrs.get(HOST_TAG), attrs.get(PID_TAG), attrs.get(PID_STARTED_TAG)) is False:
+            study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+            study.enqueue_trial(trial.params, user_attrs={RETRY_ATTR: trial.number})
+            print(f"svmlab: trial {trial.number} was left RUNNING by process "
+                  f"{attrs.get(PID_TAG)}, which is gone: marked FAIL, its values queued again",
+                  file=sys.stderr, flush=True)
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        run_id = trial.user_attrs.get(RUN_ATTR)
+        if run_id:
+            fail_run(uri, run_id, f"trial {trial.number} failed in Optuna (its process is gone)")
+
+
+def finished(study) -> int:
+    return len(study.get_trials(deepcopy=False, states=FINISHED))
+
+
+def optimize(setup: Setup, study) -> None:
+    """Run trials in this process until the study has ``--trials`` finished ones."""
+    from svmlab.errors import TrainingError
+
+    wanted = setup.args.trials
+    remaining = wanted - finished(study)
+    if remaining > 0:
+        done = optuna.study.MaxTrialsCallback(wanted, states=FINISHED)
+        def objective(trial) -> float:
+            try:
+                return run_trial(setup, trial)
+            except TrainingError as exc:  # its run holds the error and the traceback
+                print(f"trial {trial.number} FAIL: {exc}", flush=True)
+                raise
+
+        study.optimize(objective, n_trials=remaining, callbacks=[done], catch=(TrainingError,),
+                       gc_after_trial=False)
+
+
+def worker_command(setup: Setup, index: int) -> list[str]:
+    """The command of one more worker process of this study."""
+    args = setup.args
+    folds = ["--validation", str(args.validation)] if args.validation is not None else \
+        ["--cv", str(args.cv or 5)]
+    return [sys.executable, "-m", "svmlab.app.cli", "tune", "--trials", str(args.trials),
+            "--sampler", args.sampler, *folds, "--metric", args.metric, "--pruner", args.pruner,
+            "--storage", args.storage, "--study", setup.name,
+            "--worker-of", setup.parent_run_id, "--worker-index", str(index),
+            "--", *args.overrides]
+
+
+def summarize(setup: Setup, study, parent) -> bool:
+    """The best trial's config, its refit on the whole training set and Optuna's plots, on the
+    parent run; False when no trial completed."""
+
+    from svmlab.app import train
+    from svmlab.tracking.study import study_figures
+
+    states = [t.state.name for t in study.trials]
+    counts = {f"trials_{s.lower()}": states.count(s) for s in ("COMPLETE", "PRUNED", "FAIL")}
+    try:
+        best = study.best_trial
+    except ValueError:
+        print(f"study {setup.name}: no trial completed", flush=True)
+        parent.log_summary(counts, {}, {}, None)
+        return False
+    cfg, choices = setup.trial_config(best.params)
+    metric = f"best_cv_{setup.args.metric}"
+    metrics = counts | {metric: best.value, "best_trial": best.number}
+    refit = None
+    if parent.refit and parent.refit[1] == str(best.number):  # refitted by an earlier invocation
+        refit = parent.refit[:2]
+        metrics |= {f"refit_{k}": v for k, v in parent.refit[2].items() if k in REFIT_METRICS}
+    elif setup.args.refit:
+        with open_dict(cfg):
+            cfg.tracking.run_name = f"{setup.name}-refit"
+        context = train.RunContext(choices=choices, overrides=setup.fixed,
+                                   parent_run_id=parent.run_id)
+        refit = train.run(cfg, context), best.number
+        metrics |= {f"refit_{k}": v for k, v in context.metrics.items() if k in REFIT_METRICS}
+    texts = {"best/config.yaml": OmegaConf.to_yaml(cfg, resolve=True),
+             "best/params.yaml": OmegaConf.to_yaml(OmegaConf.create(best.params)),
+             "trials.csv": study.trials_dataframe().to_csv(index=False)}
+    parent.log_summary(metrics, texts, study_figures(study), refit)
+    shown = "  ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                      for k, v in best.params.items())
+    print(f"study {setup.name}: best trial {best.number}  {metric[5:]}={best.value:.4f}  {shown}"
+          + (f"  refit test_accuracy={metrics['refit_test_accuracy']:.4f}" if refit else ""),
+          flush=True)
+    return True
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """The command: check, open the study and its parent run, work, summarize."""
+    from svmlab.tracking.store import store_error_line
+
+    try:
+        setup = prepare(args)
+        load_folds(setup)
+    except SvmlabError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    # one line per trial is printed here; Optuna's own log of a failed trial is a traceback
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    uri = setup.cfg.tracking.uri
+    try:
+        study = open_study(setup)
+    except SvmlabError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except Exception as exc:
+        line = store_error_line(exc, args.storage)
+        if line is None:
+            raise
+        return _error(line.replace("the tracking store", "the study storage", 1), EXIT_STORE)
+    parent = None
+    try:
+        recover(study, uri)
+        if args.worker_of:
+            setup.parent_run_id = args.worker_of
+            optimize(setup, study)
+            return 0
+        from svmlab.tracking.reap import reap_on_start
+        from svmlab.tracking.study import StudyRun
+
+        # under `mlflow run` the study's parent run is nested under the project's run, and
+        # its trials must not resume that run
+        project_run = os.environ.pop("MLFLOW_RUN_ID", None)
+        parent = StudyRun(uri, setup.cfg.tracking.experiment, setup.name)
+        setup.parent_run_id = parent.open(_study_params(setup), args.storage, project_run)
+        reap_on_start(uri, setup.cfg.tracking.experiment, setup.cfg.tracking.stale_after_s)
+        workers = [subprocess.Popen(worker_command(setup, i)) for i in range(1, args.jobs)]
+        try:
+            optimize(setup, study)
+        finally:
+            for worker in workers:
+                if worker.wait():
+                    print(f"svmlab tune: worker process {worker.pid} ended with status "
+                          f"{worker.returncode}", file=sys.stderr, flush=True)
+        if not summarize(setup, study, parent):
+            parent.end("FAILED", "no trial completed")
+            return 1
+        parent.end("FINISHED")
+        return 0
+    except KeyboardInterrupt:
+        if parent:
+            parent.end("KILLED", "interrupted")
+        print("svmlab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if parent:
+            parent.end("FAILED", f"{type(exc).__name__}: {exc}")
+        line = store_error_line(exc, uri)
+        if isinstance(exc, SvmlabError) or line:
+            return _error(line or str(exc), EXIT_STORE if line else EXIT_USAGE)
+        raise
+
+
+def _study_params(setup: Setup) -> dict:
+    args = setup.args
+    return {"sampler": args.sampler, "pruner": args.pruner, "metric": args.metric,
+            "direction": setup.direction, "folds": len(setup.folds),
+            "validation": args.validation, "trials": args.trials, "jobs": args.jobs,
+            "overrides": " ".join(setup.fixed),
+            **{f"search.{k}": repr(v) for k, v in setup.space.items()}}
+
+
+def _error(message: str, status: int) -> int:
+    print(f"svmlab tune: error: {message}", file=sys.stderr)
+    return status
+

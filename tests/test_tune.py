@@ -1,0 +1,280 @@
+"""`svmlab tune`: the search-space parser, the study's parent and nested runs, resume, pruning,
+a killed trial, workers sharing one study (SQLite, PostgreSQL), and bad input."""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from mlflow import MlflowClient
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from conftest import closed_port
+from support.runs import SUPPORT_CONF, child_env
+from support.servers import postgres_bin, postgres_cluster
+from svmlab.app import cli, search_space
+from svmlab.app import tune as tune_module
+from svmlab.errors import ConfigError
+
+LOG_C = "solver.C=tag(log, interval(2^-5, 2^5))"
+
+
+# -- the search space ---------------------------------------------------------------------------
+
+def test_powers_are_read_as_their_values():
+    assert search_space.expand_powers("interval(2^-5, 2^15)") == "interval(0.03125, 32768)"
+    assert search_space.expand_powers("choice(2^3, 10^-1, x^2)") == "choice(8, 0.1, x^2)"
+
+
+def test_sweep_overrides_become_distributions_and_the_rest_stays_fixed():
+    space, fixed = search_space.parse([
+        "solver=libsvm", "solver.C=tag(log, interval(2^-5, 2^15))",
+        "kernel.gamma=interval(0.1, 1.0)", "solver.max_iter=range(100, 1000, 300)",
+        "kernel=linear,rbf", "solver.tol=choice(1e-3, 1e-4)"])
+    assert fixed == ["solver=libsvm"]
+    assert space["solver.C"] == FloatDistribution(0.03125, 32768.0, log=True)
+    assert space["kernel.gamma"] == FloatDistribution(0.1, 1.0)
+    assert space["solver.max_iter"] == IntDistribution(100, 700, step=300)  # Hydra: stop excluded
+    assert space["kernel"] == CategoricalDistribution(["linear", "rbf"])
+    assert search_space.grid({k: space[k] for k in ("solver.max_iter", "kernel", "solver.tol")}) \
+        == {"solver.max_iter": [100, 400, 700], "kernel": ["linear", "rbf"],
+            "solver.tol": [1e-3, 1e-4]}
+
+
+@pytest.mark.parametrize("override, words", [
+    ("solver.C=interval(10, 1)", "empty or inverted"),
+    ("solver.C=interval(1, 1)", "empty or inverted"),
+    ("solver.C=tag(log, interval(0, 1))", "positive lower end"),
+    ("solver.max_iter=range(10, 1)", "holds no value"),
+    ("seed=range(0, 3)", "cannot be searched"),
+    ("dataset=a1a,w1a", "cannot be searched"),
+])
+def test_empty_or_forbidden_spaces_are_refused(override, words):
+    with pytest.raises(ConfigError, match=words):
+        search_space.parse([override])
+
+
+def test_the_grid_sampler_needs_a_finite_space():
+    space, _ = search_space.parse([LOG_C])
+    with pytest.raises(ConfigError, match="finite space"):
+        search_space.grid(space)
+
+
+def test_a_preset_gives_its_search_space_and_the_command_line_adds_to_it():
+    parser = argparse.ArgumentParser()
+    tune_module.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["tune", "--sampler", "grid", "+experiment=fw_tune_c", "dataset=w1a",
+                              "solver.eps=choice(1e-3, 1e-4)"])
+    setup = tune_module.prepare(args)
+    assert search_space.grid(setup.space) == {"solver.C": [2 ** k for k in range(13)],
+                                              "solver.eps": [1e-3, 1e-4]}
+    assert setup.name == "tune-mfw-w1a-rbf" and setup.cfg.tracking.experiment == "fw_tune_c"
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def tune_args(folder: Path, *args: str, study: str = "s") -> list[str]:
+    return ["tune", "--storage", f"sqlite:///{folder / 'optuna.db'}", "--study", study, *args,
+            f"tracking.uri=sqlite:///{folder / 'mlflow.db'}", "tracking.log_model=false",
+            f"hydra.searchpath=[file://{SUPPORT_CONF}]"]
+
+
+def tune(folder: Path, *args: str, **kwargs) -> int:
+    """`svmlab tune` in this process."""
+    return cli.main(tune_args(folder, *args, **kwargs))
+
+
+def tune_process(folder: Path, *args: str, storage: str | None = None, **popen):
+    command = [sys.executable, "-m", "svmlab.app.cli", *tune_args(folder, *args)]
+    if storage:
+        command[command.index("--storage") + 1] = storage
+    return subprocess.Popen(command, env=child_env(), cwd=folder, text=True, **popen)
+
+
+def runs_of(folder: Path) -> list:
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    found = client.get_experiment_by_name("svmlab")
+    return client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"]) \
+        if found else []
+
+
+def study_of(folder: Path, name: str = "s", storage: str | None = None) -> optuna.Study:
+    from svmlab.app.tune import storage_url
+
+    return optuna.load_study(study_name=name,
+                             storage=storage_url(storage or f"sqlite:///{folder / 'optuna.db'}"))
+
+
+def by_role(runs: list, role: str) -> list:
+    return [r for r in runs if r.data.tags.get("svmlab.role") == role]
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path, capsys):
+    space = ("--sampler", "random", "--cv", "3", "solver=liblinear")
+    assert tune(tmp_path, "--trials", "2", "--no-refit", *space, "solver.C=interval(0.5, 2)") == 0
+    assert tune(tmp_path, "--trials", "3", "--no-refit", *space, "solver.C=interval(0.5, 2)") == 0
+    # a hopeless value: below the median of the three trials at the first fold, so pruned there
+    assert tune(tmp_path, "--trials", "4", *space, "solver.C=interval(1e-6, 2e-6)") == 0
+    assert "trial 3 PRUNED after fold 1" in capsys.readouterr().out
+
+    runs = runs_of(tmp_path)
+    [parent] = by_role(runs, "study")
+    trials, [refit] = by_role(runs, "trial"), by_role(runs, "refit")
+    assert parent.info.status == "FINISHED"
+    assert {r.data.tags["mlflow.parentRunId"] for r in trials + [refit]} == {parent.info.run_id}
+    values = [float(r.data.params["solver.C"]) for r in trials]  # each trial trained once
+    assert len(set(values)) == 4 and all(0.5 <= c <= 2 for c in values[:3]) and values[3] < 1e-5
+    states = {r.data.tags["svmlab.trial"]: r.data.tags["svmlab.trial_state"] for r in trials}
+    assert states == {"0": "COMPLETE", "1": "COMPLETE", "2": "COMPLETE", "3": "PRUNED"}
+    assert all(r.info.status == "FINISHED" for r in trials)
+    complete = [r for r in trials if r.data.tags["svmlab.trial_state"] == "COMPLETE"]
+    assert all(r.data.metrics["n_folds"] == 3 and "max_rel_gap_squared_hinge_l2_penalised_bias"
+               in r.data.metrics for r in complete)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    history = client.get_metric_history(complete[0].info.run_id, "cv_accuracy")
+    assert [m.step for m in history] == [0, 1, 2]
+    assert {"trace/trace.parquet", "trace/fold1.parquet", "trace/fold2.parquet"} <= {
+        a.path for a in client.list_artifacts(complete[0].info.run_id, "trace")}
+
+    study = study_of(tmp_path)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3 + [TrialState.PRUNED]
+    assert parent.data.metrics["best_cv_accuracy"] == pytest.approx(study.best_value)
+    assert parent.data.tags["svmlab.refit_trial"] == str(study.best_trial.number)
+    assert float(refit.data.params["solver.C"]) == study.best_params["solver.C"]
+    assert parent.data.metrics["refit_test_accuracy"] == refit.data.metrics["test_accuracy"]
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)} | {
+        a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
+    assert {"best", "trials.csv", "plots/optimization_history.png",
+            "plots/param_importances.png"} <= artifacts
+
+
+@pytest.mark.slow
+def test_a_trial_killed_mid_fit_is_failed_in_optuna_and_mlflow_and_trained_again(tmp_path):
+    started, stop = tmp_path / "started", tmp_path / "stop"
+    args = ("--trials", "2", "--cv", "2", "--no-refit", "--sampler", "grid", "solver=slow",
+            f"+solver.started_file={started}", f"+solver.stop_file={stop}",
+            "solver.C=choice(1.0, 2.0)")
+    proc = tune_process(tmp_path, *args)
+    deadline = time.monotonic() + 300  # a safety net: the test waits for the file
+    while not started.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the fit never started"
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    [killed] = study_of(tmp_path).trials
+    assert killed.state == TrialState.RUNNING
+    assert by_role(runs_of(tmp_path), "trial")[0].info.status == "RUNNING"
+
+    stop.touch()  # the fits of the next invocation end at once
+    assert tune(tmp_path, *args) == 0
+    trials = study_of(tmp_path).trials
+    assert trials[0].state == TrialState.FAIL
+    assert sorted(t.params["solver.C"] for t in trials if t.state == TrialState.COMPLETE) \
+        == [1.0, 2.0]
+    runs = {r.info.run_id: r for r in by_role(runs_of(tmp_path), "trial")}
+    failed = runs[killed.user_attrs["mlflow_run_id"]]
+    assert failed.info.status == "FAILED" and failed.data.tags["svmlab.trial_state"] == "FAIL"
+    assert "gone" in failed.data.tags["svmlab.error"]
+    assert [r.info.status for r in runs.values()].count("FINISHED") == 2
+
+
+def blocked_fits(folder: Path) -> tuple[Path, tuple[str, ...]]:
+    """(stop file, args): a study whose fits wait for the stop file (the test solver Slow)."""
+    stop = folder / "stop"
+    return stop, ("--trials", "4", "--cv", "2", "--no-refit", "--pruner", "none", "solver=slow",
+                  f"+solver.stop_file={stop}", "solver.C=interval(0.5, 2.0)")
+
+
+def work_together(folder: Path, study, stop: Path, workers: list) -> None:
+    """Wait until two processes each hold a RUNNING trial, then let every fit end, and wait
+    for the workers."""
+    deadline = time.monotonic() + 300  # a safety net: the test waits for the state
+    while True:
+        try:
+            running = study().get_trials(states=(TrialState.RUNNING,))
+        except KeyError:  # the study is not created yet
+            running = []
+        if len({t.user_attrs.get("svmlab.pid") for t in running} - {None}) == 2:
+            break
+        assert all(w.poll() is None for w in workers) and time.monotonic() < deadline, \
+            "two workers never held a trial at once"
+        time.sleep(0.2)
+    stop.touch()
+    outputs = [w.communicate(timeout=600)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0] * len(workers), outputs
+
+
+def check_shared_study(folder: Path, study: optuna.Study, wanted: int) -> None:
+    """Two processes worked the study: ``wanted`` finished trials (one more when both were
+    mid-trial as the count was reached), one parent, every trial run nested under it."""
+    finished = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    assert wanted <= len(finished) <= wanted + 1
+    assert len({t.user_attrs["svmlab.pid"] for t in finished}) == 2
+    runs = runs_of(folder)
+    [parent] = by_role(runs, "study")
+    trials = by_role(runs, "trial")
+    assert len(trials) == len(finished)
+    assert all(r.info.status == "FINISHED" and r.data.tags["mlflow.parentRunId"]
+               == parent.info.run_id for r in trials)
+
+
+@pytest.mark.slow
+def test_two_workers_share_one_study_on_sqlite(tmp_path):
+    stop, args = blocked_fits(tmp_path)
+    worker = tune_process(tmp_path, "--jobs", "2", *args, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    work_together(tmp_path, lambda: study_of(tmp_path), stop, [worker])
+    check_shared_study(tmp_path, study_of(tmp_path), 4)
+
+
+@pytest.mark.slow
+def test_two_machines_share_one_study_on_postgresql(tmp_path):
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql package)")
+    stop, args = blocked_fits(tmp_path)
+    with postgres_cluster() as database:
+        workers = [tune_process(tmp_path, *args, storage=database, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT) for _ in range(2)]
+        work_together(tmp_path, lambda: study_of(tmp_path, storage=database), stop, workers)
+        check_shared_study(tmp_path, study_of(tmp_path, storage=database), 4)
+
+
+def test_a_failing_fit_fails_its_trial_and_a_study_without_a_complete_trial_fails(tmp_path,
+                                                                                    capsys):
+    assert tune(tmp_path, "--trials", "1", "--cv", "2", "solver=nan_trace",
+                "solver.C=interval(0.5, 2.0)") == 1
+    assert "trial 0 FAIL: the convergence trace contains NaN" in capsys.readouterr().out
+    runs = runs_of(tmp_path)
+    assert [r.info.status for r in by_role(runs, "study")] == ["FAILED"]
+    [trial] = by_role(runs, "trial")
+    assert trial.info.status == "FAILED" and "NaN" in trial.data.tags["svmlab.error"]
+    assert [t.state for t in study_of(tmp_path).trials] == [TrialState.FAIL]
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, status, words", [
+    (("solver=liblinear", "solver.C=interval(10, 1)"), 2, "empty or inverted"),
+    (("solver=liblinear", "solver.gamma=interval(0.1, 1.0)"), 2, "unknown key solver.gamma"),
+    (("solver=liblinear", "solver.C=interval(-1.0, 1.0)"), 2, "invalid solver parameter"),
+    (("--metric", "f1", "solver=liblinear", LOG_C), 2, "unknown metric 'f1'"),
+    (("solver=liblinear",), 2, "no search range"),
+    (("--sampler", "grid", "solver=liblinear", LOG_C), 2, "finite space"),
+    (("--storage", f"postgresql://u@127.0.0.1:{closed_port()}/optuna", "solver=liblinear", LOG_C),
+     3, "the study storage postgresql://u@127.0.0.1:"),
+])
+def test_bad_input_is_one_line_and_leaves_nothing_running(tmp_path, capsys, args, status, words):
+    assert tune(tmp_path, *args) == status
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("svmlab tune: error: ") and words in err and "\n" not in err
+    assert not (tmp_path / "optuna.db").exists()  # no study, and no store opened: no run
+    assert not (tmp_path / "mlflow.db").exists()
