@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.estimator.base import SVMClassifier
 from svmlab.estimator.certificates import (
+    CERTIFICATE_TOL,
     Certificate,
     Formulation,
     KernelImage,
@@ -37,23 +38,29 @@ class _CertifiedModel(SVMClassifier):
         """Dual points the solver produced itself (none by default)."""
         return ()
 
+    def _certificate_tol(self) -> float:
+        """The relative gap the final certificate must show before the free-set refinement
+        is tried: a solver whose stopping rule is a certified gap overrides it with its own
+        tolerance."""
+        return CERTIFICATE_TOL
+
     def _certificate(self, X, y: np.ndarray) -> Certificate:
         squared_l2, l1 = self._regularizer_norms()
-        return self._certify(X, y, y * self._decision_function(X), squared_l2, l1,
+        return self._certify(X, y, y * self._decision_of(X), squared_l2, l1,
                              float(self.intercept_[0]), self._dual_image(X, y),
-                             self._solver_duals(y))
+                             self._solver_duals(y), tol=self._certificate_tol())
 
-    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True
-                 ) -> Certificate:
+    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True,
+                 tol=0.0) -> Certificate:
         """The certificate of a model with these margins, norms and bias under
-        `_formulation()` (``refine``: see `certificates.certify`)."""
+        `_formulation()` (``refine``, ``tol``: see `certificates.certify`)."""
         form = self._formulation()
         if form.penalty == "l2":
             regulariser = 0.5 * squared_l2
             regulariser += 0.5 * (b / form.bias_scale) ** 2 if form.bias == "penalised" else 0.0
         else:
             regulariser = l1 + (abs(b / form.bias_scale) if form.bias == "penalised" else 0.0)
-        return certify(form, self.C, margins, regulariser, image, duals, refine)
+        return certify(form, self.C, margins, regulariser, image, duals, refine, tol)
 
     @abstractmethod
     def _dual_image(self, X, y: np.ndarray):
