@@ -118,13 +118,18 @@ class KernelSVMClassifier(_CertifiedModel):
         return Kernel(self.kernel, self._gamma, self.degree, self.coef0)
 
     def _decision_function(self, X) -> np.ndarray:
+        """With the linear kernel X w + b (w = coef_, one product per row instead of one per
+        support vector), else the kernel expansion."""
+        if self.kernel == "linear":
+            return X @ self.coef_[0] + self.intercept_[0]
         return self._kernel().dot(X, self.support_vectors_, self.dual_coef_[0]) + self.intercept_[0]
 
     def _regularizer_norms(self) -> tuple[float, float | None]:
+        if self.kernel == "linear":
+            w = self.coef_[0]
+            return float(w @ w), float(np.abs(w).sum())
         a = self.dual_coef_[0]
-        squared_l2 = float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a))
-        l1 = float(np.abs(self.coef_).sum()) if self.kernel == "linear" else None
-        return squared_l2, l1
+        return float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a)), None
 
     def _dual_image(self, X, y):
         if self.kernel == "linear":
