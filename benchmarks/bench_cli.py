@@ -32,6 +32,14 @@ COMMANDS = [  # label, arguments after `svmlab`, target seconds
 ]
 
 
+def reference_seconds() -> float:
+    """An interpreter that starts and stops (``python -c pass``): the machine's load in the same
+    run, to read the figures against."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], capture_output=True)
+    return time.perf_counter() - start
+
+
 def wall_seconds(args: list[str], folder: Path) -> float:
     store = folder / "mlflow.db"
     extra = ([f"tracking.uri=sqlite:///{store}", f"hydra.run.dir={folder}/outputs"]
@@ -62,6 +70,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     repeat = parser.parse_args().repeat
     print(f"{'command':44s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'target':>7s}  met")
+    reference = statistics.median(reference_seconds() for _ in range(repeat))
+    print(f"{'reference: python -c pass':44s} {reference:9.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for label, args, target in COMMANDS:
             wall_seconds(args, Path(tmp))  # warm-up

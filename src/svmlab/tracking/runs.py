@@ -49,7 +49,7 @@ from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_comm
 
 TRACE_PREFIX = "trace/"
 TRACE_ARTIFACT = "trace/trace.parquet"
-MAX_HISTORY_POINTS = 1000  # rows of a trace kept as metric histories
+MAX_HISTORY_POINTS = 250  # rows of a trace kept as metric histories (a chart shows no more)
 MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call (params, tags and metrics)
 MAX_PARAMS = 100  # and on params per call (tags likewise)
 ERROR_TAG = "svmlab.error"
