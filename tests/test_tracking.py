@@ -109,3 +109,22 @@ def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, 
     mlflow.set_tracking_uri(uri)
     reloaded = mlflow.sklearn.load_model(f"runs:/{run_id}/model")
     np.testing.assert_array_equal(reloaded.predict(X), estimator.predict(X))
+
+
+def test_runs_plot_draws_the_figure_of_a_run_from_its_trace(tmp_path, capsys):
+    from mlflow import MlflowClient
+
+    from svmlab.app import cli
+    from svmlab.tracking.runs import Tracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with Tracker(uri, "plots") as tracker:
+        tracker.log_trace({"iteration": np.arange(3), "time_s": np.array([0.0, 0.1, 0.2]),
+                           "objective_hinge_l2": np.array([3.0, 2.0, 1.5])})
+    client = MlflowClient(uri)
+    assert not [a for a in client.list_artifacts(tracker.run_id, "trace") if
+                a.path.endswith(".png")]
+    assert cli.main(["runs", "plot", tracker.run_id, "--tracking-uri", uri]) == 0
+    assert "trace/convergence.png" in {a.path for a in client.list_artifacts(tracker.run_id,
+                                                                             "trace")}
+    assert f"run {tracker.run_id}: trace/convergence.png" in capsys.readouterr().out
