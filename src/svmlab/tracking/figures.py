@@ -13,6 +13,7 @@ import numpy as np
 
 ORDER = ("rel_gap_", "gap_", "objective_", "dual_", "primal_")  # panels first, in this order
 PANEL_COLUMNS = 3
+MAX_POINTS = 1000  # per curve, half log-spaced, half evenly spaced: a panel shows no more
 CONVERGENCE_FIGURE = "trace/convergence.png"
 
 
@@ -26,6 +27,18 @@ def panel_keys(columns: dict) -> list[str]:
     return sorted(keys, key=rank)
 
 
+def drawn_rows(iterations: np.ndarray) -> np.ndarray:
+    """Indices of at most MAX_POINTS rows: log-spaced in the iteration (the fast start) and
+    evenly spaced (the long tail), the first and the last among them."""
+    from svmlab.tracking.runs import history_rows
+
+    n = len(iterations)
+    if n <= MAX_POINTS:
+        return np.arange(n)
+    even = np.linspace(0, n - 1, MAX_POINTS // 2).astype(np.int64)
+    return np.union1d(history_rows(iterations, MAX_POINTS // 2), even)
+
+
 def convergence_figure(columns: dict, title: str):
     """One panel per trace column but iteration and time: its finite values against the
     iteration (a gap is NaN in rows where it was not computed), on a log axis when they are all
@@ -35,12 +48,14 @@ def convergence_figure(columns: dict, title: str):
     keys = panel_keys(columns) or ["time_s"]
     rows = math.ceil(len(keys) / PANEL_COLUMNS)
     cols = min(len(keys), PANEL_COLUMNS)
-    fig = Figure(figsize=(4.2 * cols, 2.9 * rows), constrained_layout=True)
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    fig = Figure(figsize=(4.2 * cols, 2.9 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.1, top=0.88, wspace=0.3, hspace=0.55)
     iteration = np.asarray(columns["iteration"], dtype=float)
     for ax, key in zip(axes, keys):
         values = np.asarray(columns[key], dtype=float)
-        shown = np.isfinite(values)
+        shown = np.flatnonzero(np.isfinite(values))
+        shown = shown[drawn_rows(iteration[shown])]
         x, y = iteration[shown], values[shown]
         ax.plot(x, y, marker="." if len(x) < 50 else None, linewidth=1.2)
         if len(y) and (y > 0).all() and y.max() > y.min():
