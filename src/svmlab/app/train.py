@@ -154,6 +154,8 @@ def fit_tags(estimator) -> dict:
             "svmlab.stopping_rule": estimator.stopping_rule(),
             "svmlab.formulation": certificate.formulation if certificate else None,
             "svmlab.certificate": (f"certified by a dual point from the {certificate.source}"
+                                   + (" (the free-set refinement tried)"
+                                      if certificate.refined else "")
                                    if certificate else "none: no dual bound for this solver")}
 
 
