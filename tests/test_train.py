@@ -48,8 +48,9 @@ def test_params_are_the_flattened_resolved_config(libsvm_run):
 def test_final_metrics_and_objectives(libsvm_run):
     _, run = libsvm_run
     metrics = run.data.metrics
-    for key in ("fit_time_s", "predict_time_s", "train_accuracy", "test_accuracy", "n_iter",
-                "n_support", "objective_hinge_l2", "objective_squared_hinge_l2"):
+    for key in ("fit_time_s", "certificate_time_s", "predict_time_s", "train_accuracy",
+                "test_accuracy", "n_iter", "n_support", "objective_hinge_l2",
+                "objective_squared_hinge_l2"):
         assert key in metrics, key
     assert 0.9 < metrics["test_accuracy"] <= 1.0
     assert metrics["n_support"] >= 1
