@@ -40,20 +40,50 @@ def test_a_signal_outside_writes_is_raised_at_once():
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def test_a_logged_figure_is_closed(tmp_path):
-    import matplotlib.pyplot as plt
-
+def test_the_convergence_figure_has_one_panel_per_quantity_on_log_axes():
     from svmlab.tracking.figures import convergence_figure
+
+    n = 200
+    columns = {"iteration": np.arange(n), "time_s": np.linspace(0.0, 1.0, n),
+               "objective_hinge_l2": 16.0 + 400.0 / (1.0 + np.arange(n)),
+               "dual_gap": 9000.0 * 0.9 ** np.arange(n),
+               "rel_gap_hinge_l2": np.where(np.arange(n) % 10 == 0, 0.9 ** np.arange(n), np.nan),
+               "objective_l2svm": -1.0 - 1.0 / (1.0 + np.arange(n))}
+    figure = convergence_figure(columns, "run")
+    panels = {ax.get_title(): ax for ax in figure.axes if ax.get_visible()}
+    assert list(panels) == ["rel_gap_hinge_l2", "objective_hinge_l2", "objective_l2svm",
+                            "dual_gap"]  # gaps first, then objectives, then the rest
+    assert {k: ax.get_yscale() for k, ax in panels.items()} == {
+        "rel_gap_hinge_l2": "log", "objective_hinge_l2": "log", "dual_gap": "log",
+        "objective_l2svm": "linear"}  # a negative quantity has no log axis
+    (line,) = panels["rel_gap_hinge_l2"].get_lines()
+    assert len(line.get_xdata()) == n // 10  # rows without a computed gap are left out
+
+
+def test_gap_histories_come_with_their_order_of_magnitude(tmp_path):
+    from mlflow import MlflowClient
+
     from svmlab.tracking.runs import Tracker
 
-    before = len(plt.get_fignums())
-    with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "figures") as tracker:
-        for _ in range(3):
-            columns = {"iteration": np.arange(2), "time_s": np.array([0.0, 0.1]),
-                       "objective_hinge_l2": np.array([2.0, 1.0])}
-            figure = convergence_figure(columns, "trace")
-            tracker.log_figure(figure, "trace/convergence.png")
-    assert len(plt.get_fignums()) == before
+    columns = {"iteration": np.arange(4), "time_s": np.array([0.0, 0.1, 0.2, 0.3]),
+               "dual_gap": np.array([9000.0, 10.0, 0.0, 0.01]),
+               "rel_gap_hinge_l2": np.array([np.nan, 0.5, 0.05, 0.005])}
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with Tracker(uri, "histories") as tracker:
+        tracker.log_trace(columns)
+    client = MlflowClient(uri)
+
+    def history(key):
+        return [(p.step, p.value) for p in sorted(client.get_metric_history(tracker.run_id, key),
+                                                  key=lambda p: p.step)]
+
+    assert [v for _, v in history("trace/dual_gap")] == [9000.0, 10.0, 0.0, 0.01]
+    assert history("trace/log10_dual_gap") == [(0, pytest.approx(np.log10(9000.0))),
+                                               (1, 1.0), (3, -2.0)]  # log10 where positive
+    assert history("trace/log10_rel_gap_hinge_l2") == [
+        (1, pytest.approx(np.log10(0.5))), (2, pytest.approx(np.log10(0.05))),
+        (3, pytest.approx(np.log10(0.005)))]
+    assert "trace/log10_time_s" not in client.get_run(tracker.run_id).data.metrics
 
 
 @pytest.mark.parametrize("solver", ["mfw", "libsvm"])
@@ -79,3 +109,22 @@ def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, 
     mlflow.set_tracking_uri(uri)
     reloaded = mlflow.sklearn.load_model(f"runs:/{run_id}/model")
     np.testing.assert_array_equal(reloaded.predict(X), estimator.predict(X))
+
+
+def test_runs_plot_draws_the_figure_of_a_run_from_its_trace(tmp_path, capsys):
+    from mlflow import MlflowClient
+
+    from svmlab.app import cli
+    from svmlab.tracking.runs import Tracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with Tracker(uri, "plots") as tracker:
+        tracker.log_trace({"iteration": np.arange(3), "time_s": np.array([0.0, 0.1, 0.2]),
+                           "objective_hinge_l2": np.array([3.0, 2.0, 1.5])})
+    client = MlflowClient(uri)
+    assert not [a for a in client.list_artifacts(tracker.run_id, "trace") if
+                a.path.endswith(".png")]
+    assert cli.main(["runs", "plot", tracker.run_id, "--tracking-uri", uri]) == 0
+    assert "trace/convergence.png" in {a.path for a in client.list_artifacts(tracker.run_id,
+                                                                             "trace")}
+    assert f"run {tracker.run_id}: trace/convergence.png" in capsys.readouterr().out

@@ -23,7 +23,8 @@ SUBCOMMANDS = {
                  "reproduce a paper in one command: sweep, analysis, report, claims table"),
     "server": ("svmlab.tracking.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
-    "runs": ("svmlab.tracking.reap", "runs reap: end KILLED the runs a dead process left RUNNING"),
+    "runs": ("svmlab.tracking.reap", "runs reap: end KILLED the runs a dead process left "
+             "RUNNING; runs plot: draw a run's convergence figure"),
 }
 
 

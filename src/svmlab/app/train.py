@@ -171,6 +171,8 @@ def fit_tags(estimator) -> dict:
             "svmlab.stopping_rule": estimator.stopping_rule(),
             "svmlab.formulation": certificate.formulation if certificate else None,
             "svmlab.certificate": (f"certified by a dual point from the {certificate.source}"
+                                   + (" (the free-set refinement tried)"
+                                      if certificate.refined else "")
                                    if certificate else "none: no dual bound for this solver")}
 
 
@@ -187,8 +189,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     from svmlab.app.compiling import compile_solver
     from svmlab.app.evaluation import check_trace_finite, evaluate
     from svmlab.app.interrupt import run_interruptibly
-    from svmlab.tracking.figures import convergence_figure
-    from svmlab.tracking.runs import Tracker, flatten
+    from svmlab.tracking.runs import TRACE_ARTIFACT, Tracker, final_metrics, flatten
 
     tags = run_tags(cfg, context, estimator)
     run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
@@ -202,10 +203,10 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     with Tracker(tracking.uri, tracking.experiment, run_name,
                  parent_run_id=context.parent_run_id) as tracker:
         context.run_id = tracker.run_id
-        tracker.set_tags(tags)
-        tracker.log_params(flatten(OmegaConf.to_container(cfg, resolve=True)))
-        tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
-        tracker.log_text(OmegaConf.to_yaml(context.overrides), "config/overrides.yaml")
+        # the config is on record before the fit (a failed run keeps it); the results after
+        tracker.log_batch(params=flatten(OmegaConf.to_container(cfg, resolve=True)), tags=tags)
+        tracker.stage_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
+        tracker.stage_text(OmegaConf.to_yaml(context.overrides), "config/overrides.yaml")
 
         dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
                             cache_dir=cfg.paths.cache_dir)
@@ -222,18 +223,22 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
                           context.launcher, alive=functools.partial(still_training, run_name))
         trace = estimator.trace_.columns()  # joined once for the checks, the store and the plot
         check_trace_finite(trace)
-        tracker.log_trace(trace, start_ms)
+        tracker.stage_columns(trace, TRACE_ARTIFACT)
         for name, columns in getattr(estimator, "records_", {}).items():  # e.g. merges
-            tracker.log_columns(columns, f"records/{name}.parquet")
-        tracker.set_tags(fit_tags(estimator))
+            tracker.stage_columns(columns, f"records/{name}.parquet")
         metrics = evaluate(estimator, dataset)
         metrics["compile_time_s"] += compile_s
         context.metrics = metrics
-        tracker.log_metrics(metrics, step=int(estimator.n_iter_))
-        tracker.log_figure(convergence_figure(trace, run_name),
-                           "trace/convergence.png")
+        tracker.log_batch(tags=fit_tags(estimator),
+                          metrics=final_metrics(metrics, step=int(estimator.n_iter_))
+                          + tracker.trace_metrics(trace, start_ms))
+        tracker.upload_staged()
         if tracking.log_model:
             tracker.log_model(estimator, dataset.X_train[:5])
+        if context.sweep_dir is None:  # off a sweep's path: `svmlab runs plot` draws it later
+            from svmlab.tracking.figures import CONVERGENCE_FIGURE, convergence_figure
+
+            tracker.stage_figure(convergence_figure(trace, run_name), CONVERGENCE_FIGURE)
 
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
         print(f"run {tracker.run_id} FINISHED: {run_name}  "

@@ -3,7 +3,8 @@
 `SVMClassifier.fit` does everything that is not numerics, the same way for every solver:
 parameter and input validation, the label mapping to +1/-1, compiling the solver's numba code
 (or loading it from numba's cache) on a tiny problem before the clock starts, the solver clock
-and trace, the check of the learned model, the optimality certificate after the clock stops,
+and trace, the check of the learned model, the training accuracy, objectives and optimality
+certificate after the clock stops (all from one computation of the training decision values),
 and the ConvergenceWarning when the solver's stopping rule did not hold. A solver provides:
 
     _fit(X, y, trace)        train on validated X (float64, dense or CSR with int32 indices) and
@@ -54,14 +55,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     #: parameter overrides of the warm-up fit that compiles the solver's numba code (or loads it
     #: from numba's cache) before the clock starts; None: the solver compiles nothing
     _warm_up: ClassVar[dict | None] = None
+    #: (X, f(X)) for the training rows of a fit whose model is final (see `_final_decision`)
+    _fit_decision: ClassVar[tuple | None] = None
 
     def fit(self, X, y, callback=None):
         """Train on (X, y); `callback(row)` receives each trace row (a dict), off the clock.
 
         Sets classes_ (the two labels, sorted), n_features_in_, trace_, n_iter_ (iteration of
         the last trace row), fit_time_s_ (the solver's time alone), compile_time_s_ (the
-        warm-up that compiled or loaded the solver's numba code), converged_, certificate_
-        (None where no certificate is computable). Raises DataError for NaN/inf in X or y
+        warm-up that compiled or loaded the solver's numba code), converged_, train_accuracy_
+        and train_objectives_ (what `score` and `objectives` give on the training data),
+        certificate_ (None where no certificate is computable) and certificate_time_s_ (its
+        cost beyond the shared training decision values). Raises DataError for NaN/inf in X or y
         without exactly two classes, TrainingError if the learned model holds NaN/inf, and
         warns (ConvergenceWarning) when the stopping rule did not hold.
         """
@@ -72,6 +77,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         self.classes_ = two_classes(y)
         y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
         self.compile_time_s_ = self._compile(X, y_pm)
+        self._fit_decision = None
         trace = Trace(callback)
         trace.clock.start()
         self._fit(X, y_pm, trace)
@@ -83,7 +89,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         self._check_finite_model()
         self.trace_ = trace
         self.n_iter_ = int(trace.columns()["iteration"][-1])
+        self.train_accuracy_ = float(np.mean((self._final_decision(X) > 0) == (y_pm > 0)))
+        self.train_objectives_ = self._objective_values(X, y_pm)
+        start = time.perf_counter()
         self.certificate_ = self._certificate(X, y_pm)
+        self.certificate_time_s_ = time.perf_counter() - start
+        del self._fit_decision  # a fitted model holds no copy of its training data
         if not self.converged_:
             warnings.warn(f"{type(self).__name__} stopped before its stopping rule held "
                           f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
@@ -131,7 +142,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
         """Objective values on validated X and y in {-1, +1}."""
         squared_l2, l1 = self._regularizer_norms()
-        return primal_objectives(y_pm * self._decision_function(X), squared_l2, l1, self.C)
+        return primal_objectives(y_pm * self._decision_of(X), squared_l2, l1, self.C)
+
+    def _final_decision(self, X) -> np.ndarray:
+        """f on the training rows X of the fit under way, once its model is final: computed
+        once and shared by a library's trace row, the training metrics and the certificate."""
+        if self._fit_decision is None:
+            self._fit_decision = (X, self._decision_function(X))
+        return self._fit_decision[1]
+
+    def _decision_of(self, X) -> np.ndarray:
+        """f on validated X: the shared values of `_final_decision` when X is those rows."""
+        shared = self._fit_decision
+        return shared[1] if shared is not None and shared[0] is X else self._decision_function(X)
 
     def _validated_X(self, X):
         check_is_fitted(self)

@@ -26,7 +26,8 @@ Dual points come from the solver when it has them (LIBSVM's dual coefficients, t
 solvers' alpha) and from the model itself: a_i = -C loss'(m_i), which is exact for the smooth
 losses at the optimum. For the hinge the points with m_i = 1 (free support vectors) get their
 a_i from the optimality condition w = v(a) by bounded least squares over the points whose
-margin lies within delta of 1, for a few delta; every candidate is then made feasible (the
+margin lies within delta of 1, for a few delta, tried only while the gap stays above the
+tolerance asked for; every candidate is then made feasible (the
 equality of a free bias by shrinking the heavier class, the l1 constraint by scaling) and
 scaled by the best factor t (D(t a) is a concave quadratic in t). The best candidate is kept.
 No library computes these certificates for arbitrary SVM models, hence this module.
@@ -47,6 +48,7 @@ BIASES = ("none", "free", "penalised")
 FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
 MAX_KERNEL_FREE = 2000  # points in a kernel model's free set (a dense QP of this size)
 BALANCE_WEIGHT = 1e3  # weight of a free bias's equality in the free-set least squares
+CERTIFICATE_TOL = 1e-3  # relative gap a fit's certificate refines toward, unless its solver asks
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class Certificate:
     primal: float
     dual: float
     source: str  # where the dual point came from: 'solver' or 'model'
+    refined: bool = False  # whether the hinge's free-set refinement was tried
 
     @property
     def gap(self) -> float:
@@ -89,8 +92,7 @@ class Certificate:
 
     @property
     def rel_gap(self) -> float:
-        scale = abs(self.primal)
-        return self.gap / scale if scale > 0 else (0.0 if self.gap <= 0 else np.inf)
+        return relative_gap(self.primal, self.dual)
 
     def metrics(self) -> dict[str, float]:
         """``primal_<f>``, ``dual_<f>``, ``gap_<f>`` and ``rel_gap_<f>``."""
@@ -224,47 +226,63 @@ class KernelImage(DualImage):
         return fixed
 
 
+def relative_gap(primal: float, dual: float) -> float:
+    """(P - D) / |P| (0 or inf when P = 0)."""
+    gap, scale = primal - dual, abs(primal)
+    return gap / scale if scale > 0 else (0.0 if gap <= 0 else np.inf)
+
+
 def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float,
             image: DualImage, solver_duals: tuple[np.ndarray, ...] = (),
-            refine: bool = True) -> Certificate:
+            refine: bool = True, tol: float = 0.0) -> Certificate:
     """The certificate of a model with ``margins`` and regulariser value ``regulariser``
     (1/2||w||^2 or ||w||_1, including a penalised bias's part) for formulation ``form``.
 
-    ``solver_duals`` are dual points the solver produced itself; the model's own candidates
-    (see the module docstring) are always tried too, and the best lower bound is kept.
-    ``refine=False`` skips the hinge's free-set least squares: a cheaper, looser bound for a
-    solver's stopping test.
+    ``solver_duals`` are dual points the solver produced itself; the model's own point
+    a_i = -C loss'(m_i) is always tried too, and the best lower bound is kept. The hinge's
+    free-set refinements (a bounded least-squares fit or box QP each) are tried in turn only
+    while the relative gap of the best point so far exceeds ``tol``: a solver whose own dual
+    point already certifies the tolerance asked for pays nothing more. ``refine=False`` never
+    tries them: a cheaper, looser bound for a solver's stopping test.
     """
-    primal = regulariser + C * loss_sum(form.loss, margins, form.power)
+    primal = float(regulariser + C * loss_sum(form.loss, margins, form.power))
     if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
-        return Certificate(form.name, float(primal), 0.0, "model")
-    best, source = -np.inf, "model"
+        return Certificate(form.name, primal, 0.0, "model")
+    best, source, refined = -np.inf, "model", False
     candidates = [(a, "solver") for a in solver_duals] + [
-        (a, "model") for a in _model_candidates(form, C, margins, image, refine)]
+        (_model_point(form, C, margins), "model")]
     for a, origin in candidates:
         value = _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
         if value > best:
             best, source = value, origin
-    return Certificate(form.name, float(primal), float(best), source)
+    if refine and form.loss == "hinge":
+        for a in _free_set_points(C, margins, image, form):
+            if relative_gap(primal, best) <= tol:
+                break
+            refined = True
+            value = _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
+            if value > best:
+                best, source = value, "model"
+    return Certificate(form.name, primal, float(best), source, refined)
 
 
-def _model_candidates(form: Formulation, C: float, margins: np.ndarray, image: DualImage,
-                      refine: bool = True):
-    """a_i = -C loss'(m_i), and for the hinge the free-set refinements (if ``refine``)."""
+def _model_point(form: Formulation, C: float, margins: np.ndarray) -> np.ndarray:
+    """a_i = -C loss'(m_i) (for the hinge, C where m_i < 1 and 0 elsewhere)."""
     r = 1.0 - margins
     if form.loss == "power_hinge":
-        yield C * form.power * np.maximum(r, 0.0) ** (form.power - 1.0)
-        return
+        return C * form.power * np.maximum(r, 0.0) ** (form.power - 1.0)
     if form.loss == "squared_hinge":
-        yield 2.0 * C * np.maximum(r, 0.0)
-        return
+        return 2.0 * C * np.maximum(r, 0.0)
     if form.loss == "squared":
-        yield 2.0 * C * r
-        return
+        return 2.0 * C * r
+    return np.where(r > 0.0, C, 0.0)
+
+
+def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Formulation):
+    """The hinge's refinements: a_i from the optimality condition on the points whose margin
+    lies within delta of 1, for growing delta (computed one at a time, when asked for)."""
+    r = 1.0 - margins
     base = np.where(r > 0.0, C, 0.0)
-    yield base
-    if not refine:
-        return
     scale = max(1.0, float(np.abs(margins).max(initial=0.0)))
     seen = set()
     for width in FREE_SET_WIDTHS:

@@ -4,8 +4,10 @@
     rbf     K(x, z) = exp(-gamma ||x - z||^2)
     poly    K(x, z) = (gamma x.z + coef0)^degree
 
-Kernel matrices come from sklearn.metrics.pairwise; products K(A, B) @ c are computed in row
-blocks so that memory stays bounded when A or B has many rows.
+Kernel blocks come from svmlab's compiled kernels (``svmlab.numerics.kernels``, installed by
+``svmlab.solvers`` through `use_compiled`: this layer imports no numba), else from
+sklearn.metrics.pairwise; products K(A, B) @ c are computed in row blocks so that memory stays
+bounded when A or B has many rows.
 """
 
 from dataclasses import dataclass
@@ -18,6 +20,14 @@ from sklearn.utils import gen_batches
 from svmlab.estimator.registry import KERNELS
 
 BLOCK_BYTES = 64 * 2**20
+_compiled = None  # (matrix, products) functions of (name, gamma, degree, coef0, ...), or None
+
+
+def use_compiled(matrix, products) -> None:
+    """Compute kernel blocks with ``matrix(kernel, A, B)`` and ``products(kernel, A, B, coef)``
+    (a `Kernel` first) instead of scikit-learn's generic path."""
+    global _compiled
+    _compiled = (matrix, products)
 
 
 def resolve_gamma(gamma: float | str, X) -> float:
@@ -46,11 +56,15 @@ class Kernel:
 
     def matrix(self, A, B) -> np.ndarray:
         """Dense K(A, B) of shape (n_A, n_B); A and B may be dense or CSR."""
+        if _compiled is not None:
+            return _compiled[0](self, A, B)
         return pairwise_kernels(A, B, metric=self.name, filter_params=True,
                                 gamma=self.gamma, degree=self.degree, coef0=self.coef0)
 
     def dot(self, A, B, coef: np.ndarray) -> np.ndarray:
         """K(A, B) @ coef, computed in row blocks of A of at most BLOCK_BYTES each."""
+        if _compiled is not None:
+            return _compiled[1](self, A, B, coef)
         rows = max(1, BLOCK_BYTES // (8 * max(1, B.shape[0])))
         out = np.empty(A.shape[0])
         for block in gen_batches(A.shape[0], rows):

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.estimator.base import SVMClassifier
 from svmlab.estimator.certificates import (
+    CERTIFICATE_TOL,
     Certificate,
     Formulation,
     KernelImage,
@@ -37,23 +38,29 @@ class _CertifiedModel(SVMClassifier):
         """Dual points the solver produced itself (none by default)."""
         return ()
 
+    def _certificate_tol(self) -> float:
+        """The relative gap the final certificate must show before the free-set refinement
+        is tried: a solver whose stopping rule is a certified gap overrides it with its own
+        tolerance."""
+        return CERTIFICATE_TOL
+
     def _certificate(self, X, y: np.ndarray) -> Certificate:
         squared_l2, l1 = self._regularizer_norms()
-        return self._certify(X, y, y * self._decision_function(X), squared_l2, l1,
+        return self._certify(X, y, y * self._decision_of(X), squared_l2, l1,
                              float(self.intercept_[0]), self._dual_image(X, y),
-                             self._solver_duals(y))
+                             self._solver_duals(y), tol=self._certificate_tol())
 
-    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True
-                 ) -> Certificate:
+    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True,
+                 tol=0.0) -> Certificate:
         """The certificate of a model with these margins, norms and bias under
-        `_formulation()` (``refine``: see `certificates.certify`)."""
+        `_formulation()` (``refine``, ``tol``: see `certificates.certify`)."""
         form = self._formulation()
         if form.penalty == "l2":
             regulariser = 0.5 * squared_l2
             regulariser += 0.5 * (b / form.bias_scale) ** 2 if form.bias == "penalised" else 0.0
         else:
             regulariser = l1 + (abs(b / form.bias_scale) if form.bias == "penalised" else 0.0)
-        return certify(form, self.C, margins, regulariser, image, duals, refine)
+        return certify(form, self.C, margins, regulariser, image, duals, refine, tol)
 
     @abstractmethod
     def _dual_image(self, X, y: np.ndarray):
@@ -111,13 +118,18 @@ class KernelSVMClassifier(_CertifiedModel):
         return Kernel(self.kernel, self._gamma, self.degree, self.coef0)
 
     def _decision_function(self, X) -> np.ndarray:
+        """With the linear kernel X w + b (w = coef_, one product per row instead of one per
+        support vector), else the kernel expansion."""
+        if self.kernel == "linear":
+            return X @ self.coef_[0] + self.intercept_[0]
         return self._kernel().dot(X, self.support_vectors_, self.dual_coef_[0]) + self.intercept_[0]
 
     def _regularizer_norms(self) -> tuple[float, float | None]:
+        if self.kernel == "linear":
+            w = self.coef_[0]
+            return float(w @ w), float(np.abs(w).sum())
         a = self.dual_coef_[0]
-        squared_l2 = float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a))
-        l1 = float(np.abs(self.coef_).sum()) if self.kernel == "linear" else None
-        return squared_l2, l1
+        return float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a)), None
 
     def _dual_image(self, X, y):
         if self.kernel == "linear":

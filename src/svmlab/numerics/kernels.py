@@ -177,3 +177,46 @@ def self_kernel(spec, A):
     for i in range(out.shape[0]):
         out[i] = kernel_map(spec, A.sq_norms[i], A.sq_norms[i], A.sq_norms[i])
     return out
+
+
+def _points(X) -> PointSet:
+    """The PointSet of dense or CSR X in the layout dot products read fastest."""
+    X = rows_layout(X)
+    if sp.issparse(X) and X.indices.dtype != np.int32:
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr), shape=X.shape)
+    return point_set(X)
+
+
+def kernel_matrix(spec: KernelSpec, A, B) -> np.ndarray:
+    """Dense K(A, B) of shape (n_A, n_B) for dense or CSR A and B."""
+    left, right = _points(A), _points(B)
+    out = np.empty((A.shape[0], B.shape[0]))
+    _kernel_rows(spec, left, right, out)
+    return out
+
+
+def kernel_products(spec: KernelSpec, A, B, coef: np.ndarray) -> np.ndarray:
+    """K(A, B) @ coef, one row of K at a time (memory: one row of n_B values)."""
+    left, right = _points(A), _points(B)
+    out = np.empty(A.shape[0])
+    _kernel_row_products(spec, left, right, np.ascontiguousarray(coef, dtype=np.float64), out)
+    return out
+
+
+@njit(cache=True)
+def _kernel_rows(spec, A, B, out):
+    cols = np.arange(out.shape[1])
+    for i in range(out.shape[0]):
+        kernel_values(spec, A, i, B, cols, 0, cols.shape[0], out[i])
+
+
+@njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
+def _kernel_row_products(spec, A, B, coef, out):
+    cols = np.arange(coef.shape[0])
+    row = np.empty(coef.shape[0])
+    for i in range(out.shape[0]):
+        kernel_values(spec, A, i, B, cols, 0, cols.shape[0], row)
+        total = 0.0
+        for t in range(row.shape[0]):
+            total += row[t] * coef[t]
+        out[i] = total

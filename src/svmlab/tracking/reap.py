@@ -26,6 +26,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
 
 from svmlab.errors import SvmlabError
+from svmlab.tracking import figures
 from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive,
                                       tag_time)
 from svmlab.tracking.queries import experiment_ids
@@ -123,6 +124,7 @@ def add_parser(sub) -> None:
                         help="a run silent for longer is dead, wherever it ran "
                              f"(default: {STALE_AFTER_S:.0f})")
     parser.set_defaults(func=run_reap)
+    figures.add_parser(commands)
 
 
 def run_reap(args: argparse.Namespace) -> int:

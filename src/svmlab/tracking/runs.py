@@ -8,8 +8,11 @@ unreachable. A run whose process dies without ending it (SIGKILL, a lost machine
 its host, pid and heartbeat tags (``svmlab.tracking.liveness``) and ended by
 ``svmlab.tracking.reap``.
 
-Everything goes through MLflow's public API. The convergence trace is written after the fit, off
-the solver's clock: the whole trace as the artifact ``trace/trace.parquet``, and at most
+Everything goes through MLflow's public API, in few calls: params, tags and metrics in one
+``log_batch`` each time (as many as MLflow's limits per call allow), artifacts staged in a local
+folder and written together by :meth:`Tracker.upload_staged` (what is staged when a run fails is
+written as it ends). The convergence trace is written after the fit, off the solver's clock:
+the whole trace as the artifact ``trace/trace.parquet``, and at most
 ``MAX_HISTORY_POINTS`` rows of it (log-spaced in the iteration, the first and the last always
 among them) as metric histories ``trace/<column>`` written with ``log_batch``; a history's step is
 the iteration and its timestamp the fit's start plus the solver's elapsed time, so the UI's
@@ -21,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -39,14 +43,15 @@ from mlflow.data.code_dataset_source import CodeDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
+from svmlab.estimator.trace import GAP_PREFIXES
 from svmlab.tracking.liveness import Heartbeat, start_tags
 from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line, until_stored
 
 TRACE_PREFIX = "trace/"
 TRACE_ARTIFACT = "trace/trace.parquet"
-MAX_HISTORY_POINTS = 1000  # rows of a trace kept as metric histories
-MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call
-MAX_PARAMS = 100  # and on params per call
+MAX_HISTORY_POINTS = 250  # rows of a trace kept as metric histories (a chart shows no more)
+MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call (params, tags and metrics)
+MAX_PARAMS = 100  # and on params per call (tags likewise)
 ERROR_TAG = "svmlab.error"
 
 
@@ -124,6 +129,12 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[dotted] = json.dumps(value) if isinstance(value, (list, dict)) else value
     return flat
+
+
+def final_metrics(metrics: Mapping[str, float], step: int = 0) -> list[Metric]:
+    """Final values as MLflow metrics, stamped now, at ``step`` (e.g. the last iteration)."""
+    now = int(time.time() * 1000)
+    return [Metric(k, float(v), now, step) for k, v in metrics.items()]
 
 
 def history_rows(iterations: np.ndarray, max_points: int = MAX_HISTORY_POINTS) -> np.ndarray:
@@ -224,6 +235,7 @@ class Tracker:
                                 f"another experiment)")
             self.client.set_tag(project_run, "svmlab.run_id", self.run_id)
         self._start_ms = int(time.time() * 1000)
+        self._staging = tempfile.TemporaryDirectory(prefix="svmlab-artifacts-")
         self._heartbeat = Heartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()
         return self
@@ -243,6 +255,13 @@ class Tracker:
             killed = isinstance(exc, KeyboardInterrupt)
             status = RunStatus.to_string(RunStatus.KILLED if killed else RunStatus.FAILED)
             self._record_error(exc, tb)
+        try:
+            self.upload_staged()  # e.g. the config of a run that failed
+        except Exception:  # as for the error record: the run must end all the same
+            if exc is None:
+                raise
+        finally:
+            self._staging.cleanup()
         try:
             mlflow.end_run(status=status)
         except Exception:  # the run is off MLflow's stack already; its store may come back
@@ -266,20 +285,28 @@ class Tracker:
     # -- what a run logs -----------------------------------------------------------------------
 
     @_store_write
+    def log_batch(self, params: Mapping[str, Any] | None = None,
+                  tags: Mapping[str, Any] | None = None, metrics: list[Metric] = ()) -> None:
+        """Params, tags (None values left out) and metrics in as few ``log_batch`` calls as
+        MLflow's limits allow (one for a training run's config, one for its results)."""
+        params = [Param(k, "None" if v is None else str(v)) for k, v in (params or {}).items()]
+        tags = [RunTag(k, str(v)) for k, v in (tags or {}).items() if v is not None]
+        metrics = list(metrics)
+        while params or tags or metrics:
+            p, params = params[:MAX_PARAMS], params[MAX_PARAMS:]
+            t, tags = tags[:MAX_PARAMS], tags[MAX_PARAMS:]
+            m, metrics = (metrics[:MAX_BATCH - len(p) - len(t)],
+                          metrics[MAX_BATCH - len(p) - len(t):])
+            self.client.log_batch(self.run_id, metrics=m, params=p, tags=t)
+
     def log_params(self, params: Mapping[str, Any]) -> None:
-        items = [Param(k, "None" if v is None else str(v)) for k, v in params.items()]
-        for i in range(0, len(items), MAX_PARAMS):
-            self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS])
+        self.log_batch(params=params)
 
-    @_store_write
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        items = [RunTag(k, str(v)) for k, v in tags.items() if v is not None]
-        self.client.log_batch(self.run_id, tags=items)
+        self.log_batch(tags=tags)
 
-    @_store_write
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        now = int(time.time() * 1000)
-        self._write([Metric(k, float(v), now, step) for k, v in metrics.items()])
+        self.log_batch(metrics=final_metrics(metrics, step))
 
     @_store_write
     def log_dataset(self, dataset) -> None:
@@ -289,52 +316,82 @@ class Tracker:
     def log_text(self, text: str, artifact_file: str) -> None:
         self.client.log_text(self.run_id, text, artifact_file)
 
+    def _staged_path(self, artifact_file: str) -> Path:
+        path = Path(self._staging.name) / artifact_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def stage_text(self, text: str, artifact_file: str) -> None:
+        """``text`` as the artifact ``artifact_file``, written by the next `upload_staged`."""
+        self._staged_path(artifact_file).write_text(text)
+
+    def stage_columns(self, columns: Mapping[str, np.ndarray], artifact_file: str
+                      ) -> pd.DataFrame:
+        """Equal-length columns as the Parquet artifact ``artifact_file`` (a trace, or a
+        solver's record of events such as a budgeted solver's merges), written by the next
+        `upload_staged`; returns the frame."""
+        frame = pd.DataFrame(dict(columns))
+        frame.to_parquet(self._staged_path(artifact_file), index=False)
+        return frame
+
+    def stage_figure(self, figure, artifact_file: str) -> None:
+        """A matplotlib figure as the image ``artifact_file``, written by the next
+        `upload_staged`."""
+        figure.savefig(self._staged_path(artifact_file))
+
+    @_store_write
+    def upload_staged(self) -> None:
+        """Write every staged artifact in one call, and empty the staging folder."""
+        folder = Path(self._staging.name)
+        if any(folder.iterdir()):
+            self.client.log_artifacts(self.run_id, str(folder))
+            for child in folder.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+
     @_store_write
     def log_artifacts(self, folder: str | os.PathLike, artifact_path: str | None = None) -> None:
         self.client.log_artifacts(self.run_id, str(folder), artifact_path)
 
-    @_store_write
-    def log_figure(self, figure, artifact_file: str) -> None:
-        """Log a matplotlib figure as an image and close it (a sweep runs many jobs in one
-        process: open figures would accumulate)."""
-        import matplotlib.pyplot as plt
-
-        try:
-            self.client.log_figure(self.run_id, figure, artifact_file)
-        finally:
-            plt.close(figure)
-
-    @_store_write
     def log_trace(self, columns: Mapping[str, np.ndarray], start_ms: int | None = None) -> None:
-        """The convergence trace: the whole of it as ``trace/trace.parquet``, and at most
-        MAX_HISTORY_POINTS log-spaced rows as the histories ``trace/<column>``.
+        """The convergence trace, written at once: the whole of it as ``trace/trace.parquet``
+        and its metric histories (`trace_metrics`)."""
+        self.stage_columns(columns, TRACE_ARTIFACT)
+        self.upload_staged()
+        self.log_batch(metrics=self.trace_metrics(columns, start_ms))
+
+    def trace_metrics(self, columns: Mapping[str, np.ndarray], start_ms: int | None = None
+                      ) -> list[Metric]:
+        """At most MAX_HISTORY_POINTS log-spaced rows of a trace as the histories
+        ``trace/<column>``, and each gap column's order of magnitude as ``trace/log10_<column>``.
 
         ``columns`` holds 'iteration', 'time_s' (solver seconds) and any float columns;
-        ``start_ms`` is the wall-clock time of the fit's start (default: the run's start).
+        ``start_ms`` is the wall-clock time of the fit's start (default: the run's start). A gap
+        falls by orders of magnitude, so on the UI's linear axis its first values hide the rest;
+        its log10 (rows where it is positive) shows the convergence as the papers draw it.
         """
-        frame = self.log_columns(columns, TRACE_ARTIFACT)
         base_ms = self._start_ms if start_ms is None else start_ms
-        kept = frame.iloc[history_rows(frame["iteration"].to_numpy())]
-        steps = kept["iteration"].to_numpy(np.int64)
-        stamps = base_ms + np.round(1000.0 * kept["time_s"].to_numpy()).astype(np.int64)
-        self._write([Metric(TRACE_PREFIX + key, float(value), int(stamp), int(step))
-                     for key in kept.columns if key != "iteration"
-                     for value, stamp, step in zip(kept[key].to_numpy(), stamps, steps)])
+        kept = history_rows(np.asarray(columns["iteration"]))
+        steps = np.asarray(columns["iteration"])[kept].astype(np.int64)
+        stamps = base_ms + np.round(1000.0 * np.asarray(columns["time_s"])[kept]).astype(np.int64)
+        metrics = []
+        for key, column in columns.items():
+            if key == "iteration":
+                continue
+            values = np.asarray(column, dtype=np.float64)[kept]
+            metrics += [Metric(TRACE_PREFIX + key, float(v), int(t), int(k))
+                        for v, t, k in zip(values, stamps, steps)]
+            if key.startswith(GAP_PREFIXES) or key.endswith("_gap"):
+                positive = values > 0  # NaN: the gap was not computed at that row
+                metrics += [Metric(f"{TRACE_PREFIX}log10_{key}", float(v), int(t), int(k))
+                            for v, t, k in zip(np.log10(values[positive]), stamps[positive],
+                                               steps[positive])]
+        return metrics
 
-    @_store_write
     def log_columns(self, columns: Mapping[str, np.ndarray], artifact_file: str) -> pd.DataFrame:
-        """Equal-length columns as the Parquet artifact ``artifact_file`` (a trace, or a
-        solver's record of events such as a budgeted solver's merges); returns the frame."""
-        frame = pd.DataFrame(dict(columns))
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / Path(artifact_file).name
-            frame.to_parquet(path, index=False)
-            self.client.log_artifact(self.run_id, str(path), str(Path(artifact_file).parent))
+        """`stage_columns`, written at once."""
+        frame = self.stage_columns(columns, artifact_file)
+        self.upload_staged()
         return frame
-
-    def _write(self, metrics: list[Metric]) -> None:
-        for i in range(0, len(metrics), MAX_BATCH):
-            self.client.log_batch(self.run_id, metrics=metrics[i:i + MAX_BATCH])
 
     @_store_write
     def log_model(self, estimator, X_example, name: str = "model") -> None:

@@ -149,6 +149,9 @@ class SVMALM(LinearSVMClassifier):
     def _objective_name(self) -> str:
         return "objective_" + self._formulation().name.removesuffix("_bias")
 
+    def _certificate_tol(self) -> float:
+        return self.tol_gap if self.tol_gap is not None else super()._certificate_tol()
+
     def _stopping_rule(self) -> str:
         rules = [f"|obj_k - obj_k-1| <= tol max(1, |obj_k-1|) with tol={self.tol}"] \
             if self.tol > 0 else []

@@ -31,6 +31,7 @@ LIBLINEAR_SOLVERS = {
 def _record_final_row(estimator, trace: Trace, n_iter: int, X, y: np.ndarray) -> None:
     """The one trace row of a library fit: its iteration count, time and training objectives."""
     with trace.paused():
+        estimator._final_decision(X)  # the model is final: its training metrics share these
         trace.append(n_iter, **estimator._objective_values(X, y))
 
 

@@ -172,14 +172,14 @@ class MEBSVMClassifier(KernelSVMClassifier):
     def _certificate(self, X, y: np.ndarray) -> Certificate:
         """The L2-SVM primal at the model against the dual value -R/2 of its alpha."""
         squared_l2, _ = self._regularizer_norms()
-        primal = l2svm_objective(y * self._decision_function(X), squared_l2, self.intercept_[0],
+        primal = l2svm_objective(y * self._decision_of(X), squared_l2, self.intercept_[0],
                                  self.C)
         return Certificate("l2svm", primal, -0.5 * self.rho_, "solver")
 
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
         """The common objectives plus objective_l2svm, the formulation these solvers minimise."""
         squared_l2, l1 = self._regularizer_norms()
-        margins = y_pm * self._decision_function(X)
+        margins = y_pm * self._decision_of(X)
         return primal_objectives(margins, squared_l2, l1, self.C) | {
             "objective_l2svm": l2svm_objective(margins, squared_l2, self.intercept_[0], self.C)}
 

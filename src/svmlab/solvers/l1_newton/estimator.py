@@ -184,7 +184,7 @@ class L1NewtonSVM(LinearSVMClassifier):
     def _objective_values(self, X, y_pm) -> dict[str, float]:
         """The common objectives at C_, and P itself (objective_hinge_elastic_net)."""
         w = self.coef_[0]
-        margins = y_pm * self._decision_function(X)
+        margins = y_pm * self._decision_of(X)
         values = primal_objectives(margins, float(w @ w), float(np.abs(w).sum()), self.C_)
         values[f"objective_{FORMULATION}"] = exact_objective(margins, w, self.lam, self.mu)
         return values

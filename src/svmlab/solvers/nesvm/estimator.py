@@ -349,6 +349,9 @@ class NESVM(KernelSVMClassifier):
         return Formulation(loss, "l1" if self.model == "lpsvm" else "l2",
                            "free" if self.fit_intercept else "none")
 
+    def _certificate_tol(self) -> float:
+        return self.eps if self.stop == "gap" else super()._certificate_tol()
+
     def _stopping_rule(self) -> str:
         if self.stop == "gap":
             return (f"certified relative duality gap of the {self._formulation().name} problem "

@@ -48,6 +48,9 @@ class Pegasos(LinearSVMClassifier):
     def _formulation(self) -> Formulation:
         return Formulation("hinge", "l2", "none")
 
+    def _certificate_tol(self) -> float:
+        return self.tol
+
     def _stopping_rule(self) -> str:
         limit = f"max_iter={self.max_iter} steps" if self.max_iter else f"epochs={self.epochs}"
         return f"certified rel_gap_hinge_l2 <= tol={self.tol} at an epoch's end, within {limit}"
