@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import gen_batches
 
-from svmlab.estimator.registry import GAMMA_RULES, KERNELS
+from svmlab.estimator.registry import KERNELS
 
 BLOCK_BYTES = 64 * 2**20
 

@@ -22,7 +22,8 @@ from svmlab.estimator.certificates import (
     LinearImage,
     certify,
 )
-from svmlab.estimator.kernels import GAMMA_RULES, KERNELS, Kernel
+from svmlab.estimator.kernels import KERNELS, Kernel
+from svmlab.estimator.registry import GAMMA_RULES
 
 
 class _CertifiedModel(SVMClassifier):

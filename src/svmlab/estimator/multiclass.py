@@ -34,7 +34,8 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
     Parameters: estimator, an unfitted binary classifier (e.g. `ModifiedFrankWolfe(C=10)` or
     `Libsvm(kernel='rbf')`), cloned once per pair of classes. If it has a `gamma` parameter set to
     a rule ('scale', 'auto', 'avg_sq_dist'), the numeric value is computed on the whole training
-    set and given to every clone, so that all binary models use the same kernel (as in LIBSVM); it is stored in gamma_.
+    set and given to every clone, so that all binary models use the same kernel (as in LIBSVM);
+    it is stored in gamma_.
 
     For K classes, fit trains K(K-1)/2 clones: pair (i, j), i < j, on the rows labelled
     classes_[i] or classes_[j], with their original labels. predict lets each binary model vote

@@ -447,11 +447,11 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
     cache (whose rows may have grown).
 
     The toward vertex i* = argmin G is searched over sample_size random points through the core
-    rows (0: all points), or, while Gf = K~ alpha is kept for every point (counts[KEEPS_GF]: full, from
-    `full_gradient`), read off Gf: one full kernel row per step instead of the sample_size x q
-    values of a search. Each iterate is recorded, then the rule is tested; a sampled 'meb' stop
-    needs `rounds` samples in a row without a violator and, with final_full_check, a full scan:
-    Gf from the core's full rows (`keep_gradient`). When that scan finds a violator, the run
+    rows (0: all points), or, while Gf = K~ alpha is kept for every point (counts[KEEPS_GF]:
+    full, from `full_gradient`), read off Gf: one full kernel row per step instead of the
+    sample_size x q values of a search. Each iterate is recorded, then the rule is tested; a
+    sampled 'meb' stop needs `rounds` samples in a row without a violator and, with
+    final_full_check, a full scan: Gf from the core's full rows (`keep_gradient`). When that scan finds a violator, the run
     keeps Gf from then on (a step then costs one kernel row and every later stop is exact)
     instead of scanning again at each later sampled stop. MFW takes the away step from
     j* = argmax_A G when delta- > delta+ and |A| >= 2.
