@@ -273,6 +273,19 @@ def test_final_full_check_gives_the_full_scan_certificate(data):
     assert np.all(est.delta2_ + R - 2 * G <= (1 + eps) ** 2 * (est.delta2_ - R) * (1 + 1e-12))
 
 
+def test_a_refuted_sampled_stop_keeps_the_gradient_of_every_point(data):
+    """The confirming scan builds G over every point; when it finds a violator, the run keeps G
+    from then on: at most one kernel row (m values) per later step, no scan at later stops."""
+    X, y = data
+    est = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-6, sampling="random",
+                             sample_size=5, random_state=0).fit(X, y)
+    columns = est.trace_.columns()
+    computed = np.flatnonzero(~np.isnan(columns["gap_l2svm"]))  # gaps need G over every point
+    assert len(computed) > 1 and computed[0] < len(columns["gap_l2svm"]) - 1  # refuted, went on
+    assert np.diff(columns["kernel_evals"][computed[0]:]).max() <= len(y)
+    assert est.converged_ and columns["delta_plus"][-1] <= (1 + 1e-6) ** 2 - 1
+
+
 def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
     """The runs share their random draws up to the first sampled stop of the 1-round run, where
     the 30-round run must draw 29 more samples first: it cannot stop earlier (unconfirmed
@@ -430,8 +443,12 @@ def test_meb_rule_records_the_gap_of_its_last_iterate(data):
     gap = est.trace_.columns()["gap_l2svm"]
     assert gap[-1] == pytest.approx(est.certificate_.gap, rel=1e-7)
     sampled = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
-                                 random_state=0).fit(*data)
+                                 final_full_check=False, random_state=0).fit(*data)
     assert np.isnan(sampled.trace_.columns()["gap_l2svm"]).all()  # no scan of every point
+    confirmed = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
+                                   random_state=0).fit(*data)
+    gap = confirmed.trace_.columns()["gap_l2svm"]  # G kept for every point after the scan
+    assert gap[-1] == pytest.approx(confirmed.certificate_.gap, rel=1e-7)
 
 
 @pytest.mark.parametrize("cls", [ModifiedFrankWolfe, CoreVectorMachine])

@@ -26,8 +26,8 @@ def test_solver_configs_build_their_estimator_with_the_kernel_and_seed(solver, c
 
 
 @pytest.mark.parametrize("preset, solvers, datasets, kernel", [
-    ("fw_paper", "cvm,fw,mfw", PAPER_DATASETS, "rbf"),
-    ("fw_poly", "fw,mfw", "w1a,w3a,w5a,w7a,w8a", "poly"),
+    ("fw_paper", "cvm,fw_paper,mfw_paper", PAPER_DATASETS, "rbf"),
+    ("fw_poly", "fw_paper,mfw_paper", "w1a,w3a,w5a,w7a,w8a", "poly"),
 ])
 def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel):
     cfg = composed(f"+experiment={preset}", hydra=True)
@@ -35,26 +35,34 @@ def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel)
     params = cfg.hydra.sweeper.params
     assert (params.solver, params.dataset, params.seed) == (solvers, datasets, "0,1,2,3,4")
     assert cfg.kernel.name == kernel and cfg.tracking.experiment == preset
+    assert cfg.kernel.gamma == "avg_sq_dist" and cfg.solver.C == 32.0
     if kernel == "poly":
         assert (cfg.kernel.degree, cfg.kernel.coef0) == (2, 0.0)
     first_dataset = datasets.split(",")[0]
     for solver in solvers.split(","):
-        build_estimator(composed(f"+experiment={preset}", f"solver={solver}",
-                                 f"dataset={first_dataset}"))
+        estimator = build_estimator(composed(f"+experiment={preset}", f"solver={solver}",
+                                             f"dataset={first_dataset}"))
+        # the paper's stop: ball accuracy 1e-6 over 59 sampled points, never confirmed
+        assert (estimator.stop, estimator.eps, estimator.sampling, estimator.sample_size) == (
+            "meb", 1e-6, "random", 59)
+        assert getattr(estimator, "final_full_check", False) is False
     for dataset in datasets.split(","):
         assert composed(f"+experiment={preset}", f"dataset={dataset}").dataset.name == dataset
 
 
 def test_a_tiny_fw_paper_sweep_runs_and_logs_the_l2svm_quantities(tmp_path):
     store = tmp_path / "mlflow.db"
-    assert train(store, "-m", "+experiment=fw_paper", "solver=cvm,mfw", "dataset=breast_cancer",
-                 "seed=0", "tracking.log_model=false") == 0
+    assert train(store, "-m", "+experiment=fw_paper", "solver=cvm,mfw_paper",
+                 "dataset=breast_cancer", "seed=0", "tracking.log_model=false") == 0
     found = [run for run in runs(store, "fw_paper") if "solver" in run.data.tags]  # the jobs
-    assert sorted(r.data.tags["solver"] for r in found) == ["cvm", "mfw"]
+    assert sorted(r.data.tags["solver"] for r in found) == ["cvm", "mfw_paper"]
     for run in found:
         metrics = run.data.metrics
+        assert run.data.params["kernel.gamma"] == "avg_sq_dist"
+        assert 0 < metrics["kernel_gamma"] < 1  # the rule's value on the training set, logged
         assert run.info.status == "FINISHED" and run.data.tags["svmlab.converged"] == "true"
         assert metrics["test_accuracy"] > 0.9
-        assert metrics["objective_l2svm"] == pytest.approx(metrics["trace/objective_l2svm_dual"],
-                                                           rel=1e-3)
+        # the paper's unconfirmed stop: primal >= dual, their difference the certified gap
+        assert metrics["gap_l2svm"] == pytest.approx(
+            metrics["objective_l2svm"] - metrics["trace/objective_l2svm_dual"], rel=1e-6)
         assert 0 <= metrics["trace/cache_hit_rate"] <= 1 and metrics["trace/kernel_evals"] > 0

@@ -63,10 +63,15 @@ def test_overrides_given_replace_the_workflows_own_for_the_same_key():
     workflow = spec.load("fw_paper")
     arguments = sweep_arguments(workflow, "quick", "sqlite:///x.db", "basic", None,
                                 ["seed=3", "hydra.sweep.dir=/tmp/sweep"])
-    assert arguments == ["+experiment=fw_paper", "tracking.log_model=false", "dataset=w1a,w3a",
-                         "solver.eps=1.0e-4", "tracking.experiment=workflow-fw_paper-quick",
+    assert arguments == ["+experiment=fw_paper", "tracking.log_model=false",
+                         "dataset=w1a,w3a,a1a", "tracking.experiment=workflow-fw_paper-quick",
                          "tracking.uri=sqlite:///x.db", "+resume=true", "seed=3",
                          "hydra.sweep.dir=/tmp/sweep"]
+
+
+def test_every_fw_paper_bound_is_justified_from_the_papers_wording():
+    decided = [c for c in spec.load("fw_paper").claims if c.untestable is None]
+    assert decided and all(c.why for c in decided)
 
 
 def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
@@ -110,6 +115,9 @@ def tiny_data() -> dict:
                   "decide": {"below": 1}}]}, "value: a mapping of tags or params"),
     ({"claims": [{"claim": "x", "source": "y", "paper": "fast", "untestable": "no"}]},
      "paper: the paper's number; got 'fast' (words go in paper_text)"),
+    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
+                  "value": {"solver": "a"}, "decide": {"below": 1}, "why": 1}]},
+     "claims[0].why: a non-empty string; got 1"),
 ])
 def test_a_malformed_workflow_says_what_is_wrong_and_what_is_allowed(change, message):
     with pytest.raises(spec.WorkflowError) as error:
@@ -141,17 +149,43 @@ def test_claims_are_judged_by_their_rule_on_matching_runs():
               decide={"below": 1}),
     ], runs, lambda names: {name: [0.5, 0.5, math.inf, math.inf] for name in names})
     assert [j.value for j in judged] == [0.5, 1.0, pytest.approx(0.05), pytest.approx(0.8),
-                                         None, None, 0.5, None]
+                                         None, None, 0.5, math.inf]
     assert [j.verdict for j in judged] == [claims.REPRODUCED, claims.NOT_REPRODUCED,
                                            claims.NOT_REPRODUCED, claims.REPRODUCED,
                                            claims.UNTESTABLE, claims.UNTESTABLE,
-                                           claims.REPRODUCED, claims.UNTESTABLE]
+                                           claims.REPRODUCED, claims.NOT_REPRODUCED]
     assert judged[0].detail == ("fit_time_s 2 = mean of 2 run(s) of solver=a against "
                                 "fit_time_s 4 = mean of 2 run(s) of solver=b")
     assert "no finished run of solver=c" in judged[4].detail
-    assert judged[7].detail.startswith("undefined: time_to_gap_1e-3 inf = mean of 2 run(s)")
-    assert claims.counts(judged) == {claims.REPRODUCED: 3, claims.NOT_REPRODUCED: 2,
-                                     claims.UNTESTABLE: 3}
+    assert judged[7].detail.startswith("solver=b never reached the target in 2 of 2 run(s): "
+                                       "time_to_gap_1e-3 inf = mean of 2 run(s)")
+    assert claims.counts(judged) == {claims.REPRODUCED: 3, claims.NOT_REPRODUCED: 3,
+                                     claims.UNTESTABLE: 2}
+
+
+@pytest.mark.parametrize("tested, other, rule, verdict", [
+    ([math.inf, math.inf], [math.inf, math.inf], {"below": 1}, claims.NOT_REPRODUCED),
+    ([math.inf, math.inf], [math.inf, math.inf], {"above": 1}, claims.NOT_REPRODUCED),
+    ([1.0, math.inf], [2.0, 2.0], {"below": 1}, claims.NOT_REPRODUCED),
+    ([math.inf, 1.0], [2.0, 2.0], {"above": 1}, claims.NOT_REPRODUCED),
+    ([1.0, 1.0], [math.inf, 2.0], {"below": 1}, claims.REPRODUCED),
+])
+def test_a_method_that_never_reaches_the_target_is_not_reproduced(tested, other, rule,
+                                                                 verdict):
+    """inf on the tested side (a time to a target never reached, in any of its runs) fails the
+    claim whatever the other side did; inf on the other side only is a finite ratio (0)."""
+    runs = pd.DataFrame({"tags.solver": ["a", "a", "b", "b"],
+                         "metrics.time_to_gap_1e-2": [*tested, *other]})
+    judged = claims.judge(spec.Claim(claim="a faster than b", source="s",
+                                     measure="time_to_gap_1e-2", value={"solver": "a"},
+                                     relative_to={"solver": "b"}, decide=rule), runs)
+    assert judged.verdict == verdict
+    if verdict == claims.NOT_REPRODUCED:
+        never = sum(map(math.isinf, tested))
+        assert judged.value == math.inf
+        assert judged.detail.startswith(f"solver=a never reached the target in {never} of 2 ")
+    else:
+        assert judged.value == 0.0 and "1 never reached the target" in judged.detail
 
 
 # -- end to end ---------------------------------------------------------------------------------

@@ -20,9 +20,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.registry import KERNELS
-
-GAMMA_RULES = ("scale", "auto")
+from svmlab.estimator.registry import GAMMA_RULES, KERNELS
 
 
 @dataclass
@@ -43,7 +41,9 @@ class KernelConfig:
         if not gamma_ok:
             raise ConfigError(
                 f"kernel.gamma must be a positive number or one of {list(GAMMA_RULES)} "
-                f"(auto = 1/n_features, scale = 1/(n_features * Var(X))); got {self.gamma!r}"
+                f"(auto = 1/n_features, scale = 1/(n_features * Var(X)), avg_sq_dist = 1/(2 s2) "
+                f"for rbf and 1/s2 for poly, s2 the mean squared distance between training "
+                f"points); got {self.gamma!r}"
             )
         if self.degree < 1:
             raise ConfigError(f"kernel.degree must be an integer >= 1; got {self.degree}")

@@ -1,4 +1,4 @@
-"""Kernel functions of the kernel solvers, with LIBSVM's definitions and gamma rule.
+"""Kernel functions of the kernel solvers, with LIBSVM's definitions and gamma rules.
 
     linear  K(x, z) = x.z
     rbf     K(x, z) = exp(-gamma ||x - z||^2)
@@ -30,19 +30,34 @@ def use_compiled(matrix, products) -> None:
     _compiled = (matrix, products)
 
 
-def resolve_gamma(gamma: float | str, X) -> float:
-    """The numeric gamma: 'scale' = 1 / (n_features Var(X)), 'auto' = 1 / n_features, or gamma.
+def resolve_gamma(gamma: float | str, X, kernel: str) -> float:
+    """The numeric gamma of ``kernel``: 'scale' = 1 / (n_features Var(X)), 'auto' =
+    1 / n_features, 'avg_sq_dist' = 1 / (2 s2) for rbf and 1 / s2 for the other kernels, with s2
+    the mean squared distance between training points (`mean_squared_distance`), or gamma.
 
     Var(X) is the variance over all entries of X, zeros of a sparse X included; 'scale' gives 1
-    when Var(X) = 0. This is scikit-learn's SVC rule, so a kernel solver and Libsvm given the
-    same gamma use the same kernel.
+    when Var(X) = 0. 'scale' and 'auto' are scikit-learn's SVC rules, so a kernel solver and
+    Libsvm given the same gamma use the same kernel. 'avg_sq_dist' is the core vector machine's
+    rule (sigma^2 = s2 in exp(-||x - z||^2 / (2 sigma^2))), which Frandi et al. use for rbf and, as
+    1 / s2, for their polynomial kernel; it gives 1 when s2 = 0.
     """
     if gamma == "auto":
         return 1.0 / X.shape[1]
     if gamma == "scale":
         variance = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
         return 1.0 / (X.shape[1] * variance) if variance != 0 else 1.0
+    if gamma == "avg_sq_dist":
+        s2 = mean_squared_distance(X)
+        return (0.5 if kernel == "rbf" else 1.0) / s2 if s2 > 0 else 1.0
     return float(gamma)
+
+
+def mean_squared_distance(X) -> float:
+    """mean_{i,j} ||x_i - x_j||^2 over all n^2 ordered pairs (i = j included), exactly, in
+    O(nnz) time: 2 (mean_i ||x_i||^2 - ||mean_i x_i||^2). Dense or sparse X."""
+    squared_norms = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    centre = np.asarray(X.mean(axis=0)).ravel()
+    return max(2.0 * (float(np.mean(squared_norms)) - float(centre @ centre)), 0.0)
 
 
 @dataclass(frozen=True)

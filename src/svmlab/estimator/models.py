@@ -24,6 +24,7 @@ from svmlab.estimator.certificates import (
     certify,
 )
 from svmlab.estimator.kernels import KERNELS, Kernel
+from svmlab.estimator.registry import GAMMA_RULES
 
 
 class _CertifiedModel(SVMClassifier):
@@ -101,7 +102,7 @@ class KernelSVMClassifier(_CertifiedModel):
     A subclass has the parameters kernel, gamma, degree and coef0 (and merges the constraints
     below into its own). Its `_fit` sets support_vectors_ (dense or CSR, shape (n_SV, n_features)),
     dual_coef_ (dense, shape (1, n_SV), entry j = y_j alpha_j), intercept_ (shape (1,)) and
-    _gamma (from `kernels.resolve_gamma`). The squared RKHS norm is
+    _gamma (from `kernels.resolve_gamma`; public as gamma_). The squared RKHS norm is
     ||w||^2 = dual_coef_ K(SV, SV) dual_coef_^T. With the linear kernel the model is also linear:
     coef_ exists and ||w||_1 is reported.
     """
@@ -109,10 +110,16 @@ class KernelSVMClassifier(_CertifiedModel):
     supported_kernels = KERNELS
     _parameter_constraints: ClassVar[dict] = {
         "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0.0, None, closed="neither")],
+        "gamma": [StrOptions(set(GAMMA_RULES)), Interval(Real, 0.0, None, closed="neither")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, None, None, closed="neither")],
     }
+
+    @property
+    def gamma_(self) -> float | None:
+        """The numeric gamma of the fitted model (a rule such as 'avg_sq_dist' resolved on the
+        training set); None with the linear kernel, which has none."""
+        return None if self.kernel == "linear" else self._gamma
 
     def _kernel(self) -> Kernel:
         return Kernel(self.kernel, self._gamma, self.degree, self.coef0)

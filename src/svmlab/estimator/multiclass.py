@@ -6,8 +6,8 @@ so that multiclass results (accuracy, training time, subproblem sizes) compare w
 with papers that report LIBSVM-style OVO:
 
 * pairs (i, j), i < j, in sorted class order: (0, 1), (0, 2), ..., (0, K-1), (1, 2), ...;
-* every pair shares the same parameters; a data-dependent gamma ('scale' or 'auto') is resolved
-  once on the whole training set, as LIBSVM and scikit-learn's SVC do, not per pair;
+* every pair shares the same parameters; a data-dependent gamma (a rule such as 'scale') is
+  resolved once on the whole training set, as LIBSVM and scikit-learn's SVC do, not per pair;
 * ties in the vote go to the first class, in sorted class order, with the maximum count;
 * the training time is the sum of the binary models' fit times.
 """
@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from svmlab.errors import DataError
 from svmlab.estimator.validation import finite_csr_int32, listed
 from svmlab.estimator.kernels import resolve_gamma
+from svmlab.estimator.registry import GAMMA_RULES
 
 __all__ = ["OneVsOneClassifier"]
 
@@ -32,8 +33,9 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters: estimator, an unfitted binary classifier (e.g. `ModifiedFrankWolfe(C=10)` or
     `Libsvm(kernel='rbf')`), cloned once per pair of classes. If it has a `gamma` parameter set to
-    'scale' or 'auto', the numeric value is computed on the whole training set and given to every
-    clone, so that all binary models use the same kernel (as in LIBSVM); it is stored in gamma_.
+    a rule ('scale', 'auto', 'avg_sq_dist'), the numeric value is computed on the whole training
+    set and given to every clone, so that all binary models use the same kernel (as in LIBSVM);
+    it is stored in gamma_.
 
     For K classes, fit trains K(K-1)/2 clones: pair (i, j), i < j, on the rows labelled
     classes_[i] or classes_[j], with their original labels. predict lets each binary model vote
@@ -70,8 +72,8 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
         self.gamma_ = None
         if "gamma" in template.get_params(deep=False):
             gamma = template.get_params(deep=False)["gamma"]
-            if isinstance(gamma, str) and gamma in ("scale", "auto"):
-                template.set_params(gamma=resolve_gamma(gamma, X))
+            if isinstance(gamma, str) and gamma in GAMMA_RULES:
+                template.set_params(gamma=resolve_gamma(gamma, X, template.kernel))
             self.gamma_ = template.get_params(deep=False)["gamma"]
         self.pairs_, self.estimators_, self.pair_sizes_, self.fit_times_s_ = [], [], [], []
         for i in range(n_classes):

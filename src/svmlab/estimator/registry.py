@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from svmlab.errors import ConfigError
 
 KERNELS = ("linear", "rbf", "poly")  # conf/kernel/<name>.yaml and numerics.kernels follow this list
+GAMMA_RULES = ("scale", "auto", "avg_sq_dist")  # data-dependent gammas (estimator.kernels)
 
 
 @dataclass(frozen=True)

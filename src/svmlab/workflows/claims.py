@@ -64,15 +64,18 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
         return Judged(claim, None, test, UNTESTABLE,
                       "; ".join(f"no finished run of {s.label} with {claim.measure}"
                                 for s in empty))
-    if len(sides) == 1:
-        value = sides[0].mean
-    elif claim.combine == "ratio":
-        value = sides[0].mean / sides[1].mean if sides[1].mean else math.inf
-    else:
-        value = sides[0].mean - sides[1].mean
     detail = " against ".join(s.text(claim.measure) for s in sides)
-    if math.isnan(value):  # inf / inf: neither side reached a time-to-gap target
-        return Judged(claim, None, test, UNTESTABLE, f"undefined: {detail}")
+    tested = sides[0]
+    if tested.n_inf:  # the method under test never reached a target (time_to_gap_...)
+        return Judged(claim, math.inf, test, NOT_REPRODUCED,
+                      f"{tested.label} never reached the target in {tested.n_inf} of "
+                      f"{tested.n} run(s): {detail}")
+    if len(sides) == 1:
+        value = tested.mean
+    elif claim.combine == "ratio":
+        value = tested.mean / sides[1].mean if sides[1].mean else math.inf
+    else:
+        value = tested.mean - sides[1].mean
     return Judged(claim, value, test, REPRODUCED if _holds(rule, bound, value, claim.paper)
                   else NOT_REPRODUCED, detail)
 
@@ -118,9 +121,11 @@ class _Side:
     label: str
     n: int
     mean: float
+    n_inf: int = 0  # runs whose value is infinite: a time-to-target never reached
 
     def text(self, measure: str) -> str:
-        return f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}"
+        never = f", {self.n_inf} never reached the target" if self.n_inf else ""
+        return f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}{never}"
 
 
 def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
@@ -133,7 +138,8 @@ def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
     for key, wanted in where.items():
         chosen &= _matches(_key_values(runs, key), wanted)
     values = runs.loc[chosen, column].astype(float).dropna()
-    return _Side(label, len(values), float(values.mean()) if len(values) else math.nan)
+    return _Side(label, len(values), float(values.mean()) if len(values) else math.nan,
+                 int(np.isinf(values).sum()))
 
 
 def _key_values(runs: pd.DataFrame, key: str) -> pd.Series:

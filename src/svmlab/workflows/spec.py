@@ -26,7 +26,7 @@ ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypoth
 REPORT_KEYS = {"notebook": True}
 CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
-              "decide": False, "untestable": False}
+              "decide": False, "why": False, "untestable": False}
 
 
 class WorkflowError(SvmlabError):
@@ -41,8 +41,9 @@ class Claim:
     and their values); with ``relative_to`` it is that mean divided by (``ratio``) or minus
     (``difference``) the mean over the runs matching ``relative_to``. ``decide`` holds one of
     DECISIONS: the svmlab value within ``tolerance`` (absolute) or ``relative_tolerance`` of
-    the paper's number, or ``below`` / ``above`` a bound. ``untestable`` says why svmlab cannot
-    test the claim at all (a solver or dataset it does not have)."""
+    the paper's number, or ``below`` / ``above`` a bound; ``why`` justifies that bound from the
+    paper's wording. ``untestable`` says why svmlab cannot test the claim at all (a solver or
+    dataset it does not have)."""
 
     claim: str
     source: str
@@ -53,6 +54,7 @@ class Claim:
     paper: float | None = None
     paper_text: str | None = None
     decide: dict = field(default_factory=dict)
+    why: str | None = None
     untestable: str | None = None
 
 
@@ -182,6 +184,8 @@ def _claim(data: Any, where: str) -> Claim:
     (rule, bound), = decide.items()
     if isinstance(bound, bool) or not isinstance(bound, (int, float)):
         raise WorkflowError(f"{where}.decide.{rule}: a number; got {bound!r}")
+    if claim.why is not None:
+        _text(claim.why, f"{where}.why")
     if rule.endswith("tolerance") and not isinstance(claim.paper, (int, float)):
         raise WorkflowError(f"{where}: decide.{rule} compares with the paper's number; "
                             f"give it as paper: <number>")

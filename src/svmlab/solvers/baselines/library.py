@@ -118,8 +118,8 @@ class Libsvm(KernelSVMClassifier):
 
     LIBSVM minimises exactly objective_hinge_l2, through its dual by SMO; tol bounds the dual
     KKT violation, and the primal value at the result is less accurate than the dual value.
-    The parameters are SVC's; gamma 'scale'/'auto' is resolved by `kernels.resolve_gamma` (SVC's
-    rule) and stored in _gamma. LIBSVM's SMO is deterministic, so there is no random_state.
+    The parameters are SVC's; a gamma rule ('scale', ...) is resolved by `kernels.resolve_gamma`
+    and stored in _gamma. LIBSVM's SMO is deterministic, so there is no random_state.
     Fitted: support_ (indices into the training rows), support_vectors_ (CSR if X was CSR),
     dual_coef_ (y_j alpha_j, dense), intercept_, n_support_ (total number of support vectors),
     and coef_ with the linear kernel; converged_ means SMO met its tolerance before max_iter.
@@ -149,7 +149,7 @@ class Libsvm(KernelSVMClassifier):
         self.shrinking = shrinking
 
     def _fit(self, X, y, trace):
-        self._gamma = resolve_gamma(self.gamma, X)
+        self._gamma = resolve_gamma(self.gamma, X, self.kernel)
         model = SVC(
             C=self.C, kernel=self.kernel, gamma=self._gamma, degree=self.degree,
             coef0=self.coef0, tol=self.tol, cache_size=self.cache_size,

@@ -130,7 +130,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
 
     def _fit(self, X, y, trace):
         n, d = X.shape
-        self._gamma = resolve_gamma(self.gamma, X)
+        self._gamma = resolve_gamma(self.gamma, X, self.kernel)
         if self.kernel != "rbf" and self.maintenance == "merge" and self.budget is not None:
             raise ConfigError(
                 f"maintenance='merge' needs kernel='rbf' (a merged point's coefficient relies "

@@ -57,8 +57,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
 
     A subclass provides `_loop` (its numba loop, `loops.run_frank_wolfe` or `loops.run_cvm`),
     `_options()` (its `loops.Options`), `_first_level()` (the tolerance level it starts at) and
-    `keeps_gradient` (a full scan keeps G = K~ alpha for every point, FW/MFW, or searches every
-    point anew, CVM).
+    `keeps_gradient` (a full scan keeps G = K~ alpha for every point, FW/MFW, also after a
+    refuted final_full_check, or searches every point anew, CVM).
 
     Fitted attributes besides KernelSVMClassifier's: support_ (training indices of the support
     vectors, ascending), alpha_ (their weights, summing to 1), n_support_, rho_ (= R),
@@ -98,14 +98,15 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.random_state = random_state
 
     def _fit(self, X, y, trace):
-        self._gamma = resolve_gamma(self.gamma, X)
+        self._gamma = resolve_gamma(self.gamma, X, self.kernel)
         mk = modified_kernel(X, y, self.kernel, self._gamma, self.degree, self.coef0, self.C)
         D = diagonal(mk)
         delta2 = float(D.max())
         opt = self._options()
         keep = opt.full and self.keeps_gradient
+        may_keep = self.keeps_gradient and (opt.full or opt.final_full_check)
         cache = new_cache(X.shape[0], self.cache_mb, X.shape[0] if keep else FIRST_WIDTH)
-        sl = meb.new_slots(X.shape[0], keep, opt.full and not keep)
+        sl = meb.new_slots(X.shape[0], may_keep, opt.full and not keep)
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         if self.init == "random_meb":
             cache, q, R = meb.init_random_meb(cache, mk, D, sl, N_INIT, INIT_TOL * delta2)
@@ -197,8 +198,9 @@ class FrankWolfe(MEBSVMClassifier):
     deterministic, and every stop is certified) or 'random' (the paper's: sample_size i.i.d.
     uniform candidates per iteration, 59 in the paper); sampling_rounds, the samples in a row
     without a violator that a sampled stop needs (1 in the paper); final_full_check (confirm a
-    sampled stop with a full scan: on by default; off is the paper's unconfirmed stop, which
-    certifies nothing; stop='gap' needs sampling='full'); cache_mb, the kernel row cache
+    sampled stop with a full scan, G = K~ alpha over every point, which is then kept as under
+    sampling='full' if the scan finds a violator: on by default; off is the paper's unconfirmed
+    stop, which certifies nothing; stop='gap' needs sampling='full'); cache_mb, the kernel row cache
     budget; max_iter, the cap on steps; refresh_every, the steps between renormalisations of
     alpha, with G and R recomputed from kernel rows (random) or rescaled (full) (0: never);
     random_state.
@@ -232,7 +234,8 @@ class FrankWolfe(MEBSVMClassifier):
     def _stopping_rule(self) -> str:
         scan = ("a full scan" if self.sampling == "full" else
                 f"{self.sampling_rounds} sample(s) of {self.sample_size} points"
-                + (" confirmed by a full scan" if self.final_full_check else " (uncertified)"))
+                + (" confirmed by a full scan (then G kept for every point)"
+                   if self.final_full_check else " (uncertified)"))
         return f"{self._rule()} over {scan}, within max_iter={self.max_iter} steps"
 
 

@@ -13,7 +13,8 @@ the special case D_i = Delta^2). Removing a slot moves the last slot into it (`r
 the cached rows are remapped the same way. FW and MFW with full scans keep instead Gf = K~ alpha
 for every point, with cached rows over all points (`full_gradient`): a step then costs one
 kernel row of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient
-bookkeeping. Rows come from the shared LRU cache (`svmlab.numerics.row_cache`).
+bookkeeping; a sampled run whose stop a full scan refutes (final_full_check) keeps Gf from then
+on. Rows come from the shared LRU cache (`svmlab.numerics.row_cache`).
 
 Stopping rules. Rule 'meb' (the paper's) stops when delta+ = (Delta^2 + R - 2t) / r^2 - 1 <=
 (1 + eps)^2 - 1, t = the search's min G: a ball accuracy, whose meaning in terms of the SVM
@@ -45,7 +46,7 @@ TRACE_COLUMNS = ("objective_l2svm_dual", "meb_radius2", "delta_plus", "fw_gap", 
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
 RUNNING, CONVERGED, MAX_STEPS = 0, 1, 2
 # Progress.counts entries, Progress.values entries
-Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK = range(7)
+Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF = range(8)
 RADIUS, LEVEL, INNER = range(3)
 GAP_CHECK_GROWTH = 1.1  # iterations between two exact gaps grow by this factor
 MIN_RADIUS2 = 1e-16  # r^2 is floored at this fraction of Delta^2 (a zero ball is degenerate)
@@ -72,7 +73,7 @@ class Options(NamedTuple):
     eps: float             # the rule's tolerance (CVM: the last level's)
     sample_size: int       # candidates per search; 0: every point
     rounds: int            # samples in a row without a violator before a sampled stop
-    final_full_check: bool  # confirm a sampled stop with a full scan
+    final_full_check: bool  # confirm a sampled stop with a full scan (which then keeps Gf)
     max_steps: int
     refresh_every: int     # steps between renormalisations (0: never)
     full: bool             # G over every point: FW/MFW keep Gf, CVM searches every point
@@ -80,8 +81,9 @@ class Options(NamedTuple):
 
 class Progress(NamedTuple):
     """Where a sliced run stands: counts[Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS,
-    NEXT_CHECK (the next iteration with an exact gap)] and values[RADIUS (= R), LEVEL (CVM's
-    current eps), INNER (CVM's factor on its inner tolerance)]."""
+    NEXT_CHECK (the next iteration with an exact gap), KEEPS_GF (1 while FW/MFW keep Gf)] and
+    values[RADIUS (= R), LEVEL (CVM's current eps), INNER (CVM's factor on its inner
+    tolerance)]."""
 
     counts: np.ndarray  # int64
     values: np.ndarray
@@ -97,8 +99,8 @@ def new_slots(n_points: int, full: bool, scan: bool) -> Slots:
 
 def new_progress(q: int, R: float, level: float, i_min: int = -1) -> Progress:
     """A run about to record its first iterate (q slots, alpha^T K~ alpha = R; i_min = argmin Gf
-    when Gf is kept)."""
-    return Progress(np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0], np.int64),
+    when Gf is kept, -1 when it is not)."""
+    return Progress(np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0, i_min >= 0], np.int64),
                     np.array([R, level, 1.0]))
 
 
@@ -294,6 +296,17 @@ def full_gradient(cache, mk, sl, q):
 
 
 @njit(cache=True)
+def keep_gradient(cache, mk, sl, q):
+    """Switch a run from core rows to Gf over every point (`full_gradient`), with cached rows
+    over all points from then on. Returns (cache, R, argmin Gf)."""
+    clear(cache)
+    if cache.meta[WIDTH] < sl.Gf.shape[0]:
+        cache = grow(cache, sl.Gf.shape[0])
+    R = full_gradient(cache, mk, sl, q)
+    return cache, R, np.argmin(sl.Gf)
+
+
+@njit(cache=True)
 def smo(cache, mk, D, sl, q, tol_abs, max_steps):
     """Minimise alpha^T K~ alpha on the simplex over the core slots by SMO (second-order working
     set: i = argmin G, j = argmax (G_j - G_i)^2 / a_ij over alpha_j > 0), until
@@ -433,19 +446,20 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
     """FW (away False, Algorithm 2) or MFW (away True, Algorithm 3) for one slice; returns the
     cache (whose rows may have grown).
 
-    The toward vertex i* = argmin G is searched over sample_size random points (0: a scan of all
-    points through the core rows), or, with full, read off Gf = K~ alpha, which is then kept for
-    every point (from `full_gradient`): one full kernel row per step instead of the
+    The toward vertex i* = argmin G is searched over sample_size random points through the core
+    rows (0: all points), or, while Gf = K~ alpha is kept for every point (counts[KEEPS_GF]:
+    full, from `full_gradient`), read off Gf: one full kernel row per step instead of the
     sample_size x q values of a search. Each iterate is recorded, then the rule is tested; a
     sampled 'meb' stop needs `rounds` samples in a row without a violator and, with
-    final_full_check, a full scan. MFW takes the away step from j* = argmax_A G when
-    delta- > delta+ and |A| >= 2.
+    final_full_check, a full scan: Gf from the core's full rows (`keep_gradient`). When that scan finds a violator, the run
+    keeps Gf from then on (a step then costs one kernel row and every later stop is exact)
+    instead of scanning again at each later sampled stop. MFW takes the away step from
+    j* = argmax_A G when delta- > delta+ and |A| >= 2.
     """
     counts, values = progress.counts, progress.values
     q, R, steps = counts[Q], values[RADIUS], counts[STEPS]
     last_step, i_min = counts[LAST_STEP], counts[I_MIN]
-    full, alpha, G, Gf = opt.full, sl.alpha, sl.G, sl.Gf
-    sampled = opt.sample_size > 0 and not full
+    full, alpha, G, Gf = counts[KEEPS_GF] != 0, sl.alpha, sl.G, sl.Gf
     tol = meb_tolerance(opt.eps)
     status = RUNNING
     while status == RUNNING:
@@ -455,13 +469,15 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
             i, t = search_toward(cache, mk, sl, q, opt.sample_size)
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
         delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        for _ in range(opt.rounds - 1 if sampled else 0):  # more samples before a sampled stop
+        for _ in range(0 if full else opt.rounds - 1):  # more samples before a sampled stop
             if delta_plus > tol:
                 break
             i, t = search_toward(cache, mk, sl, q, opt.sample_size)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
-        if delta_plus <= tol and sampled and opt.final_full_check:
-            i, t = search_toward(cache, mk, sl, q, 0)
+        if delta_plus <= tol and not full and opt.final_full_check and opt.sample_size > 0:
+            cache, R, i_min = keep_gradient(cache, mk, sl, q)
+            full, i, t = True, i_min, Gf[i_min]
+            r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
         gap, rel_gap = np.nan, np.nan
         meb_stop = not opt.gap_stop and delta_plus <= tol
@@ -489,7 +505,7 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
         if slice_over(trace):
             break
     counts[Q], counts[STEPS], counts[LAST_STEP], counts[I_MIN] = q, steps, last_step, i_min
-    counts[STATUS], values[RADIUS] = status, R
+    counts[STATUS], counts[KEEPS_GF], values[RADIUS] = status, full, R
     return cache
 
 

@@ -202,7 +202,7 @@ class NESVM(KernelSVMClassifier):
 
     def _fit(self, X, y, trace):
         linear = self.kernel == "linear"
-        self._gamma = resolve_gamma(self.gamma, X)
+        self._gamma = resolve_gamma(self.gamma, X, self.kernel)
         data = X if linear else self._kernel_matrix(X)
         problem = SmoothedSVM(data, y, self.C, self.model, self.mu, self.nu,
                               self.fit_intercept, kernel=not linear)
