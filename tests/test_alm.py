@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import brentq, minimize, minimize_scalar
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
@@ -380,7 +381,7 @@ def test_18_inexact_variant_reaches_the_reference(p):
     A, y = make_problem(1000, 10, seed=10)
     reference = model_objective(fit(A, y, p=p), A, y, p)
     for steps, within in ((1, 1e-3), (5, 1e-4)):
-        model = SVMALM(p=p, inner_steps=steps, max_iter=300, tol=0).fit(A, y)
+        model = SVMALM(p=p, inner_steps=steps, max_iter=300, tol_gap=None).fit(A, y)
         assert model_objective(model, A, y, p) <= reference * (1 + within)
 
 
@@ -499,12 +500,18 @@ def test_stopping_rules_and_trace_columns():
     assert np.all(columns[f"gap_{name}"] >= -1e-9)
     assert np.all(np.diff(columns["time_s"]) >= 0)
     np.testing.assert_array_equal(columns["iteration"], np.arange(1, model.n_iter_ + 1))
-    graded = SVMALM(p=2.0, tol=0.0, eps_grad=1e-6, max_iter=3000).fit(A, y)
+    with pytest.warns(ConvergenceWarning, match=r"it stopped on: paper's rule \|\|grad obj"):
+        graded = SVMALM(p=2.0, eps_grad=1e-6, tol_gap=None, max_iter=3000).fit(A, y)
     w, b = graded.coef_[0], graded.intercept_[0]
     xi = np.maximum(0, 1 - y * (A @ w + b))
     a = 2.0 * xi * y  # C p xi^(p-1) y with C = 1, p = 2
-    assert graded.converged_ and np.hypot(np.linalg.norm(w - A.T @ a), a.sum()) <= 1e-6
-    quiet = SVMALM(trace_certificate=False, max_iter=5).fit(A, y)
+    assert not graded.converged_ and np.hypot(np.linalg.norm(w - A.T @ a), a.sum()) <= 1e-6
+    # the paper's rule and a gap asked for: converged_ says whether the gap held when it fired
+    paper = SVMALM(p=2.0, tol=1e-4, max_iter=100, tol_gap=1e-2).fit(A, y)
+    assert paper.converged_ == (paper.trace_.columns()["rel_gap_squared_hinge_l2_bias"][-1]
+                                <= 1e-2)
+    assert paper.certificate_.rel_gap <= 1e-2 or not paper.converged_
+    quiet = SVMALM(trace_certificate=False, tol_gap=None, max_iter=5).fit(A, y)
     assert not any(name.startswith("rel_gap") for name in quiet.trace_.columns())
     assert "objective_hinge_p1.5_l2" in model.objectives(A, y)
 
@@ -528,7 +535,10 @@ def test_the_yaml_files_state_the_defaults_and_the_preset_composes_into_the_pape
     for solver in sweep.solver.split(","):
         build_estimator(composed("+experiment=alm_paper", f"solver={solver}"))
     lp = build_estimator(composed("+experiment=alm_paper", "solver=alm", "solver.p=1.3"))
-    assert (lp.p, lp.max_iter, lp.inner_steps, lp.tol) == (1.3, 100, 1, 1e-4)
+    assert (lp.p, lp.inner_steps, lp.tol, lp.tol_gap) == (1.3, 1, 0.0, 1e-2)
+    for name, p in (("alm_paper", 1.0), ("alm_l2_paper", 2.0)):
+        paper = build_estimator(composed(f"solver={name}"))
+        assert (paper.p, paper.max_iter, paper.tol, paper.tol_gap) == (p, 100, 1e-4, None)
 
 
 @pytest.mark.slow

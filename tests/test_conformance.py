@@ -3,7 +3,8 @@ the same contract. A new solver gets all of this by being registered.
 
 scikit-learn's estimator checks; its YAML file names the registered class; any two labels;
 dense input = CSR input; the same seed gives the same model; fit_time_s_ is the solver's time
-alone (a slow callback and the warm-up do not count); the certificate is a valid bound; a
+alone (a slow callback and the warm-up do not count); the certificate is a valid bound; the
+default stops at a certified gap of at most 1e-2 and converged_ means that gap held; a
 truncated fit warns and says it did not converge; the model logged to MLflow reloads and
 predicts identically.
 
@@ -31,6 +32,9 @@ from svmlab.estimator import registry
 from svmlab.estimator.certificates import Certificate
 
 ENTRIES = list(registry.SOLVERS.values())
+# solvers whose default reaches its certified gap on the small problem below (Pegasos' 100
+# epochs end at a certified 0.46 there, so it reports converged_ = False)
+REACH_AT_DEFAULTS = {"nesvm", "fw", "mfw", "l1_newton", "alm"}
 CONF = __import__("svmlab.conf").conf.__path__[0]
 register_schema()
 
@@ -136,6 +140,26 @@ def test_the_certificate_is_a_valid_bound_on_the_solvers_own_formulation(data, e
     assert cert.gap >= -1e-9 * max(1.0, abs(cert.primal))
     assert set(cert.metrics()) == {f"{k}_{cert.formulation}"
                                    for k in ("primal", "dual", "gap", "rel_gap")}
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_the_default_certifies_and_converged_means_the_certified_gap_held(data, entry):
+    """At its defaults a solver asks for a certified relative gap of at most 1e-2 (the
+    parameter named by its entry's gap_tol), reaches it on a small problem (REACH_AT_DEFAULTS),
+    and converged_ is never True above that gap. Solvers without gap_tol (reference libraries, budgeted solvers)
+    still certify their model."""
+    model = entry.load()()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(*data)
+    assert model.certificate_ is not None and np.isfinite(model.certificate_.rel_gap)
+    if entry.gap_tol is None:
+        return
+    tol = model.get_params()[entry.gap_tol]
+    assert 0 < tol <= 1e-2
+    assert model.certificate_.rel_gap <= tol if model.converged_ else True
+    if entry.name in REACH_AT_DEFAULTS:
+        assert model.converged_
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)

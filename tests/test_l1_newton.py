@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.integrate import quad
 from scipy.optimize import linprog, minimize
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from svmlab.errors import ConfigError
@@ -24,7 +25,7 @@ from svmlab.solvers.l1_newton.newton import (
 from svmlab.solvers.l1_newton.passes import newton_pass, smoothed_objective
 from support.configs import composed
 
-TIGHT = {"eta": 1e-10, "alpha_min": 1e-8}  # w within 1e-5 of the LP's solution
+TIGHT = {"eta": 1e-10, "alpha_min": 1e-8, "tol": 1e-9}  # w within 1e-5 of the LP's solution
 
 
 def problem(n, d, seed=0, informative=5):
@@ -282,7 +283,7 @@ def test_low_rank_curvature_solves_the_same_system_as_the_dense_block():
 
 def test_objective_trace_never_increases_and_has_the_issue_fields():
     X, y = problem(300, 20)
-    model = L1NewtonSVM(lam=1e-3, mu=1e-2).fit(X, y)
+    model = L1NewtonSVM(lam=1e-3, mu=1e-2, tol=0.0).fit(X, y)  # every level's gap, off the clock
     cols = model.trace_.columns()
     F = cols["objective_smoothed"]
     assert np.all(np.diff(F) <= 1e-12 * np.abs(F[1:]))
@@ -310,14 +311,44 @@ def test_lam_zero_matches_linprog_highs_on_the_exact_l1_svm(shape, mu):
     assert cert.rel_gap <= 1e-4
 
 
-def test_default_tolerance_is_within_its_smoothing_error_of_the_lp():
+def test_default_certifies_its_gap_and_the_paper_rule_is_reported_as_such():
+    """The default stops at a certified 1e-2 (a true bound: the LP's optimum lies inside it);
+    the paper's rule alone (tol = 0) ends within its smoothing error of the LP, warns and says
+    which rule stopped it."""
     X, y = problem(200, 10)
     _, f_ref = lp_svm(X, y, 0.05)
     model = L1NewtonSVM(lam=0.0, mu=0.05).fit(X, y)
-    w = model.coef_[0]
-    a = model.alpha_final_
-    assert model.converged_ and 1e-4 / 2 < a <= 1e-4
+    cert = model.certificate_
+    assert model.converged_ and model.stop_reason_ == "certified gap <= tol"
+    assert cert.rel_gap <= 1e-2 and cert.dual * 0.05 <= f_ref * (1 + 1e-12)
+    with pytest.warns(ConvergenceWarning, match="paper's rule"):
+        paper = L1NewtonSVM(lam=0.0, mu=0.05, tol=0.0).fit(X, y)
+    w, a = paper.coef_[0], paper.alpha_final_
+    assert not paper.converged_ and 1e-4 / 2 < a <= 1e-4
     assert exact_objective(y * (X @ w), w, 0.0, 0.05) - f_ref <= a / 2 + a
+
+
+@pytest.mark.parametrize("seed,shape,lam", [(0, (200, 10), 0.0), (1, (300, 20), 0.0),
+                                            (2, (40, 100), 0.0), (3, (300, 20), 1e-3)])
+def test_the_certificate_is_within_10x_the_true_gap_near_the_optimum(seed, shape, lam):
+    """At the paper's loose eta = 0.1 the model is within ~1e-4 of the optimum; the certified
+    gap must then be within 10x its true suboptimality (LP optimum by HiGHS for lam = 0, a
+    certified 1e-10 fit for lam > 0) and never below it."""
+    X, y = problem(*shape, seed=seed)
+    mu = 0.02 if shape[1] < 50 else 0.3 * mu_max(X, y)
+    with pytest.warns(ConvergenceWarning):
+        model = L1NewtonSVM(lam=lam, mu=mu, tol=0.0, alpha_min=1e-3).fit(X, y)
+    w = model.coef_[0]
+    P = exact_objective(y * (X @ w), w, lam, mu)
+    if lam == 0:
+        best = lp_svm(X, y, mu)[1]
+    else:
+        ref = L1NewtonSVM(lam=lam, mu=mu, eta=1e-12, alpha_min=1e-9, tol=1e-10).fit(X, y)
+        best = ref.certificate_.dual
+    true = (P - best) / P
+    assert true <= 1e-3
+    gap = model.certificate_.gap * (mu if lam == 0 else 1.0) / P
+    assert true - 1e-12 <= gap <= 10 * true + 1e-10
 
 
 def test_kkt_and_agreement_with_the_smoothed_reference_at_tight_tolerance():
@@ -338,7 +369,7 @@ def test_kkt_and_agreement_with_the_smoothed_reference_at_tight_tolerance():
 def test_elastic_net_certificate_is_valid_and_tight_at_tight_tolerance():
     X, y = problem(200, 10, seed=5)
     lam, mu = 1e-2, 0.02
-    tight = L1NewtonSVM(lam=lam, mu=mu, eta=1e-12, alpha_min=1e-7).fit(X, y)
+    tight = L1NewtonSVM(lam=lam, mu=mu, eta=1e-12, alpha_min=1e-7, tol=1e-9).fit(X, y)
     cert = tight.certificate_
     assert cert.formulation == "hinge_elastic_net" and 0 <= cert.rel_gap <= 1e-5
     loose = L1NewtonSVM(lam=lam, mu=mu, alpha_min=0.1).fit(X, y).certificate_
@@ -388,7 +419,7 @@ def test_w_is_zero_exactly_from_mu_max_on_and_nonzero_below_it():
     assert not at.coef_.any() and at.n_steps_ == 0
     assert at.certificate_.rel_gap <= 1e-12
     for mu in (0.99 * top, 0.5 * top, 0.01 * top):  # regression test of A3 (literal Alg. 1: w = 0)
-        below = L1NewtonSVM(lam=1e-3, mu=mu).fit(X, y)
+        below = L1NewtonSVM(lam=1e-3, mu=mu, tol=1e-9).fit(X, y)
         assert np.count_nonzero(below.coef_) >= 1
 
 
@@ -418,10 +449,11 @@ def test_invariances_and_csr_input():
 
 def test_wide_data_caps_determinism_and_pass_count():
     X, y = problem(40, 400, seed=11)
-    params = {"lam": 1e-3, "mu": 0.3 * mu_max(X, y)}
-    model = L1NewtonSVM(**params).fit(X, y)
+    params = {"lam": 1e-3, "mu": 0.3 * mu_max(X, y), "tol": 0.0}  # the paper's rule alone
+    with pytest.warns(ConvergenceWarning, match="it stopped on: paper's rule alpha <= alpha_min"):
+        model = L1NewtonSVM(**params).fit(X, y)
     w = model.coef_[0]
-    assert model.converged_ and np.isfinite(w).all() and 0 < np.count_nonzero(w) < 40
+    assert not model.converged_ and np.isfinite(w).all() and 0 < np.count_nonzero(w) < 40
     np.testing.assert_array_equal(L1NewtonSVM(**params).fit(X, y).coef_[0], w)
     # passes: one per Newton iteration, per accepted step, per level, and the first X w
     assert model.n_passes_ == model.n_iter_ + model.n_steps_ + model.n_levels_ + 1

@@ -164,10 +164,12 @@ def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
 
 
 def fit_tags(estimator) -> dict:
-    """What the fit says of itself: converged (its stated rule held), the rule, and the
-    certificate's formulation (or why there is none)."""
+    """What the fit says of itself: converged (its stated rule held), the rule that ended it
+    (where the solver names one), the rule, and the certificate's formulation (or why there is
+    none)."""
     certificate = estimator.certificate_
     return {"svmlab.converged": str(bool(estimator.converged_)).lower(),
+            "svmlab.stop_reason": getattr(estimator, "stop_reason_", None),
             "svmlab.stopping_rule": estimator.stopping_rule(),
             "svmlab.formulation": certificate.formulation if certificate else None,
             "svmlab.certificate": (f"certified by a dual point from the {certificate.source}"

@@ -9,7 +9,9 @@ and the ConvergenceWarning when the solver's stopping rule did not hold. A solve
 
     _fit(X, y, trace)        train on validated X (float64, dense or CSR with int32 indices) and
                              y in {-1.0, +1.0}; record at least the final iteration in `trace`;
-                             set converged_ (True only if its stated stopping rule held)
+                             set converged_ (True only if its stated stopping rule held) and,
+                             where another rule can end the fit first (a paper's own rule),
+                             stop_reason_ (the rule that ended it, in words)
     _stopping_rule()         that rule in words, with its tolerance (tags and warnings)
     _decision_function(X)    f(x) = w.phi(x) + b of the fitted model, float64 of shape (n,)
     _regularizer_norms()     (||w||_2^2, ||w||_1 or None) of the fitted model
@@ -96,7 +98,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         self.certificate_time_s_ = time.perf_counter() - start
         del self._fit_decision  # a fitted model holds no copy of its training data
         if not self.converged_:
-            warnings.warn(f"{type(self).__name__} stopped before its stopping rule held "
+            reason = getattr(self, "stop_reason_", None)
+            reason = f" (it stopped on: {reason})" if reason else ""
+            warnings.warn(f"{type(self).__name__} stopped before its stopping rule held{reason} "
                           f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
                           ConvergenceWarning, stacklevel=2)
         return self

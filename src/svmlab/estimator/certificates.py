@@ -35,6 +35,7 @@ No library computes these certificates for arbitrary SVM models, hence this modu
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -153,6 +154,13 @@ class LinearImage(DualImage):
             self.A = sp.vstack([self.A, row]).tocsr() if sp.issparse(self.A) else \
                 np.vstack([self.A, row])
             self.w = np.append(w, b / bias_scale)
+
+    def with_weights(self, w: np.ndarray) -> LinearImage:
+        """The same features for the weights w of another model without a penalised bias (an
+        iterate): the transposed copy of X is built once per fit, not once per certificate."""
+        image = copy.copy(self)
+        image.w = w
+        return image
 
     def vector(self, a: np.ndarray) -> np.ndarray:
         return np.asarray(self.A @ a).ravel()

@@ -28,7 +28,10 @@ class SolverEntry:
     ``target``: 'package.module.Class'. ``family``: the package that owns it. ``checks``: the
     parameter sets the conformance suite checks it with (the first one must fit small problems
     quickly and tightly). ``truncated``: parameters that stop it long before its stopping rule
-    can hold (the suite expects a ConvergenceWarning).
+    can hold (the suite expects a ConvergenceWarning). ``gap_tol``: the parameter holding the
+    certified relative gap its converged_ stands for (its default is at most 1e-2); None where
+    converged_ follows another rule: the reference libraries' own tolerances and the budgeted
+    solvers, which run their epochs and report the gap their budgeted model certifies.
     """
 
     name: str
@@ -36,6 +39,7 @@ class SolverEntry:
     family: str
     checks: tuple[dict, ...] = ({},)
     truncated: dict = field(default_factory=lambda: {"max_iter": 1})
+    gap_tol: str | None = None
 
     def load(self) -> type:
         """The estimator class."""
@@ -75,13 +79,13 @@ for _entry in (
                 ({"tol": 1e-8, "max_iter": 100_000}, {"penalty": "l1"}, {"loss": "hinge"})),
     SolverEntry("nesvm", "svmlab.solvers.nesvm.NESVM", "nesvm",
                 ({}, {"model": "lpsvm", "fit_intercept": True}, {"model": "lssvm"},
-                 {"kernel": "rbf", "fit_intercept": True})),
+                 {"kernel": "rbf", "fit_intercept": True}), gap_tol="eps"),
     SolverEntry("pegasos", "svmlab.solvers.pegasos.Pegasos", "pegasos",
-                ({"random_state": 0}, {"projection": False, "random_state": 0})),
+                ({"random_state": 0}, {"projection": False, "random_state": 0}), gap_tol="tol"),
     SolverEntry("fw", "svmlab.solvers.frank_wolfe.FrankWolfe", "frank_wolfe",
-                ({"random_state": 0}, {"kernel": "linear", "max_iter": 500})),
+                ({"random_state": 0}, {"kernel": "linear", "max_iter": 500}), gap_tol="eps"),
     SolverEntry("mfw", "svmlab.solvers.frank_wolfe.ModifiedFrankWolfe", "frank_wolfe",
-                ({"random_state": 0},)),
+                ({"random_state": 0},), gap_tol="eps"),
     SolverEntry("cvm", "svmlab.solvers.frank_wolfe.CoreVectorMachine", "frank_wolfe",
                 ({"random_state": 0},)),
     SolverEntry("bsca", "svmlab.solvers.budget.BSCA", "budget",
@@ -92,9 +96,10 @@ for _entry in (
     SolverEntry("l1_newton", "svmlab.solvers.l1_newton.L1NewtonSVM", "l1_newton",
                 ({"lam": 1e-3, "mu": 1e-2, "eta": 1e-8, "alpha_min": 1e-6},
                  {"lam": 0.0, "mu": 1e-2}, {"path": 3}),
-                {"max_newton": 1}),
+                {"max_newton": 1}, gap_tol="tol"),
     SolverEntry("alm", "svmlab.solvers.alm.SVMALM", "alm",
                 ({"inner_steps": 5, "tol": 0.0, "tol_gap": 1e-6, "max_iter": 5000},
-                 {"p": 1.5, "variant": "exact", "fit_intercept": False, "max_iter": 5000})),
+                 {"p": 1.5, "variant": "exact", "fit_intercept": False, "max_iter": 5000}),
+                gap_tol="tol_gap"),
 ):
     register(_entry)

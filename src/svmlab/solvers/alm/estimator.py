@@ -68,14 +68,17 @@ class SVMALM(LinearSVMClassifier):
     'exact': CG to relative residual cg_tol within cg_maxit iterations, default min(d+1, 1000),
     Algorithm 1); mu_schedule ('constant', 'geometric': min(rho mu, mu_max), 'balance'), mu0
     (default 0.1 C), rho, mu_max; w_init ('ones', the paper's, or 'zeros'); prox_tol, prox_maxit
-    (general p); refresh_every. Stopping (any enabled rule stops): tol, the paper's
-    |obj_k - obj_k-1| <= tol max(1, |obj_k-1|) (0 disables it); eps_grad (p > 1):
-    ||grad obj(w, b)|| <= eps_grad (times ||grad obj|| at the start if grad_rel); tol_gap: the
+    (general p); refresh_every. Stopping (any enabled rule stops): tol_gap (default 1e-2): the
     relative duality gap certified by the dual point alpha = -y lam <= tol_gap (on the solver's
-    clock); max_iter outer iterations. trace_certificate: the trace records that certified gap at
-    every iteration, off the clock.
+    clock); the paper's rules, off by default (conf/solver/alm_paper.yaml): tol,
+    |obj_k - obj_k-1| <= tol max(1, |obj_k-1|) (0 disables it), and eps_grad (p > 1):
+    ||grad obj(w, b)|| <= eps_grad (times ||grad obj|| at the start if grad_rel); max_iter outer
+    iterations. trace_certificate: the trace records that certified gap at every iteration, off
+    the clock.
 
-    Fitted: coef_, intercept_, multipliers_ (lam), mu_ (the last penalty used), converged_.
+    Fitted: coef_, intercept_, multipliers_ (lam), mu_ (the last penalty used), converged_ (the
+    certified gap of the last iterate is <= tol_gap; never without tol_gap), stop_reason_ (the
+    rule that ended the fit).
     Trace columns: objective_<loss>_l2, primal_residual, dual_residual, mu, cg_iterations and,
     with trace_certificate or tol_gap, dual_<f>, gap_<f>, rel_gap_<f> (f: the formulation).
     """
@@ -106,8 +109,8 @@ class SVMALM(LinearSVMClassifier):
     _warm_up: ClassVar[dict] = {"max_iter": 2}
 
     def __init__(self, C=1.0, *, p=1.0, fit_intercept=True, variant="inexact", inner_steps=1,
-                 mu_schedule="constant", mu0=None, rho=1.0, mu_max=1e5, max_iter=100, tol=1e-4,
-                 eps_grad=None, grad_rel=False, tol_gap=None, cg_tol=1e-10, cg_maxit=None,
+                 mu_schedule="constant", mu0=None, rho=1.0, mu_max=1e5, max_iter=10_000, tol=0.0,
+                 eps_grad=None, grad_rel=False, tol_gap=1e-2, cg_tol=1e-10, cg_maxit=None,
                  w_init="ones", prox_tol=1e-12, prox_maxit=100, refresh_every=50,
                  trace_certificate=True):
         self.C = C
@@ -153,16 +156,15 @@ class SVMALM(LinearSVMClassifier):
         return self.tol_gap if self.tol_gap is not None else super()._certificate_tol()
 
     def _stopping_rule(self) -> str:
+        target = (f"certified rel_gap_{self._formulation().name} <= tol_gap={self.tol_gap}"
+                  if self.tol_gap is not None else "none (tol_gap=None: no certified gap asked)")
         rules = [f"|obj_k - obj_k-1| <= tol max(1, |obj_k-1|) with tol={self.tol}"] \
             if self.tol > 0 else []
         if self.eps_grad is not None:
             scale = " ||grad obj(w_init, 0)||" if self.grad_rel else ""
             rules.append(f"||grad obj(w, b)|| <= eps_grad{scale} with eps_grad={self.eps_grad}")
-        if self.tol_gap is not None:
-            rules.append(f"certified rel_gap_{self._formulation().name} <= tol_gap="
-                         f"{self.tol_gap}")
-        rule = " or ".join(rules) if rules else "none (tol=0): runs max_iter iterations"
-        return f"{rule}, within max_iter={self.max_iter} outer iterations"
+        paper = f", unless the paper's {' or '.join(rules)} stops it first" if rules else ""
+        return f"{target}{paper}, within max_iter={self.max_iter} outer iterations"
 
     def _settings(self, n_features: int) -> Settings:
         cg_maxit = self.cg_maxit or min(n_features + 1, 1000)
@@ -180,26 +182,29 @@ class SVMALM(LinearSVMClassifier):
         image, form = RowsImage(rows, y), self._formulation()
         previous = self._objective(state, y)
         grad0 = self._gradient_norm(rows, y, state) if self.grad_rel else 1.0
-        self.converged_ = False
-        rows_out = TraceRows(trace)
+        rows_out, gap_name = TraceRows(trace), f"rel_gap_{form.name}"
         for step in iterate(rows, y, state, settings):
-            stop = self.tol > 0 and abs(previous - step.objective) <= self.tol * max(
-                1.0, abs(previous))
-            if self.eps_grad is not None and not stop:
-                stop = self._gradient_norm(rows, y, state) <= self.eps_grad * grad0
+            paper = None
+            if self.tol > 0 and abs(previous - step.objective) <= self.tol * max(
+                    1.0, abs(previous)):
+                paper = f"paper's rule |obj_k - obj_k-1| <= tol={self.tol}"
+            elif self.eps_grad is not None and (
+                    self._gradient_norm(rows, y, state) <= self.eps_grad * grad0):
+                paper = f"paper's rule ||grad obj|| <= eps_grad={self.eps_grad}"
             row = {self._objective_name(): step.objective, "primal_residual": step.primal_residual,
                    "dual_residual": step.dual_residual, "mu": step.mu,
                    "cg_iterations": float(step.cg_iterations)}
             if self.tol_gap is not None:
                 row |= self._iterate_gap(state, y, image, form, step.objective)
-                stop = stop or row[f"rel_gap_{form.name}"] <= self.tol_gap
             elif self.trace_certificate:
                 with trace.paused():
                     row |= self._iterate_gap(state, y, image, form, step.objective)
             rows_out.append(step.iteration, row)
             previous = step.objective
-            if stop or step.iteration >= self.max_iter:
-                self.converged_ = bool(stop)
+            self.converged_ = self.tol_gap is not None and row[gap_name] <= self.tol_gap
+            if self.converged_ or paper or step.iteration >= self.max_iter:
+                self.stop_reason_ = ("certified gap <= tol_gap" if self.converged_ else paper
+                                     or f"max_iter={self.max_iter} iterations")
                 break
         rows_out.flush()
         self.coef_ = state.w[None, :].copy()

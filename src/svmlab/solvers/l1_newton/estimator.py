@@ -25,7 +25,12 @@ from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
 from svmlab.numerics.rows import rmatvec, rows_of
-from svmlab.solvers.l1_newton.certificate import FORMULATION, certificate, exact_objective
+from svmlab.solvers.l1_newton.certificate import (
+    FORMULATION,
+    certificate,
+    exact_objective,
+    free_set_duals,
+)
 from svmlab.solvers.l1_newton.newton import PRUNES, Settings, run
 from svmlab.solvers.l1_newton.passes import hinge_derivatives, smoothed_objective
 
@@ -35,10 +40,12 @@ WARM_UP_COLUMNS = 20
 class L1NewtonSVM(LinearSVMClassifier):
     """Newton active-set l1(+l2) SVM on the smoothed hinge; dense or CSR input (kept sparse).
 
-    Stops when alpha <= alpha_min (the paper's rule) or, with tol > 0, as soon as the certified
-    relative gap of P is <= tol at the end of an alpha level. Fitted diagnostics: alpha_final_
-    (last alpha solved), n_passes_, n_steps_, n_backtracks_, n_levels_; with a path also
-    path_mu_ and path_coef_ (one row per mu).
+    Stops as soon as the certified relative gap of P is <= tol at the end of an alpha level, or
+    when alpha <= alpha_min (the paper's rule), or after max_newton Newton iterations.
+    converged_ means the model's certified gap is <= tol (tol = 0 asks for none: never);
+    stop_reason_ says which rule ended the fit. Fitted diagnostics: alpha_final_ (last alpha
+    solved), n_passes_, n_steps_, n_backtracks_, n_levels_; with a path also path_mu_ and
+    path_coef_ (one row per mu).
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -58,7 +65,7 @@ class L1NewtonSVM(LinearSVMClassifier):
     _warm_up: ClassVar[dict] = {"alpha_min": 0.5, "max_newton": 50, "path": 1}
 
     def __init__(self, lam=1e-4, mu=1e-2, *, alpha0=1.0, alpha_min=1e-4, beta=2.0, eta=0.1,
-                 c1=1e-4, max_newton=10_000, max_backtrack=50, prune="resolve", tol=0.0,
+                 c1=1e-4, max_newton=10_000, max_backtrack=50, prune="resolve", tol=1e-2,
                  path=1):
         self.lam = lam
         self.mu = mu
@@ -80,12 +87,10 @@ class L1NewtonSVM(LinearSVMClassifier):
         return super()._compile(X[:, :WARM_UP_COLUMNS], y)
 
     def _stopping_rule(self) -> str:
-        rule = (f"alpha <= alpha_min={self.alpha_min} (Newton decrement < eta={self.eta} x "
-                "alpha and no inactive KKT violator at every level)")
-        if self.tol > 0:
-            rule += (f", or certified rel_gap_{self._formulation_name()} <= tol={self.tol} at "
-                     "a level's end")
-        return f"{rule}, within max_newton={self.max_newton} Newton iterations per mu"
+        return (f"certified rel_gap_{self._formulation_name()} <= tol={self.tol} at a level's "
+                f"end, before the paper's rule alpha <= alpha_min={self.alpha_min} (Newton "
+                f"decrement < eta={self.eta} x alpha and no inactive KKT violator at every "
+                f"level), within max_newton={self.max_newton} Newton iterations per mu")
 
     def _settings(self, mu: float) -> Settings:
         return Settings(self.lam, mu, self.alpha0, self.alpha_min, self.beta, self.eta,
@@ -96,13 +101,16 @@ class L1NewtonSVM(LinearSVMClassifier):
         n, p = X.shape
         mus = self._path_mus(X, y)
         w, done = np.zeros(p), 0
-        self.converged_, coefs, totals = True, [], np.zeros(4, np.int64)
+        coefs, totals = [], np.zeros(4, np.int64)
         for mu in mus:
-            state = self._solve(rows, y, mu, w, trace, done)
+            state, gap = self._solve(X, rows, y, mu, w, trace, done)
             w, done = state.w, done + state.iterations
             coefs.append(w)
             totals += (state.passes, state.steps, state.backtracks, state.levels)
-            self.converged_ &= state.stopped or state.alpha <= self.alpha_min / self.beta
+        self.converged_ = bool(gap <= self.tol)
+        self.stop_reason_ = ("certified gap <= tol" if state.stopped else
+                             f"max_newton={self.max_newton} iterations" if state.iterations
+                             >= self.max_newton else "paper's rule alpha <= alpha_min")
         self.coef_, self.intercept_ = w[None, :], np.zeros(1)
         self.alpha_final_ = state.solved
         self.n_passes_, self.n_steps_, self.n_backtracks_, self.n_levels_ = map(int, totals)
@@ -119,9 +127,11 @@ class L1NewtonSVM(LinearSVMClassifier):
                               f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
         return list(np.geomspace(top, self.mu, self.path))
 
-    def _solve(self, rows, y, mu, w0, trace, offset):
-        """One run of the method at mu from w0, traced; returns its final State."""
-        gap = {"value": np.nan, "primal": np.inf}
+    def _solve(self, X, rows, y, mu, w0, trace, offset):
+        """One run of the method at mu from w0, traced; returns its final State and the
+        certified relative gap there (certified on the clock at the end when no level's end
+        was; inf if tol = 0 or max_newton ran out)."""
+        gap = {"value": np.nan, "primal": np.inf, "final": np.inf}
         on_clock = self.tol > 0
         gap_column = f"rel_gap_{self._formulation_name()}"
 
@@ -130,13 +140,13 @@ class L1NewtonSVM(LinearSVMClassifier):
             at most tol x P over the level (before, it cannot be due yet); else trace-only."""
             if not on_clock:
                 with trace.paused():
-                    gap["value"] = self._gap(rows, y, state, mu)
+                    gap["value"] = self._gap(X, rows, y, state, mu, refine=False)
                 return False
             primal = exact_objective(y * state.xw, state.w, self.lam, mu)
             due = gap["primal"] - primal <= self.tol * primal
             gap["primal"] = primal
             if due:
-                gap["value"] = self._gap(rows, y, state, mu)
+                gap["value"] = gap["final"] = self._gap(X, rows, y, state, mu)
             return due and gap["value"] <= self.tol
 
         def on_iteration(state):
@@ -151,26 +161,38 @@ class L1NewtonSVM(LinearSVMClassifier):
                 gap["value"] = np.nan
             trace.append(offset + state.iterations, **row)
 
-        return run(rows, y, self._settings(mu), w0, on_iteration, on_level)
+        state = run(rows, y, self._settings(mu), w0, on_iteration, on_level)
+        if not on_clock or state.stopped or state.iterations >= self.max_newton:
+            return state, gap["final"] if state.stopped else np.inf
+        return state, self._gap(X, rows, y, state, mu)
 
     def _formulation_name(self) -> str:
         return "hinge_l1" if self.lam == 0 and self.mu > 0 else FORMULATION
 
-    def _gap(self, rows, y, state, mu) -> float:
+    def _gap(self, X, rows, y, state, mu, refine=True) -> float:
         """Certified relative gap at the iterate (theta from the alpha just solved)."""
-        return self._weights_cert(rows, y, state.w, state.xw, state.solved, mu).rel_gap
+        return self._weights_cert(X, rows, y, state.w, state.xw, state.solved, mu,
+                                  refine).rel_gap
 
-    def _weights_cert(self, rows, y, w, xw, alpha, mu) -> Certificate:
-        """P's certificate from the smoothed problem's dual point and the hinge's subgradient;
+    def _weights_cert(self, X, rows, y, w, xw, alpha, mu, refine=True) -> Certificate:
+        """P's certificate from the smoothed problem's dual point, the hinge's subgradient and
+        (``refine``) its free-set completions (`certificate.free_set_duals`, a small LP each);
         for lam = 0 < mu in the scale of objective_hinge_l1 at C = 1/(N mu) (divided by mu)."""
-        n = len(y)
+        n, z = len(y), 1.0 - y * xw
+
+        def image(theta):
+            v = np.empty(rows.n_cols)
+            rmatvec(rows, y * theta, v)
+            return v
 
         def candidates():
-            for theta, source in ((hinge_derivatives(y, xw, alpha), "solver"),
-                                  ((y * xw < 1.0).astype(float), "model")):
-                v = np.empty(rows.n_cols)
-                rmatvec(rows, y * theta / n, v)
-                yield theta, v, source
+            yield (theta := hinge_derivatives(y, xw, alpha)), image(theta) / n, "solver"
+            hinge = (z > 0.0).astype(float)
+            hinge_sum = image(hinge)
+            yield hinge, hinge_sum / n, "model"
+            if refine:
+                for theta in free_set_duals(X, y, w, z, self.lam, mu, hinge_sum):
+                    yield theta, image(theta) / n, "model"
 
         cert = certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)
         if self.lam == 0 and mu > 0:
@@ -179,7 +201,8 @@ class L1NewtonSVM(LinearSVMClassifier):
 
     def _certificate(self, X, y) -> Certificate:
         w = self.coef_[0]
-        return self._weights_cert(rows_of(X), y, w, X @ w, self.alpha_final_, float(self.mu))
+        return self._weights_cert(X, rows_of(X), y, w, X @ w, self.alpha_final_,
+                                  float(self.mu))
 
     def _objective_values(self, X, y_pm) -> dict[str, float]:
         """The common objectives at C_, and P itself (objective_hinge_elastic_net)."""

@@ -14,6 +14,7 @@ a_i = ||X_i||_inf is taken on the augmented row [X_i, 1] when there is a bias (s
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.utils import gen_batches
 
@@ -182,7 +183,14 @@ def lambda_max_gram(X, weights: np.ndarray | None, bias: bool, symmetric: bool =
         return np.append(out, weights @ t) if bias else out
 
     if dim <= DENSE_EIG_DIM:
-        M = np.column_stack([matvec(e) for e in np.eye(dim)])
+        if symmetric:
+            M = np.column_stack([matvec(e) for e in np.eye(dim)])
+        else:  # Xh' diag(weights) Xh in one sparse (or dense) product, not dim passes
+            Xh = sp.hstack([X, np.ones((n, 1))]).tocsr() if bias and sp.issparse(X) else \
+                np.hstack([X, np.ones((n, 1))]) if bias else X
+            M = Xh.T @ (Xh.multiply(weights[:, None]) if sp.issparse(Xh) else
+                        Xh * weights[:, None])
+            M = M.toarray() if sp.issparse(M) else np.asarray(M)
         return float(np.linalg.eigvalsh(0.5 * (M + M.T))[-1])
     op = LinearOperator((dim, dim), matvec=matvec, dtype=np.float64)
     v0 = np.ones(dim)  # deterministic start
