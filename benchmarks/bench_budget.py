@@ -81,7 +81,9 @@ def main():
     parser.add_argument("--variants", nargs="+", default=["bsca", "bsca_bias", "bsgd"],
                         choices=sorted(VARIANTS))
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0, 1, ..., seeds - 1")
+    parser.add_argument("--seeds", type=int, default=5, help="how many seeds")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed, ..., first-seed + seeds - 1")
     parser.add_argument("--no-svc", action="store_true",
                         help="skip SVC (fitted in another run: its time and accuracy are given "
                              "there; ratios and differences to it are then left out)")
@@ -95,7 +97,7 @@ def main():
 
     print(f"# bench_budget {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or '?'}"
           f", {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, epochs={args.epochs}, "
-          f"seeds 0-{args.seeds - 1}")
+          f"seeds {args.first_seed}-{args.first_seed + args.seeds - 1}")
     for dataset in args.datasets:
         C, gamma = SETTINGS[dataset]
         X, y, X_test, y_test = load(dataset, args.data_dir)
@@ -113,7 +115,8 @@ def main():
             for name in args.variants:
                 cls, params = getattr(solvers, VARIANTS[name][0]), VARIANTS[name][1]
                 runs = [fit_budgeted(cls, params, C, gamma, budget, args.epochs, seed, X, y,
-                                     X_test, y_test) for seed in range(args.seeds)]
+                                     X_test, y_test)
+                        for seed in range(args.first_seed, args.first_seed + args.seeds)]
                 fit = statistics.median(r["fit_s"] for r in runs)
                 gaps = np.array([r["rel_gap"] for r in runs])
                 print(f"{name} B={budget}  fit {fit:.2f} s ({fit / svc_time:.3f}x svc)  merging "
