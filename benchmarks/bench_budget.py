@@ -1,4 +1,4 @@
-"""BSCA and BSGD against scikit-learn's SVC (LIBSVM) at the paper's settings, over seeds, in one run.
+"""BSCA and BSGD against scikit-learn's SVC (LIBSVM) at the paper's settings, over seeds.
 
 For each dataset (C, gamma of the paper's Table 1), SVC is fitted once, then each budgeted variant
 (--variants: bsca, bsca_bias = BSCA(bias=True), bsgd, bsgd_bias) for every budget and every seed
