@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.spatial.distance import cdist
-from sklearn.datasets import make_moons
+from sklearn.datasets import load_svmlight_file, make_moons
 from sklearn.svm import SVC
 
 from svmlab.errors import ConfigError
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.budget import BSCA, BSGD
+from svmlab.solvers.budget.estimators import best_offset
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import merge as mg
 from svmlab.solvers.budget import model as bm
@@ -81,10 +82,10 @@ class Stepper:
         order, u = np.array([i], np.int64), np.zeros(1)
         if self.solver == "bsca":
             loops.bsca_epoch(self.points, self.y, self.qdiag, self.state, self.C, self.model,
-                             self.spec, self.opt, order, u, self.t, self.stats, self.log)
+                             self.spec, self.opt, order, u, self.t, 0.0, self.stats, self.log)
         else:
             loops.bsgd_epoch(self.points, self.y, self.state, len(self.y) * self.C, self.model,
-                             self.spec, self.opt, order, u, self.t, self.stats, self.log)
+                             self.spec, self.opt, order, u, self.t, 0.0, self.stats, self.log)
         self.t += 1
 
     def terms(self):
@@ -161,7 +162,8 @@ def test_the_box_qp_reference_reaches_the_specs_value(optimum):
 
 def test_exact_sca_converges_to_the_no_bias_optimum_with_weak_duality(optimum):
     X, y, _, d_star = optimum
-    model = BSCA(C=4.0, gamma=1.0, budget=None, epochs=200, random_state=0).fit(X, y)
+    model = BSCA(C=4.0, gamma=1.0, budget=None, epochs=200, trace_certificate=True,
+                 random_state=0).fit(X, y)
     d = dual(model.alpha_, X, y, 1.0)
     assert d >= d_star - 1e-3 * abs(d_star)
     assert d <= d_star + 1e-6 * abs(d_star)
@@ -501,8 +503,9 @@ def test_the_trace_has_one_certified_row_per_epoch_with_test_accuracy():
     X, y = moons(300, noise=0.3, seed=14)
     X_test, y_test = moons(500, noise=0.3, seed=15)
     labels = np.array(["a", "b"])
-    model = BSGD(C=4.0, gamma=1.0, budget=20, epochs=4, random_state=0).fit(
-        X, labels[(y > 0) * 1], eval_set=(X_test, labels[(y_test > 0) * 1]))
+    model = BSGD(C=4.0, gamma=1.0, budget=20, epochs=4, trace_certificate=True,
+                 random_state=0).fit(X, labels[(y > 0) * 1],
+                                     eval_set=(X_test, labels[(y_test > 0) * 1]))
     trace = model.trace_.columns()
     np.testing.assert_array_equal(trace["iteration"], [300, 600, 900, 1200])
     assert trace["test_accuracy"][-1] == model.score(X_test, labels[(y_test > 0) * 1])
@@ -512,6 +515,82 @@ def test_the_trace_has_one_certified_row_per_epoch_with_test_accuracy():
     assert trace["model_size"][-1] == model.n_support_ == 20
     assert sum(trace["merge_fraction"] * 300) == model.n_merges_
     assert not hasattr(model, "_eval_set")
+
+
+# ---- the free offset (bias=True), the cost of the trace rows, dense and CSR input ----------------
+
+def hinge_sum(y, f):
+    return float(np.maximum(0.0, 1.0 - y * f).sum())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_best_offset_minimises_the_hinge_loss(seed):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(80) < 0.3, 1.0, -1.0)
+    f = np.round(rng.normal(size=80), 1)  # tied kinks
+    b = best_offset(y, f)
+    best = min(hinge_sum(y, f + k) for k in y - f)  # a convex piecewise-linear minimum: a kink
+    assert hinge_sum(y, f + b) <= best + 1e-12
+
+
+def test_best_offset_takes_the_middle_of_a_flat_minimum():
+    assert best_offset(np.array([1.0, -1.0]), np.array([0.5, 0.5])) == -0.5  # flat on [-1.5, 0.5]
+
+
+@pytest.mark.parametrize("cls", [BSCA, BSGD])
+def test_the_bias_is_the_best_offset_of_the_final_model_and_is_certified(cls):
+    X, y = moons(300, noise=0.3, seed=3)
+    y = np.where(np.arange(300) % 4 == 0, y, -1.0)  # imbalanced: the offset matters
+    model = cls(C=4.0, gamma=0.05, budget=15, epochs=3, bias=True, trace_certificate=True,
+                random_state=0).fit(X, y)
+    trace = model.trace_.columns()
+    f = model.decision_function(X) - model.intercept_[0]
+    assert model.intercept_[0] == trace["offset"][-1] != 0.0
+    assert model.intercept_[0] == pytest.approx(best_offset(y, f), abs=1e-9)
+    assert trace["objective_hinge_l2"][-1] == pytest.approx(
+        model.objectives(X, y)["objective_hinge_l2"], rel=1e-10)
+    cert = model.certificate_
+    assert cert.formulation == "hinge_l2_bias" and cert.gap >= 0
+    assert np.all(trace["gap_hinge_l2_bias"] >= 0)
+
+
+def test_exact_bsca_with_a_bias_approaches_libsvms_optimum(optimum):
+    X, y = optimum[:2]
+    svc = SVC(C=4.0, gamma=1.0, tol=1e-8).fit(X, y)
+    coef, Z = svc.dual_coef_[0], svc.support_vectors_
+    f = rbf(X, Z, 1.0) @ coef + svc.intercept_[0]
+    svc_primal = 0.5 * coef @ rbf(Z, Z, 1.0) @ coef + 4.0 * hinge_sum(y, f)
+    model = BSCA(C=4.0, gamma=1.0, budget=None, epochs=100, bias=True, random_state=0).fit(X, y)
+    ours = model.trace_.columns()["objective_hinge_l2"][-1]
+    assert svc_primal <= ours <= svc_primal * (1 + 1e-2)
+
+
+def test_the_trace_rows_skip_the_certificate_unless_asked():
+    X, y = moons(200, seed=5)
+    plain = BSCA(C=2.0, gamma=1.0, budget=10, epochs=2, random_state=0).fit(X, y)
+    certified = BSCA(C=2.0, gamma=1.0, budget=10, epochs=2, trace_certificate=True,
+                     random_state=0).fit(X, y)
+    columns = set(plain.trace_.columns())
+    assert not columns & {"dual_alpha", "dual_hinge_l2", "gap_hinge_l2", "rel_gap_hinge_l2"}
+    assert {"dual_alpha", "rel_gap_hinge_l2"} <= set(certified.trace_.columns())
+    for name in ("objective_hinge_l2", "dual_hybrid", "offset"):
+        np.testing.assert_array_equal(plain.trace_.columns()[name],
+                                      certified.trace_.columns()[name])
+    assert plain.certificate_ == certified.certificate_
+
+
+@pytest.mark.parametrize("cls, epochs", [(BSGD, 20), (BSCA, 5)])
+def test_dense_and_csr_input_give_the_same_model_bit_for_bit(shared_libsvm, cls, epochs):
+    """ionosphere_scale at C = 10, B = 20, seed 0: BSGD's margin test y f < 1 once flipped on
+    the rounding of a dense against a sparse kernel sum, and the paths parted."""
+    X, y = load_svmlight_file(str(shared_libsvm / "ionosphere_scale" / "ionosphere_scale"))
+    dense, csr = (cls(C=10.0, budget=20, epochs=epochs, random_state=0).fit(data, y)
+                  for data in (X.toarray(), X.tocsr()))
+    np.testing.assert_array_equal(dense.alpha_, csr.alpha_)
+    np.testing.assert_array_equal(dense.dual_coef_, csr.dual_coef_)
+    np.testing.assert_array_equal(dense.support_vectors_, csr.support_vectors_)
+    np.testing.assert_array_equal(dense.trace_.columns()["objective_hinge_l2"],
+                                  csr.trace_.columns()["objective_hinge_l2"])
 
 
 # ---- configs: the solver files and the bsca_budget preset ---------------------------------------

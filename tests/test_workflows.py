@@ -154,8 +154,9 @@ def test_claims_are_judged_by_their_rule_on_matching_runs():
                                            claims.NOT_REPRODUCED, claims.REPRODUCED,
                                            claims.UNTESTABLE, claims.UNTESTABLE,
                                            claims.REPRODUCED, claims.NOT_REPRODUCED]
-    assert judged[0].detail == ("fit_time_s 2 = mean of 2 run(s) of solver=a against "
-                                "fit_time_s 4 = mean of 2 run(s) of solver=b")
+    assert judged[0].detail == ("fit_time_s 2 = mean of 2 run(s) of solver=a (range 1 to 3) "
+                                "against fit_time_s 4 = mean of 2 run(s) of solver=b "
+                                "(range 4 to 4)")
     assert "no finished run of solver=c" in judged[4].detail
     assert judged[7].detail.startswith("solver=b never reached the target in 2 of 2 run(s): "
                                        "time_to_gap_1e-3 inf = mean of 2 run(s)")

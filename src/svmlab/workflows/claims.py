@@ -122,14 +122,18 @@ class _Side:
     n: int
     mean: float
     n_inf: int = 0  # runs whose value is infinite: a time-to-target never reached
+    low: float = math.nan
+    high: float = math.nan
 
     def text(self, measure: str) -> str:
+        spread = f" (range {_number(self.low)} to {_number(self.high)})" if self.n > 1 else ""
         never = f", {self.n_inf} never reached the target" if self.n_inf else ""
-        return f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}{never}"
+        return (f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}"
+                f"{spread}{never}")
 
 
 def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
-    """The mean of ``measure`` over the runs matching every key of ``where``."""
+    """The mean (and range) of ``measure`` over the runs matching every key of ``where``."""
     label = ", ".join(f"{k}={v}" for k, v in where.items())
     column = f"metrics.{measure}"
     if column not in runs or runs.empty:
@@ -138,8 +142,10 @@ def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
     for key, wanted in where.items():
         chosen &= _matches(_key_values(runs, key), wanted)
     values = runs.loc[chosen, column].astype(float).dropna()
-    return _Side(label, len(values), float(values.mean()) if len(values) else math.nan,
-                 int(np.isinf(values).sum()))
+    if not len(values):
+        return _Side(label, 0, math.nan)
+    return _Side(label, len(values), float(values.mean()), int(np.isinf(values).sum()),
+                 float(values.min()), float(values.max()))
 
 
 def _key_values(runs: pd.DataFrame, key: str) -> pd.Series:
