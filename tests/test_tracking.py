@@ -40,14 +40,14 @@ def test_a_signal_outside_writes_is_raised_at_once():
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def test_a_logged_figure_is_closed(tmp_path):
+def test_a_logged_figure_is_closed(store):
     import matplotlib.pyplot as plt
 
     from svmlab.tracking.figures import convergence_figure
     from svmlab.tracking.runs import Tracker
 
     before = len(plt.get_fignums())
-    with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "figures") as tracker:
+    with Tracker(f"sqlite:///{store}", "figures") as tracker:
         for _ in range(3):
             columns = {"iteration": np.arange(2), "time_s": np.array([0.0, 0.1]),
                        "objective_hinge_l2": np.array([2.0, 1.0])}
@@ -57,7 +57,7 @@ def test_a_logged_figure_is_closed(tmp_path):
 
 
 @pytest.mark.parametrize("solver", ["mfw", "libsvm"])
-def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, solver):
+def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(store, solver):
     """Its support vectors are a CSR matrix, a type skops does not trust by itself."""
     import mlflow
     import scipy.sparse as sp
@@ -72,7 +72,7 @@ def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, 
     estimator = (ModifiedFrankWolfe(C=2.0, gamma=0.3, eps=1e-4, random_state=0)
                  if solver == "mfw" else Libsvm(kernel="rbf", gamma=0.3)).fit(X, y)
     assert sp.issparse(estimator.support_vectors_)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{store}"
     with Tracker(uri, "sparse") as tracker:
         tracker.log_model(estimator, X[:5])
         run_id = tracker.run_id
