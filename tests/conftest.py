@@ -1,11 +1,12 @@
-"""Fixtures of the data tests: the shared LIBSVM folder, isolation from the user's data folders,
-and a local HTTP server laid out like the LIBSVM download folder."""
+"""Shared fixtures: new MLflow stores, the shared LIBSVM folder, isolation from the user's data
+folders, and a local HTTP server laid out like the LIBSVM download folder."""
 
 from __future__ import annotations
 
 import os
 import socket
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +23,28 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def store_template(tmp_path_factory) -> Path:
+    """What a new MLflow SQLite store holds, made once (`support.runs.store_template`)."""
+    from support.runs import store_template
+
+    return store_template(tmp_path_factory.mktemp("template") / "mlflow.db")
+
+
+@pytest.fixture
+def new_store(store_template):
+    """``new_store(path)``: a new MLflow SQLite store at ``path``, its schema in place."""
+    from support.runs import copy_store
+
+    return lambda path: copy_store(store_template, path)
+
+
+@pytest.fixture
+def store(new_store, tmp_path) -> Path:
+    """``tmp_path/mlflow.db``: a new MLflow SQLite store, its schema in place."""
+    return new_store(tmp_path / "mlflow.db")
 
 
 @pytest.fixture
@@ -98,6 +121,46 @@ def libsvm_site(shared_libsvm):
     server.shutdown()
     server.server_close()
     thread.join()
+
+
+NUMBA_CACHE = pytest.StashKey[list]()
+
+
+def pytest_sessionstart(session):
+    """A run of the whole suite (no paths, no -k) starts filling numba's cache in parallel
+    processes (`support.numba_cache`) while the tests are collected."""
+    config = session.config
+    if config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword:
+        from support import numba_cache
+
+        config.stash[NUMBA_CACHE] = [time.perf_counter(), *numba_cache.start()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def numba_cache_filled(request):
+    """The first test waits until numba's cache is filled; a solver that failed there is left
+    to its own tests to show."""
+    filling = request.config.stash.get(NUMBA_CACHE, None)
+    if filling is not None and len(filling) == 3:
+        begun, pool, result = filling
+        errors = [error for error in result.get() if error]
+        pool.close()
+        pool.join()
+        filling[:] = [time.perf_counter() - begun, errors]
+
+
+def pytest_sessionfinish(session):
+    filling = session.config.stash.get(NUMBA_CACHE, None)
+    if filling is not None and len(filling) == 3:  # no test ran (--collect-only, none selected)
+        filling[1].terminate()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    filling = config.stash.get(NUMBA_CACHE, None)
+    if filling is not None and len(filling) == 2:
+        seconds, errors = filling
+        terminalreporter.write_line(f"numba cache filled in {seconds:.0f} s before the first "
+                                    f"test; failed: {'; '.join(errors) or 'none'}")
 
 
 def pytest_configure(config):

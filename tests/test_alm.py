@@ -542,10 +542,9 @@ def test_the_yaml_files_state_the_defaults_and_the_preset_composes_into_the_pape
 
 
 @pytest.mark.slow
-def test_a_tiny_lp_sweep_logs_the_power_hinge_quantities(tmp_path):
+def test_a_tiny_lp_sweep_logs_the_power_hinge_quantities(store):
     from support.runs import runs, train
 
-    store = tmp_path / "mlflow.db"
     assert train(store, "-m", "+experiment=alm_paper", "solver=alm", "solver.p=1.0,1.5",
                  "solver.max_iter=300", "dataset=breast_cancer", "seed=0",
                  "tracking.log_model=false") == 0

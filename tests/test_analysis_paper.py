@@ -167,11 +167,11 @@ def tidy_csv(tmp_path) -> str:
     return str(path)
 
 
-def test_tables_5_and_6_from_the_published_table_in_one_run(tmp_path, capsys):
+def test_tables_5_and_6_from_the_published_table_in_one_run(new_store, tmp_path, capsys):
     """`svmlab analyze --csv` on the tidy table with the paper's three directed hypotheses."""
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
-    uri = f"sqlite:///{tmp_path / 'analysis.db'}"
+    uri = f"sqlite:///{new_store(tmp_path / 'analysis.db')}"
     # lists comma-separated and unused options empty, as the MLproject entry point passes them
     args = parser.parse_args(["analyze", "--csv", tidy_csv(tmp_path), "--tracking-uri", uri,
                               "-m", "accuracy:higher:1,time_s:lower", "--control", "CVM",

@@ -212,12 +212,13 @@ def test_differences_of_exactly_one_rope_sit_on_its_bound():
 
 # 6. wording --------------------------------------------------------------------------------------
 
-def test_decisions_hypotheses_and_shares_are_worded_as_what_they_are(tmp_path, capsys):
+def test_decisions_hypotheses_and_shares_are_worded_as_what_they_are(new_store, tmp_path,
+                                                                      capsys):
     csv = tmp_path / "t.csv"
     pd.DataFrame({"dataset": list("wxyzwxyz"), "solver": ["A"] * 4 + ["B"] * 4,
                   "acc": [0.9, 0.8, 0.7, 0.6, 0.5, 0.55, 0.65, 0.7]}).to_csv(csv, index=False)
     assert svmlab("analyze", "--csv", str(csv), "-m", "acc:higher", "--bayes-samples", "500",
-                  "--tracking-uri", f"sqlite:///{tmp_path / 'a.db'}") == 0
+                  "--tracking-uri", f"sqlite:///{new_store(tmp_path / 'a.db')}") == 0
     out = capsys.readouterr().out
     assert "keep" not in out and "0.05:not rejected" in out
     assert "H0: d symmetric about 0" in out

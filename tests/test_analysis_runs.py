@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import create_store, runs, train
+from support.runs import copy_store, runs, train
 from svmlab.analysis import friedman, notebooks, run, select
 from svmlab.analysis.cli import add_parser
 from svmlab.errors import SvmlabError
@@ -22,11 +22,10 @@ SOLVERS = ("liblinear", "libsvm", "long_trace")
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, store_template):
     """Three solvers on breast_cancer (seeds 0 and 1) and synthetic_gaussian (seed 0), all
     finished, and one FAILED run."""
-    path = tmp_path_factory.mktemp("runs") / "mlflow.db"
-    create_store(path)
+    path = copy_store(store_template, tmp_path_factory.mktemp("runs") / "mlflow.db")
     common = ("-m", f"solver={','.join(SOLVERS)}", "tracking.log_model=false")
     assert train(path, *common, "dataset=breast_cancer", "seed=0,1") == 0
     assert train(path, *common, "dataset=synthetic_gaussian", "dataset.n=200", "seed=0") == 0
@@ -174,12 +173,12 @@ def test_user_errors_exit_2_with_a_message(store, capsys):
     assert len(analysis_runs(store)) == before  # nothing half-written
 
 
-def test_missing_cells_are_dropped_or_fail_when_strict(tmp_path, capsys):
+def test_missing_cells_are_dropped_or_fail_when_strict(new_store, tmp_path, capsys):
     csv = tmp_path / "results.csv"
     pd.DataFrame({"block": ["x", "x", "y", "z", "z", "w", "w"],
                   "treatment": ["A", "B", "A", "A", "B", "A", "B"],
                   "acc": [0.9, 0.8, 0.7, 0.6, 0.5, 0.8, 0.7]}).to_csv(csv, index=False)
-    uri = f"sqlite:///{tmp_path / 'a.db'}"
+    uri = f"sqlite:///{new_store(tmp_path / 'a.db')}"
     assert svmlab("analyze", "--csv", str(csv), "-m", "acc:higher", "--tracking-uri", uri) == 0
     captured = capsys.readouterr()
     assert "dropping 1 block(s) with missing treatments: y: B" in captured.err
@@ -259,8 +258,9 @@ def test_notebook_failure_names_the_notebook(tmp_path):
         notebooks.execute(path, tmp_path / "out", {})
 
 
-def test_under_mlflow_run_the_analysis_goes_into_the_project_run(tmp_path, monkeypatch, capsys):
-    uri = f"sqlite:///{tmp_path / 'project.db'}"
+def test_under_mlflow_run_the_analysis_goes_into_the_project_run(new_store, tmp_path, monkeypatch,
+                                                                 capsys):
+    uri = f"sqlite:///{new_store(tmp_path / 'project.db')}"
     client = MlflowClient(uri)
     project_run = client.create_run(client.create_experiment("project")).info.run_id
     monkeypatch.setenv("MLFLOW_RUN_ID", project_run)

@@ -640,13 +640,12 @@ def test_the_partner_search_prunes_only_partners_that_cannot_win():
 
 
 @pytest.mark.slow  # end to end: svmlab train into an MLflow store
-def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(tmp_path):
+def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(store, tmp_path):
     import pandas as pd
     from mlflow import MlflowClient
 
     from support.runs import runs, train
 
-    store = tmp_path / "mlflow.db"
     assert train(store, "solver=bsca", "kernel=rbf", "dataset=breast_cancer", "solver.budget=10",
                  "solver.epochs=3", "tracking.log_model=false") == 0
     (run,) = runs(store)

@@ -50,8 +50,7 @@ def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel)
         assert composed(f"+experiment={preset}", f"dataset={dataset}").dataset.name == dataset
 
 
-def test_a_tiny_fw_paper_sweep_runs_and_logs_the_l2svm_quantities(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_a_tiny_fw_paper_sweep_runs_and_logs_the_l2svm_quantities(store):
     assert train(store, "-m", "+experiment=fw_paper", "solver=cvm,mfw_paper",
                  "dataset=breast_cancer", "seed=0", "tracking.log_model=false") == 0
     found = [run for run in runs(store, "fw_paper") if "solver" in run.data.tags]  # the jobs

@@ -14,24 +14,23 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # mlflow, virtualenv and uv of the test environment
 
 
-def mlflow_run(tmp_path, *args):
-    store = tmp_path / "mlflow.db"
+def mlflow_run(store, *args):
     env = os.environ | {"MLFLOW_TRACKING_URI": f"sqlite:///{store}",
                         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     for leaked in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID"):  # mlflow.set_experiment exports it
         env.pop(leaked, None)
     result = subprocess.run([str(BIN / "mlflow"), "run", str(ROOT), *args], env=env, check=False,
                             capture_output=True, text=True, timeout=1500)
-    return store, result
+    return result
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env_manager", [[], ["--env-manager", "uv"], ["--env-manager", "local"]],
                          ids=["virtualenv-default", "uv", "local"])
-def test_mlflow_run_with_overrides(tmp_path, env_manager):
+def test_mlflow_run_with_overrides(store, tmp_path, env_manager):
     overrides = f"solver=liblinear solver.C=0.5 seed=4 hydra.run.dir={tmp_path}/outputs"
-    store, result = mlflow_run(tmp_path, "-P", f"overrides={overrides}", "--experiment-name",
-                               "svmlab", *env_manager)
+    result = mlflow_run(store, "-P", f"overrides={overrides}", "--experiment-name", "svmlab",
+                        *env_manager)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = runs(store)
     assert run.info.status == "FINISHED"
@@ -42,8 +41,8 @@ def test_mlflow_run_with_overrides(tmp_path, env_manager):
 
 
 @pytest.mark.slow
-def test_mlflow_run_without_parameters_trains_the_default(tmp_path):
-    store, result = mlflow_run(tmp_path, "--env-manager", "local")
+def test_mlflow_run_without_parameters_trains_the_default(store):
+    result = mlflow_run(store, "--env-manager", "local")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = runs(store)  # in experiment svmlab, like `svmlab train`'s
     assert run.info.status == "FINISHED"
@@ -53,14 +52,13 @@ def test_mlflow_run_without_parameters_trains_the_default(tmp_path):
 
 
 @pytest.mark.slow
-def test_mlflow_run_analyze_entry_point(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_mlflow_run_analyze_entry_point(store):
     for solver in ("liblinear", "libsvm"):
         for dataset in ("breast_cancer", "synthetic_gaussian"):
             assert train(store, f"solver={solver}", f"dataset={dataset}",
                          "tracking.log_model=false") == 0
-    _, result = mlflow_run(tmp_path, "-e", "analyze", "--env-manager", "local",
-                           "--experiment-name", "svmlab-analysis", "-P", "control=libsvm")
+    result = mlflow_run(store, "-e", "analyze", "--env-manager", "local",
+                        "--experiment-name", "svmlab-analysis", "-P", "control=libsvm")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = runs(store, experiment="svmlab-analysis")
     assert run.info.status == "FINISHED"
@@ -69,7 +67,7 @@ def test_mlflow_run_analyze_entry_point(tmp_path):
 
 
 @pytest.mark.slow
-def test_mlflow_run_workflow_entry_point_nests_the_steps_under_the_project_run(tmp_path):
+def test_mlflow_run_workflow_entry_point_nests_the_steps_under_the_project_run(store, tmp_path):
     workflow = tmp_path / "small.yaml"  # a shipped preset on embedded data, no LIBSVM files
     workflow.write_text(yaml.safe_dump({
         "paper": "NESVM", "description": "LIBLINEAR and LIBSVM on embedded data",
@@ -82,9 +80,9 @@ def test_mlflow_run_workflow_entry_point_nests_the_steps_under_the_project_run(t
         "claims": [{"claim": "equal accuracy", "source": "Fig. 3", "measure": "test_accuracy",
                     "value": {"solver": "libsvm"}, "relative_to": {"solver": "liblinear_hinge"},
                     "combine": "difference", "paper": 0.0, "decide": {"tolerance": 0.05}}]}))
-    store, result = mlflow_run(tmp_path, "-e", "workflow", "--env-manager", "local",
-                               "--experiment-name", "workflow-small-quick",
-                               "-P", f"name={workflow}", "-P", "scale=quick")
+    result = mlflow_run(store, "-e", "workflow", "--env-manager", "local",
+                        "--experiment-name", "workflow-small-quick",
+                        "-P", f"name={workflow}", "-P", "scale=quick")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = runs(store, experiment="workflow-small-quick")
     (outer,) = [r for r in found if r.data.tags.get("mlflow.project.entryPoint") == "workflow"]

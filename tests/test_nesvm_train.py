@@ -8,8 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 from support.runs import runs, train
 
 
-def test_nesvm_run_logs_its_trace_and_convergence(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_nesvm_run_logs_its_trace_and_convergence(store):
     assert train(store, "solver=nesvm_paper", "solver.C=0.1", "tracking.log_model=false") == 0
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         assert train(store, "solver=nesvm", "solver.max_iter=3", "solver.eps=1e-12",
@@ -31,8 +30,7 @@ def test_nesvm_run_logs_its_trace_and_convergence(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_experiment_preset_sweep_runs(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_tiny_experiment_preset_sweep_runs(store):
     assert train(store, "-m", "+experiment=nesvm_adult", "dataset=breast_cancer", "seed=0",
                  "solver.C=0.5", "solver=nesvm,pegasos", "tracking.log_model=false") == 0
     finished = [r for r in runs(store, "nesvm_adult") if "solver" in r.data.tags]

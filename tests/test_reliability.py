@@ -19,7 +19,7 @@ import psutil
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import (child_env, create_store, parent_and_children, runs, train, train_args,
+from support.runs import (child_env, parent_and_children, runs, train, train_args,
                           train_process)
 from support.servers import tracking_server
 from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
@@ -94,7 +94,6 @@ def killed_with_reason(run) -> bool:
 
 def sigkilled_run(store, tmp_path):
     """A single run SIGKILLed while it trains: it is left RUNNING."""
-    create_store(store)
     started = tmp_path / "started"
     proc = start(store, tmp_path, "solver=slow", f"+solver.started_file={started}")
     wait_for(started.exists, "the fit to start")
@@ -105,8 +104,8 @@ def sigkilled_run(store, tmp_path):
     return run
 
 
-def test_a_run_records_host_pid_start_and_heartbeat(tmp_path):
-    run = sigkilled_run(tmp_path / "mlflow.db", tmp_path)
+def test_a_run_records_host_pid_start_and_heartbeat(store, tmp_path):
+    run = sigkilled_run(store, tmp_path)
     tags = run.data.tags
     assert tags[HOST_TAG] == socket.gethostname()
     assert int(tags[PID_TAG]) > 0 and tag_time(tags[PID_STARTED_TAG]) > 0
@@ -114,8 +113,7 @@ def test_a_run_records_host_pid_start_and_heartbeat(tmp_path):
     assert tags[HEARTBEAT_TAG].endswith("Z") and "T" in tags[PID_STARTED_TAG]  # ISO 8601, UTC
 
 
-def test_reap_marks_a_sigkilled_run_killed(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_reap_marks_a_sigkilled_run_killed(store, tmp_path):
     run = sigkilled_run(store, tmp_path)
     done = svmlab("runs", "reap", "--tracking-uri", f"sqlite:///{store}")
     assert done.returncode == 0, done.stderr
@@ -124,8 +122,7 @@ def test_reap_marks_a_sigkilled_run_killed(tmp_path):
     assert killed_with_reason(after) and "is gone" in after.data.tags["svmlab.error"]
 
 
-def test_the_next_run_reaps_a_sigkilled_run(tmp_path, capsys):
-    store = tmp_path / "mlflow.db"
+def test_the_next_run_reaps_a_sigkilled_run(store, tmp_path, capsys):
     run = sigkilled_run(store, tmp_path)
     assert train(store, "solver=liblinear", "tracking.log_model=false") == 0
     assert f"run {run.info.run_id} was left RUNNING; marked KILLED" in capsys.readouterr().err
@@ -137,9 +134,9 @@ def fake_run(client, experiment_id, **tags) -> str:
 
 
 @pytest.mark.parametrize("when", [iso_time, lambda s: f"{s:.0f}"], ids=["iso", "epoch"])
-def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(tmp_path, when):
+def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(store, when):
     """Time tags in ISO 8601 and, as earlier runs wrote them, in epoch seconds."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{store}"
     client = MlflowClient(uri)
     experiment = client.create_experiment("reap")
     me = this_process()
@@ -157,8 +154,8 @@ def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(tmp_path, when
     assert {client.get_run(r).info.status for r in (reused, silent)} == {"KILLED"}
 
 
-def test_the_heartbeat_is_refreshed_off_the_main_thread(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_the_heartbeat_is_refreshed_off_the_main_thread(store):
+    uri = f"sqlite:///{store}"
     client = MlflowClient(uri)
     run_id = fake_run(client, client.create_experiment("beat"), **{HEARTBEAT_TAG: "0"})
     heartbeat = Heartbeat(uri, run_id, interval_s=0.1).start()
@@ -170,12 +167,11 @@ def test_the_heartbeat_is_refreshed_off_the_main_thread(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(tmp_path, capsys):
+def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(store, tmp_path,
+                                                                            capsys):
     """joblib, 2 workers, 3 jobs: the launcher is SIGKILLed while two jobs train. The workers
     stop (their runs end KILLED), the queued job never starts, the parent is reaped by the
     resumed sweep, which runs each config exactly once."""
-    store = tmp_path / "mlflow.db"
-    create_store(store)
     stop = tmp_path / "stop"
     sweep = ("solver=slow", "seed=0,1,2", f"+solver.stop_file={stop}", "tracking.log_model=false")
     proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
@@ -204,9 +200,7 @@ def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(tmp
 # -- interruptions ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_fit_stuck_in_compiled_code_is_interrupted(tmp_path, sig):
-    store = tmp_path / "mlflow.db"
-    create_store(store)
+def test_a_fit_stuck_in_compiled_code_is_interrupted(store, tmp_path, sig):
     started = tmp_path / "started"
     proc = start(store, tmp_path, "solver=stuck", f"+solver.started_file={started}")
     wait_for(started.exists, "the fit to start")
@@ -220,9 +214,7 @@ def test_a_fit_stuck_in_compiled_code_is_interrupted(tmp_path, sig):
 @pytest.mark.parametrize("how", ["ctrl-c to the group",
                                  pytest.param("sigterm to the launcher", marks=pytest.mark.slow),
                                  pytest.param("a worker crashes", marks=pytest.mark.slow)])
-def test_an_interrupted_joblib_sweep_ends_every_job_killed(tmp_path, how):
-    store = tmp_path / "mlflow.db"
-    create_store(store)
+def test_an_interrupted_joblib_sweep_ends_every_job_killed(store, tmp_path, how):
     proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
                  "solver=stuck", "seed=0,1,2", "tracking.log_model=false")
     wait_for(lambda: len(running(store)) == 3, "the parent and two jobs to run")
@@ -243,9 +235,7 @@ def test_an_interrupted_joblib_sweep_ends_every_job_killed(tmp_path, how):
 
 
 @pytest.mark.slow
-def test_sigterm_to_a_submitit_launcher_stops_its_jobs(tmp_path):
-    store = tmp_path / "mlflow.db"
-    create_store(store)
+def test_sigterm_to_a_submitit_launcher_stops_its_jobs(store, tmp_path):
     proc = start(store, tmp_path, "-m", "hydra/launcher=submitit_local", "solver=stuck",
                  "seed=0,1", "tracking.log_model=false")
     wait_for(lambda: len(running(store)) == 3, "the parent and both jobs to run")
@@ -268,17 +258,14 @@ def test_sigterm_to_a_submitit_launcher_stops_its_jobs(tmp_path):
     (("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "seed=0,1"), 2,
      "hydra.launcher.n_jobs must be a number of worker processes"),
 ])
-def test_bad_inputs_are_answered_in_one_line(tmp_path, overrides, status, message):
-    store = tmp_path / "mlflow.db"
+def test_bad_inputs_are_answered_in_one_line(store, tmp_path, overrides, status, message):
     done = svmlab(*train_args_for(store, "solver=liblinear", *overrides), cwd=tmp_path)
     assert done.returncode == status, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not running(store)
 
 
-def test_a_read_only_store_is_named(tmp_path):
-    store = tmp_path / "mlflow.db"
-    create_store(store)
+def test_a_read_only_store_is_named(store, tmp_path):
     read_only = f"tracking.uri='sqlite:///file:{store}?mode=ro&uri=true'"
     done = svmlab(*train_args_for(store, "solver=liblinear", read_only), cwd=tmp_path)
     assert done.returncode == 3
@@ -286,8 +273,7 @@ def test_a_read_only_store_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("sweep", [False, True], ids=["run", "sweep"])
-def test_an_unusable_artifact_folder_leaves_no_run_running(tmp_path, sweep):
-    store = tmp_path / "mlflow.db"
+def test_an_unusable_artifact_folder_leaves_no_run_running(store, tmp_path, sweep):
     (tmp_path / "mlruns").write_text("a file where the artifact folder should be")
     args = ("-m", "seed=0,1") if sweep else ()
     done = svmlab(*train_args_for(store, "solver=liblinear", *args), cwd=tmp_path)
@@ -297,8 +283,7 @@ def test_an_unusable_artifact_folder_leaves_no_run_running(tmp_path, sweep):
     assert runs(store) and not running(store)
 
 
-def test_a_sweep_folder_that_cannot_be_created_starts_nothing(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_a_sweep_folder_that_cannot_be_created_starts_nothing(store, tmp_path):
     (tmp_path / "blocked").write_text("a file")
     done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "seed=0,1",
                                   f"hydra.sweep.dir={tmp_path}/blocked/sweep"), cwd=tmp_path)
@@ -398,11 +383,11 @@ def test_a_damaged_store_is_named_and_left_as_it_is(tmp_path, damage, command):
 # -- store outages ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_a_sweep_whose_server_dies_exits_non_zero_and_is_reaped_later(tmp_path):
+def test_a_sweep_whose_server_dies_exits_non_zero_and_is_reaped_later(new_store, tmp_path):
     """The tracking server is killed while the first of two jobs trains: every job fails, the
     parent cannot be ended, and the exit status says so; once a server is back on the same
     database, the reap leaves nothing RUNNING."""
-    backend = f"sqlite:///{tmp_path / 'server.db'}"
+    backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
     stop = tmp_path / "stop"
     client_dir = tmp_path / "client"
     client_dir.mkdir()
@@ -436,13 +421,11 @@ def test_a_sweep_whose_server_dies_exits_non_zero_and_is_reaped_later(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_whose_sqlite_store_was_locked_for_a_while_is_ended(tmp_path):
+def test_a_run_whose_sqlite_store_was_locked_for_a_while_is_ended(store, tmp_path):
     """SQLite's write lock is held 25 s (longer than MLflow waits) while the run logs: the run
     fails, names the lock, and still ends once the lock is released."""
     import sqlite3
 
-    store = tmp_path / "mlflow.db"
-    create_store(store)
     started, stop = tmp_path / "started", tmp_path / "stop"
     proc = start(store, tmp_path, "solver=slow", f"+solver.started_file={started}",
                  f"+solver.stop_file={stop}", "tracking.log_model=false")

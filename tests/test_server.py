@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import child_env, train_args
+from support.runs import child_env, copy_store, train_args
 from support.servers import postgres_bin, postgres_cluster, tracking_server
 from svmlab import data
 from svmlab.tracking.queries import load_trace
@@ -27,12 +27,13 @@ def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProc
 
 
 @pytest.fixture(scope="module", params=["postgresql", "sqlite"])
-def server(request, tmp_path_factory):
-    """(url, artifact folder) of a running server on a fresh backend store."""
+def server(request, tmp_path_factory, store_template):
+    """(url, artifact folder) of a running server on a new backend store."""
     folder = tmp_path_factory.mktemp(f"server-{request.param}")
     artifacts = folder / "artifacts"
     if request.param == "sqlite":
-        with tracking_server(f"sqlite:///{folder / 'mlflow.db'}", artifacts) as url:
+        store = copy_store(store_template, folder / "mlflow.db")
+        with tracking_server(f"sqlite:///{store}", artifacts) as url:
             yield url, artifacts, folder
         return
     if postgres_bin() is None:

@@ -135,3 +135,43 @@ def test_fitted_model_pickles_without_the_callback(data):
     restored = pickle.loads(pickle.dumps(model))
     assert restored.trace_.callback is None
     np.testing.assert_array_equal(restored.decision_function(X), model.decision_function(X))
+
+
+class WarmedUp(MeanDifference):
+    """MeanDifference with a warm-up fit (at scale 0.5); `scales` records every fit's scale."""
+
+    _warm_up: ClassVar[dict] = {"scale": 0.5}
+    scales: ClassVar[list] = []
+
+    def _fit(self, X, y, trace):
+        WarmedUp.scales.append(self.scale)
+        super()._fit(X, y, trace)
+
+
+def test_the_warm_up_runs_once_per_class_parameters_and_input_format(data):
+    """A later fit of the same class, parameters and input format runs the code the first one
+    loaded: no warm-up, compile_time_s_ = 0. Other parameters or CSR input warm up again."""
+    X, y = data
+    first = WarmedUp(C=2.0).fit(X, y)
+    again = WarmedUp(C=2.0).fit(X, y)
+    WarmedUp(C=2.0).fit(sp.csr_matrix(X), y)
+    WarmedUp(C=3.0).fit(X, y)
+    assert WarmedUp.scales == [0.5, 1.0, 1.0, 0.5, 1.0, 0.5, 1.0]
+    assert first.compile_time_s_ > 0.0 and again.compile_time_s_ == 0.0
+
+
+def test_fortran_ordered_or_read_only_input_reaches_the_solver_c_ordered_and_writeable(data):
+    """numba compiles once per array layout and read-only flag: the solver sees one kind."""
+    X, y = data
+    seen = []
+
+    class Recording(MeanDifference):
+        def _fit(self, X, y, trace):
+            seen.append((X.flags.c_contiguous, X.flags.writeable))
+            super()._fit(X, y, trace)
+
+    read_only = X.copy()
+    read_only.setflags(write=False)
+    for variant in (np.asfortranarray(X), read_only):
+        Recording().fit(variant, y)
+    assert seen == [(True, True), (True, True)]

@@ -15,8 +15,7 @@ from svmlab.app.train import config_digest
 from svmlab.tracking.queries import load_trace
 
 
-def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(tmp_path, capsys):
-    store = tmp_path / "mlflow.db"
+def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
     with pytest.raises(SystemExit) as exit_info:
         train(store, "-m", "solver=liblinear,nan_trace", "seed=0,-1", "tracking.log_model=false")
     assert exit_info.value.code == 1
@@ -48,8 +47,7 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(tmp_path, capsys):
     assert len(table) == 5 and table[0].startswith("job\tname\tstatus")
 
 
-def test_resume_completes_an_interrupted_sweep_without_duplicates(tmp_path, capsys):
-    store = tmp_path / "mlflow.db"
+def test_resume_completes_an_interrupted_sweep_without_duplicates(store, capsys):
     common = ("solver=liblinear", "tracking.log_model=false")
     assert train(store, "-m", *common, "seed=0,1") == 0
     assert train(store, "-m", *common, "seed=0,1,2", "+resume=true") == 0
@@ -125,8 +123,7 @@ def test_two_parallel_sweeps_on_a_new_sqlite_store_lose_nothing(tmp_path):
             assert info.signature is not None
 
 
-def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_submitit_local_runs_each_job_in_its_own_process(store, tmp_path):
     proc = train_process(store, "-m", "hydra/launcher=submitit_local", "solver=liblinear",
                          "seed=0,1", "tracking.log_model=false", stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT)
@@ -142,7 +139,7 @@ def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
     assert "2 jobs: 2 finished" in out
 
 
-def test_submitit_slurm_config_reaches_sbatch(tmp_path, monkeypatch):
+def test_submitit_slurm_config_reaches_sbatch(store, tmp_path, monkeypatch):
     """The SLURM launcher writes its sbatch script from the config; stand-in sbatch and srun
     commands refuse to run it."""
     bin_dir = tmp_path / "bin"
@@ -152,7 +149,7 @@ def test_submitit_slurm_config_reaches_sbatch(tmp_path, monkeypatch):
         program.write_text(f"#!/bin/sh\necho '{command}: error: no cluster here' >&2\nexit 1\n")
         program.chmod(program.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    proc = train_process(tmp_path / "mlflow.db", "-m", "hydra/launcher=submitit_slurm",
+    proc = train_process(store, "-m", "hydra/launcher=submitit_slurm",
                          "hydra.launcher.partition=cpu", "hydra.launcher.timeout_min=30",
                          "hydra.launcher.cpus_per_task=2", "hydra.launcher.array_parallelism=3",
                          "solver=liblinear", "seed=0,1,2,3", stdout=subprocess.PIPE,
@@ -164,7 +161,7 @@ def test_submitit_slurm_config_reaches_sbatch(tmp_path, monkeypatch):
     for line in ("#SBATCH --partition=cpu", "#SBATCH --time=30", "#SBATCH --cpus-per-task=2",
                  "#SBATCH --array=0-3%3"):
         assert line in text, text
-    parent, children = parent_and_children(tmp_path / "mlflow.db")
+    parent, children = parent_and_children(store)
     assert parent.info.status == "KILLED" and children == []  # nothing ran, nothing left RUNNING
 
 

@@ -60,7 +60,7 @@ def test_the_convergence_figure_has_one_panel_per_quantity_on_log_axes():
     assert len(line.get_xdata()) == n // 10  # rows without a computed gap are left out
 
 
-def test_gap_histories_come_with_their_order_of_magnitude(tmp_path):
+def test_gap_histories_come_with_their_order_of_magnitude(store):
     from mlflow import MlflowClient
 
     from svmlab.tracking.runs import Tracker
@@ -68,7 +68,7 @@ def test_gap_histories_come_with_their_order_of_magnitude(tmp_path):
     columns = {"iteration": np.arange(4), "time_s": np.array([0.0, 0.1, 0.2, 0.3]),
                "dual_gap": np.array([9000.0, 10.0, 0.0, 0.01]),
                "rel_gap_hinge_l2": np.array([np.nan, 0.5, 0.05, 0.005])}
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{store}"
     with Tracker(uri, "histories") as tracker:
         tracker.log_trace(columns)
     client = MlflowClient(uri)
@@ -87,7 +87,7 @@ def test_gap_histories_come_with_their_order_of_magnitude(tmp_path):
 
 
 @pytest.mark.parametrize("solver", ["mfw", "libsvm"])
-def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, solver):
+def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(store, solver):
     """Its support vectors are a CSR matrix, a type skops does not trust by itself."""
     import mlflow
     import scipy.sparse as sp
@@ -102,7 +102,7 @@ def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(tmp_path, 
     estimator = (ModifiedFrankWolfe(C=2.0, gamma=0.3, eps=1e-4, random_state=0)
                  if solver == "mfw" else Libsvm(kernel="rbf", gamma=0.3)).fit(X, y)
     assert sp.issparse(estimator.support_vectors_)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{store}"
     with Tracker(uri, "sparse") as tracker:
         tracker.log_model(estimator, X[:5])
         run_id = tracker.run_id

@@ -10,7 +10,7 @@ import pytest
 from mlflow import MlflowClient
 
 from svmlab import data
-from support.runs import create_store, runs, train, train_process
+from support.runs import runs, train, train_process
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +97,11 @@ def test_model_reloads_and_predicts_what_the_run_measured(libsvm_run):
     assert np.mean(pyfunc_pred == dataset.y_test) == run.data.metrics["test_accuracy"]
 
 
-def test_long_trace_is_an_artifact_and_a_log_spaced_history(tmp_path):
+def test_long_trace_is_an_artifact_and_a_log_spaced_history(store):
     """The whole trace is the artifact; the metric history keeps at most 250 log-spaced rows,
     the first and the last among them."""
     from svmlab.tracking.queries import load_trace
 
-    store = tmp_path / "mlflow.db"
     assert train(store, "solver=long_trace", "+solver.n_rows=10000", "tracking.log_model=false") == 0
     (run,) = runs(store)
     client = MlflowClient(f"sqlite:///{store}")
@@ -122,8 +121,7 @@ def test_long_trace_is_an_artifact_and_a_log_spaced_history(tmp_path):
     assert run.data.tags["svmlab.converged"] == "false"
 
 
-def test_multirun_jobs_are_tagged_with_sweep_and_job_number(tmp_path):
-    store = tmp_path / "mlflow.db"
+def test_multirun_jobs_are_tagged_with_sweep_and_job_number(store, tmp_path):
     assert train(store, "-m", "solver=liblinear", "seed=0,1", "tracking.log_model=false") == 0
     found = [r for r in runs(store) if r.data.tags.get("svmlab.role") != "sweep"]  # the jobs
     assert [r.info.status for r in found] == ["FINISHED", "FINISHED"]
@@ -132,8 +130,7 @@ def test_multirun_jobs_are_tagged_with_sweep_and_job_number(tmp_path):
     assert sorted(r.data.tags["seed"] for r in found) == ["0", "1"]
 
 
-def test_nan_in_the_trace_fails_the_run_with_the_reason(tmp_path, capsys):
-    store = tmp_path / "mlflow.db"
+def test_nan_in_the_trace_fails_the_run_with_the_reason(store, capsys):
     with pytest.raises(SystemExit):
         train(store, "solver=nan_trace")
     (run,) = runs(store)
@@ -143,9 +140,7 @@ def test_nan_in_the_trace_fails_the_run_with_the_reason(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, "KILLED"), (signal.SIGINT, "KILLED")])
-def test_interrupted_run_ends_killed_not_running(tmp_path, sig, status):
-    store = tmp_path / "mlflow.db"
-    create_store(store)
+def test_interrupted_run_ends_killed_not_running(store, tmp_path, sig, status):
     started = tmp_path / "started"
     proc = train_process(store, "solver=slow", f"+solver.started_file={started}")
     deadline = time.monotonic() + 300
@@ -162,11 +157,10 @@ def test_interrupted_run_ends_killed_not_running(tmp_path, sig, status):
 
 
 @pytest.mark.usefixtures("isolated_data_env")
-def test_malformed_dataset_file_fails_the_run_naming_file_and_line(tmp_path, capsys):
+def test_malformed_dataset_file_fails_the_run_naming_file_and_line(store, tmp_path, capsys):
     folder = tmp_path / "data" / "heart_scale"
     folder.mkdir(parents=True)
     (folder / "heart_scale").write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:abc\n")
-    store = tmp_path / "mlflow.db"
     with pytest.raises(SystemExit):
         train(store, "solver=liblinear", "dataset=heart_scale", "dataset.verify=false",
               f"paths.data_dir={tmp_path / 'data'}")
@@ -178,12 +172,11 @@ def test_malformed_dataset_file_fails_the_run_naming_file_and_line(tmp_path, cap
 
 
 @pytest.mark.usefixtures("isolated_data_env")
-def test_a_dataset_file_that_is_not_the_official_one_fails_the_run_unless_accepted(tmp_path,
-                                                                                   capsys):
+def test_a_dataset_file_that_is_not_the_official_one_fails_the_run_unless_accepted(
+        store, tmp_path, capsys):
     path = tmp_path / "data" / "heart_scale" / "heart_scale"
     path.parent.mkdir(parents=True)
     path.write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:0.3\n" * 4)
-    store = tmp_path / "mlflow.db"
     args = ("solver=liblinear", "dataset=heart_scale", f"paths.data_dir={tmp_path / 'data'}")
     with pytest.raises(SystemExit):
         train(store, *args)

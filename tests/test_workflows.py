@@ -215,8 +215,7 @@ def assert_one_finished_run_per_config(found: list, expected: int) -> None:
 
 @pytest.mark.slow
 def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_missing(
-        tmp_path, capfd):
-    store = tmp_path / "mlflow.db"
+        store, tmp_path, capfd):
     assert cli.main(workflow_args(store)) == 0
     out = capfd.readouterr().out
     found = every_run(store)
@@ -261,11 +260,10 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
 
 
 @pytest.mark.slow
-def test_an_interrupted_workflow_completes_when_run_again(tmp_path):
+def test_an_interrupted_workflow_completes_when_run_again(store, tmp_path):
     without_report = tmp_path / "tiny.yaml"
     without_report.write_text(yaml.safe_dump({k: v for k, v in tiny_data().items()
                                               if k != "report"}))
-    store = tmp_path / "mlflow.db"
     command = [sys.executable, "-m", "svmlab.app.cli", *workflow_args(store, without_report)]
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(TESTS_DIR), *sys.path])}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)

@@ -2,13 +2,16 @@
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from mlflow import MlflowClient
 
 from svmlab.app import cli
+from svmlab.tracking.store import prepare_store
 
 SUPPORT_CONF = Path(__file__).parent / "conf"
 TESTS_DIR = Path(__file__).parents[1]
@@ -46,9 +49,23 @@ def train_process(store: Path, *overrides: str, **popen) -> subprocess.Popen:
                             env=env, text=True, **popen)
 
 
-def create_store(store: Path) -> None:
-    """Create the store's schema now, so that no two processes migrate a new database at once."""
-    MlflowClient(tracking_uri=f"sqlite:///{store}").search_experiments()
+def store_template(store: Path) -> Path:
+    """A new store at ``store`` as its first opening leaves it (schema migrated, write-ahead
+    log), less the default experiment: each copy creates its own when first opened, with the
+    artifact location a new store would give it. Migrating a new store takes seconds; a copy
+    (`copy_store`) takes milliseconds."""
+    prepare_store(f"sqlite:///{store}")
+    with closing(sqlite3.connect(store)) as db, db:
+        db.execute("DELETE FROM experiments WHERE experiment_id = 0")
+    return store
+
+
+def copy_store(template: Path, store: Path) -> Path:
+    """A new store at ``store`` holding what ``template`` holds (SQLite's backup: a consistent
+    copy even while the template is open)."""
+    with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(store)) as copy:
+        source.backup(copy)
+    return store
 
 
 def runs(store: Path, experiment: str = "svmlab") -> list:

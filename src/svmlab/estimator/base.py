@@ -5,7 +5,9 @@ parameter and input validation, the label mapping to +1/-1, compiling the solver
 (or loading it from numba's cache) on a tiny problem before the clock starts, the solver clock
 and trace, the check of the learned model, the training accuracy, objectives and optimality
 certificate after the clock stops (all from one computation of the training decision values),
-and the ConvergenceWarning when the solver's stopping rule did not hold. A solver provides:
+and the ConvergenceWarning when the solver's stopping rule did not hold. The warm-up runs once
+per process for each class, parameter set and input format (dense or CSR): a later fit of the
+same runs the code already loaded, and its compile_time_s_ is 0. A solver provides:
 
     _fit(X, y, trace)        train on validated X (float64, dense or CSR with int32 indices) and
                              y in {-1.0, +1.0}; record at least the final iteration in `trace`;
@@ -43,6 +45,9 @@ from svmlab.estimator.trace import Trace
 from svmlab.estimator.validation import finite_csr_int32, listed, tiny_subset, two_classes
 
 __all__ = ["SVMClassifier", "Trace"]
+
+#: the warm-ups this process has run, by (class, parameters, CSR input)
+_WARMED_UP: set[tuple] = set()
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
@@ -106,8 +111,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         return self
 
     def _compile(self, X, y: np.ndarray) -> float:
-        """Seconds spent on a warm-up fit on a few rows of X (same types, same code paths)."""
-        if self._warm_up is None:
+        """Seconds spent on a warm-up fit on a few rows of X (same types, same code paths); 0.0
+        when this process already ran the warm-up for this class, parameters and input format."""
+        key = (type(self), repr(sorted(self.get_params(deep=False).items())), sp.issparse(X))
+        if self._warm_up is None or key in _WARMED_UP:
             return 0.0
         start = time.perf_counter()
         rows = tiny_subset(y)
@@ -117,6 +124,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             twin._fit(finite_csr_int32(X[rows]), y[rows], trace)
+        _WARMED_UP.add(key)
         return time.perf_counter() - start
 
     def stopping_rule(self) -> str:

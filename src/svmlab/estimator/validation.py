@@ -12,7 +12,12 @@ MAX_LISTED_LABELS = 10
 
 
 def finite_csr_int32(X):
-    """Reject NaN/inf in X; give CSR input int32 indices (LIBSVM and LIBLINEAR refuse int64)."""
+    """Reject NaN/inf in X; give CSR input int32 indices (LIBSVM and LIBLINEAR refuse int64).
+
+    Arrays come back C-contiguous and writeable, copied only when they are not (Fortran-ordered
+    or read-only input): numba compiles a solver once per array layout and read-only flag, so
+    any other kind of array would compile it again, inside the solver's time.
+    """
     values = X.data if sp.issparse(X) else X
     if not np.isfinite(values).all():
         n_nan, n_inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
@@ -20,12 +25,21 @@ def finite_csr_int32(X):
             f"X contains {n_nan} NaN and {n_inf} inf values; svmlab solvers need finite "
             "feature values: drop or impute those entries"
         )
-    if sp.issparse(X) and (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32):
-        if X.nnz > np.iinfo(np.int32).max:
-            raise DataError(f"X has {X.nnz} stored entries; CSR input is limited to 2**31 - 1")
-        X = type(X)((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                    shape=X.shape)
-    return X
+    if not sp.issparse(X):
+        return _compiled_layout(X)
+    if (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32) and (
+            X.nnz > np.iinfo(np.int32).max):
+        raise DataError(f"X has {X.nnz} stored entries; CSR input is limited to 2**31 - 1")
+    parts = (X.data, X.indices, X.indptr)
+    kept = tuple(_compiled_layout(a, dtype) for a, dtype in zip(parts, (None, np.int32, np.int32)))
+    if all(a is b for a, b in zip(parts, kept)):
+        return X
+    return type(X)(kept, shape=X.shape)
+
+
+def _compiled_layout(a: np.ndarray, dtype=None) -> np.ndarray:
+    """``a`` (of ``dtype``) C-contiguous and writeable; ``a`` itself when it already is."""
+    return np.require(a, dtype, ["C", "W"])
 
 
 def listed(labels: np.ndarray) -> str:
