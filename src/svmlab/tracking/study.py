@@ -104,8 +104,8 @@ class StudyRun:
         if self.heartbeat is not None:
             self.heartbeat.stop()
         if error:
-            until_stored(lambda: self.client.set_tag(run_id, ERROR_TAG, error[:5000]))
-        until_stored(lambda: self.client.set_terminated(run_id, status))
+            until_stored(lambda: self.client.set_tag(run_id, ERROR_TAG, error[:5000]), self.uri)
+        until_stored(lambda: self.client.set_terminated(run_id, status), self.uri)
 
 
 def fail_run(uri: str | None, run_id: str, reason: str) -> bool:

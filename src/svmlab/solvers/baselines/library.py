@@ -122,7 +122,9 @@ class Libsvm(KernelSVMClassifier):
     and stored in _gamma. LIBSVM's SMO is deterministic, so there is no random_state.
     Fitted: support_ (indices into the training rows), support_vectors_ (CSR if X was CSR),
     dual_coef_ (y_j alpha_j, dense), intercept_, n_support_ (total number of support vectors),
-    and coef_ with the linear kernel; converged_ means SMO met its tolerance before max_iter.
+    and coef_ with the linear kernel; converged_ means SMO met its tolerance before max_iter
+    (10**7 SMO iterations by default, not SVC's unlimited -1: an ill-scaled problem warns
+    instead of running for many minutes).
     Its certificate uses LIBSVM's own dual point. The trace has a single row (see module
     docstring).
     """
@@ -137,7 +139,7 @@ class Libsvm(KernelSVMClassifier):
     }
 
     def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tol=1e-3,
-                 cache_size=200.0, max_iter=-1, shrinking=True):
+                 cache_size=200.0, max_iter=10_000_000, shrinking=True):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
