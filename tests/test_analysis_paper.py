@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from svmlab.analysis import compare, friedman, hypotheses, table, wilcoxon
-from svmlab.analysis.cli import add_parser
+from svmlab.app.analyze import add_parser
 
 # dataset, CVM, FW, MFW: mean test accuracy (%) over 5 runs (Table 2)
 ACCURACY = """a1a 83.52 83.52 83.52

@@ -16,7 +16,7 @@ from scipy import stats
 
 from svmlab.analysis import (bayes, compare, friedman, hypotheses, profiles, report, run,
                              select, table, ties, wilcoxon)
-from svmlab.analysis.cli import add_parser
+from svmlab.app.analyze import add_parser
 from svmlab.errors import SvmlabError
 
 

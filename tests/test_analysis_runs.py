@@ -15,7 +15,7 @@ from mlflow import MlflowClient
 
 from support.runs import copy_store, runs, train
 from svmlab.analysis import friedman, notebooks, run, select
-from svmlab.analysis.cli import add_parser
+from svmlab.app.analyze import add_parser
 from svmlab.errors import SvmlabError
 
 SOLVERS = ("liblinear", "libsvm", "long_trace")

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from svmlab.data.cli import add_parser
+from svmlab.app.datasets import add_parser
 from svmlab.data.registry import REGISTRY
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")

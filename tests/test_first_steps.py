@@ -10,7 +10,8 @@ from numba.core import event
 import svmlab
 from support.configs import composed
 from support.runs import runs, train
-from svmlab.app import interrupt, train as train_module
+from svmlab import lifecycle
+from svmlab.app import train as train_module
 from svmlab.app.compiling import COMPILING, SayCompiling
 from svmlab.tracking.store import ui_line
 
@@ -63,7 +64,7 @@ def test_a_long_fit_shows_it_is_alive():
         seen.append(seconds)
         alive.set()
 
-    assert interrupt.run_interruptibly(lambda: alive.wait(60) and "done", alive=beat,
+    assert lifecycle.run_interruptibly(lambda: alive.wait(60) and "done", alive=beat,
                                        alive_s=0.05) == "done"
     assert seen and seen[0] >= 0.05
 

@@ -4,11 +4,15 @@
     numerics    numpy, scipy, numba only
     solvers     a family imports the estimator and numerics layers and itself, never another
                 family; no MLflow, no Hydra
+    lifecycle   signals, the fit thread, process identity, heartbeats: the standard library
+                and psutil only, so that every layer may use it
     tracking    the only package that imports MLflow
-    app         the only package that imports Hydra (hydra, omegaconf)
+    app         the only package that imports Hydra (hydra, omegaconf), and the only one that
+                reads the command line (argparse, sys.argv)
 
 Imports are read from the source (every `import` statement, also inside functions), so a lazy
-import breaks a rule as much as a top-level one.
+import breaks a rule as much as a top-level one; so are reads of `sys.argv` and calls of
+argparse's parser methods, which a module could make on a parser it was handed.
 """
 
 import ast
@@ -22,6 +26,8 @@ import svmlab
 SRC = Path(svmlab.__file__).parent
 STDLIB = set(sys.stdlib_module_names)
 HYDRA = {"hydra", "omegaconf"}
+PARSER_METHODS = {"add_argument", "add_argument_group", "add_parser", "add_subparsers",
+                  "parse_args", "parse_known_args", "set_defaults"}
 
 
 def _modules():
@@ -46,6 +52,22 @@ def _imports(module: str, path: Path) -> set[str]:
     return names
 
 
+def _command_line(path: Path) -> set[str]:
+    """``sys.argv`` and argparse parser methods (``.add_argument``, ...) the file uses."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Attribute) and node.attr == "argv"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            found.add("sys.argv")
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(
+                alias.name == "argv" for alias in node.names):
+            found.add("sys.argv")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in PARSER_METHODS):
+            found.add(node.func.attr)
+    return found
+
+
 def _top(name: str) -> str:
     return name.split(".")[0]
 
@@ -61,24 +83,30 @@ def _layer(module: str) -> str:
 ALLOWED_THIRD_PARTY = {
     "estimator": {"numpy", "scipy", "sklearn"},
     "numerics": {"numpy", "scipy", "numba", "llvmlite"},
+    "lifecycle": {"psutil"},
 }
 ALLOWED_SVMLAB = {
     "estimator": {"estimator", "errors"},
     "numerics": {"numerics", "errors"},
+    "lifecycle": {"errors"},
 }
 
 MODULES = list(_modules())
 
 
-def _violations(module: str, imports: set[str]) -> list[str]:
+def _violations(module: str, imports: set[str], command_line: set[str] = frozenset()
+                ) -> list[str]:
     layer = _layer(module)
-    found = []
+    found = [f"{use}: only svmlab.app reads the command line"
+             for use in sorted(command_line) if layer != "app"]
     for name in imports:
         top = _top(name)
         if top == "mlflow" and layer != "tracking":
             found.append(f"{name}: only svmlab.tracking imports MLflow")
         if top in HYDRA and layer != "app":
             found.append(f"{name}: only svmlab.app imports Hydra")
+        if top == "argparse" and layer != "app":
+            found.append(f"{name}: only svmlab.app parses the command line")
         if top == "svmlab":
             other = _layer(name)
             base = layer.split(".")[0]
@@ -102,7 +130,7 @@ def _violations(module: str, imports: set[str]) -> list[str]:
 
 @pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
 def test_module_keeps_its_layer_rules(module, path):
-    assert _violations(module, _imports(module, path)) == []
+    assert _violations(module, _imports(module, path), _command_line(path)) == []
 
 
 def test_the_rules_catch_what_they_forbid():
@@ -112,10 +140,31 @@ def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.tracking.runs"})
     assert _violations("svmlab.analysis.run", {"mlflow.tracking"})
     assert _violations("svmlab.tracking.runs", {"omegaconf"})
+    assert _violations("svmlab.data.download", {"argparse"})
+    assert _violations("svmlab.tracking.server", set(), {"add_argument"})
+    assert _violations("svmlab.analysis.run", set(), {"sys.argv"})
+    assert _violations("svmlab.lifecycle", {"mlflow"})
+    assert _violations("svmlab.lifecycle", {"svmlab.tracking.store"})
     assert not _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.nesvm.estimator",
                                                             "svmlab.numerics.rows", "numpy"})
+    assert not _violations("svmlab.app.runs", {"argparse"}, {"add_parser", "sys.argv"})
+    assert not _violations("svmlab.lifecycle", {"psutil", "signal"})
+
+
+def test_the_command_line_reads_are_found(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import sys\nfrom sys import argv\n\ndef f(sub):\n"
+                      "    sub.add_parser('x').add_argument('--y')\n    return sys.argv[1:]\n")
+    assert _command_line(source) == {"sys.argv", "add_parser", "add_argument"}
 
 
 def test_the_layers_are_visible_from_the_tree():
     packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
     assert {"estimator", "numerics", "solvers", "tracking", "app"} <= packages
+
+
+@pytest.mark.parametrize("name", ["conf", "workflows", "notebooks"])
+def test_the_top_level_links_point_into_the_package(name):
+    """The checkout's top level shows what ships inside the package, as links into it."""
+    link = Path(__file__).resolve().parents[1] / name
+    assert link.is_symlink() and link.resolve() == (SRC / name).resolve()

@@ -22,9 +22,9 @@ from mlflow import MlflowClient
 from support.runs import (child_env, parent_and_children, runs, train, train_args,
                           train_process)
 from support.servers import tracking_server
-from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
-                                      Heartbeat, iso_time, tag_time, this_process)
-from svmlab.tracking.reap import reap
+from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, iso_time,
+                              tag_time, this_process)
+from svmlab.tracking.liveness import RunHeartbeat as Heartbeat, reap
 from svmlab.errors import DownloadError
 from svmlab.tracking.store import store_error_line, store_problem
 

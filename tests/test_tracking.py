@@ -6,7 +6,7 @@ import signal
 import numpy as np
 import pytest
 
-from svmlab.tracking.runs import DeferredSignals, Terminated
+from svmlab.lifecycle import DeferredSignals, Terminated
 
 
 @pytest.mark.parametrize("sig, raised", [(signal.SIGTERM, Terminated),

@@ -200,3 +200,20 @@ def _metrics(analysis: Analysis) -> dict:
                     for t, r in a.mean_ranks.items()})
     return {k: float(v) for k, v in out.items() if pd.notna(v) and abs(float(v)) != float("inf")}
 
+
+def notebook_parameters(request: Request, options: compare.Options) -> dict:
+    """The significance-report notebook's parameters for this request."""
+    from svmlab.tracking.store import absolute_uri
+
+    return {"tracking_uri": absolute_uri(request.tracking_uri),
+            "experiments": request.experiments, "filter_string": request.filter_string,
+            "csv": request.csv,
+            "measures": [m.spec for m in request.measures],
+            "blocks": request.blocks, "treatments": request.treatments,
+            "repetition": request.repetition, "alphas": list(options.alphas),
+            "aggregate": options.aggregate, "strict": options.strict,
+            "hypotheses": [h.spec for h in options.hypotheses],
+            "zero_method": options.zero_method, "method": options.method,
+            "friedman_method": options.friedman_method, "continuity": options.continuity,
+            "tie_rtol": options.rtol, "correction": options.correction,
+            "control": options.control, "objective": request.objective}

@@ -12,18 +12,18 @@ import sys
 # name: (module whose add_parser registers it, one-line help). A module is imported only when
 # one of its subcommands runs, so that `svmlab --help` needs argparse alone.
 SUBCOMMANDS = {
-    "datasets": ("svmlab.data.cli", "list the datasets, download LIBSVM files"),
-    "analyze": ("svmlab.analysis.cli",
+    "datasets": ("svmlab.app.datasets", "list the datasets, download LIBSVM files"),
+    "analyze": ("svmlab.app.analyze",
                 "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table"),
-    "report": ("svmlab.analysis.cli",
+    "report": ("svmlab.app.analyze",
                "analyze, and execute the significance-report notebook on the result"),
     "tune": ("svmlab.app.tune",
              "hyper-parameter search with Optuna, each trial a nested MLflow run"),
     "workflow": ("svmlab.app.workflow",
                  "reproduce a paper in one command: sweep, analysis, report, claims table"),
-    "server": ("svmlab.tracking.server",
+    "server": ("svmlab.app.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
-    "runs": ("svmlab.tracking.reap", "runs reap: end KILLED the runs a dead process left "
+    "runs": ("svmlab.app.runs", "runs reap: end KILLED the runs a dead process left "
              "RUNNING; runs plot: draw a run's convergence figure"),
 }
 

@@ -18,7 +18,7 @@ from filelock import FileLock
 from numba.core import event
 from sklearn.base import clone
 
-from svmlab.app.interrupt import run_interruptibly
+from svmlab.lifecycle import run_interruptibly
 from svmlab.app.sweep import state_dir
 
 COMPILING = "compiling solvers (first run only; later runs load them from numba's cache)"

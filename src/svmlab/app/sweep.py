@@ -4,8 +4,8 @@
 
 - ``on_multirun_start`` (the launching process, before any job): checks the launcher's settings,
   creates the store and the experiment once, ends the experiment's runs that were left RUNNING
-  (``svmlab.tracking.reap``), opens the sweep's parent run (overrides, launcher, number of jobs)
-  and writes ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id
+  (``svmlab.tracking.liveness``), opens the sweep's parent run (overrides, launcher, number of
+  jobs) and writes ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id
   and the launching process. A file, not an environment variable, because jobs may run in other
   processes or on other machines (joblib, submitit); the sweep folder is the one thing Hydra
   gives them all. A workflow names the run the parent run is nested under in
@@ -28,9 +28,9 @@ MLflow (about 2.5 s to import) is imported when the parent run is created, throu
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -139,11 +139,6 @@ def jobs_table(outcomes: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def raise_keyboard_interrupt(signum, frame):
-    """A signal handler that turns SIGTERM into KeyboardInterrupt, as Ctrl-C."""
-    raise KeyboardInterrupt(f"sweep received signal {signal.Signals(signum).name}")
-
-
 def check_launcher_settings(config: DictConfig) -> None:
     """Launcher settings the launcher itself would answer with a traceback."""
     n_jobs = config.hydra.launcher.get("n_jobs")
@@ -168,12 +163,12 @@ class SweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: ParentRun | None = None
         self.started = 0.0
-        self.previous_sigterm = None
+        self.sigterm: contextlib.ExitStack | None = None
 
     def __getstate__(self) -> dict:
         """The copy a launcher sends to its workers: without the parent run (and its heartbeat
         thread), which only the launching process ends."""
-        return self.__dict__ | {"parent": None, "previous_sigterm": None}
+        return self.__dict__ | {"parent": None, "sigterm": None}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
@@ -187,8 +182,8 @@ class SweepCallback(Callback):
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
-        from svmlab.tracking.liveness import this_process
-        from svmlab.tracking.reap import reap_on_start
+        from svmlab.lifecycle import sigterm_interrupts, this_process
+        from svmlab.tracking.liveness import reap_on_start
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
@@ -215,7 +210,8 @@ class SweepCallback(Callback):
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
-        self.previous_sigterm = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
+        self.sigterm = contextlib.ExitStack()  # SIGTERM stops the sweep as Ctrl-C does
+        self.sigterm.enter_context(sigterm_interrupts())
         atexit.register(self._stopped)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
@@ -244,7 +240,7 @@ class SweepCallback(Callback):
         else:
             stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
                                    jobs_table(outcomes))
-        signal.signal(signal.SIGTERM, self.previous_sigterm or signal.SIG_DFL)
+        self.sigterm.close()
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
               f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"
@@ -268,7 +264,7 @@ class SweepCallback(Callback):
 
     def _stopped(self) -> None:
         """At exit before the sweep's end: the jobs still RUNNING and the parent end KILLED."""
-        from svmlab.tracking.reap import kill_children
+        from svmlab.tracking.liveness import kill_children
 
         if self.parent is None or self.parent.run_id is None:
             return

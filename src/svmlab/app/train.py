@@ -190,7 +190,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     data.validate(**dataset_params)
     from svmlab.app.compiling import compile_solver
     from svmlab.app.evaluation import check_trace_finite, evaluate
-    from svmlab.app.interrupt import run_interruptibly
+    from svmlab.lifecycle import run_interruptibly
     from svmlab.tracking.runs import TRACE_ARTIFACT, Tracker, final_metrics, flatten
 
     tags = run_tags(cfg, context, estimator)
@@ -199,7 +199,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
 
     tracking = cfg.tracking
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
-        from svmlab.tracking.reap import reap_on_start
+        from svmlab.tracking.liveness import reap_on_start
 
         reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
     with Tracker(tracking.uri, tracking.experiment, run_name,
@@ -276,7 +276,7 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     still stop the sweep. A job whose launcher is gone ends its run KILLED and its process: a
     worker without a launcher must not go on with the queued jobs.
     """
-    from svmlab.app.interrupt import LauncherGone, stop_without_launcher
+    from svmlab.lifecycle import LauncherGone, stop_without_launcher
     from svmlab.tracking.store import store_error_line
 
     start = time.perf_counter()

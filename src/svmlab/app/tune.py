@@ -248,7 +248,7 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.app.evaluation import check_trace_finite
     from svmlab.app.search_space import suggest
     from svmlab.app.train import RunContext, fit_tags, run_tags
-    from svmlab.tracking.liveness import this_process
+    from svmlab.lifecycle import this_process
     from svmlab.tracking.runs import Tracker, flatten
     from svmlab.tracking.study import PRUNED_AT_TAG, STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG
     from svmlab.tracking.sweeps import ROLE_TAG
@@ -382,7 +382,7 @@ def storage_url(url: str) -> str:
 def recover(study, uri: str | None) -> None:
     """Trials left RUNNING by a process that is gone: FAIL in Optuna, FAILED in MLflow, and
     their values queued to be trained again; one line each."""
-    from svmlab.tracking.liveness import HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
+    from svmlab.lifecycle import HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
     from svmlab.tracking.study import fail_run
 
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -503,7 +503,7 @@ def run_tune(args: argparse.Namespace) -> int:
             setup.parent_run_id = args.worker_of
             optimize(setup, study)
             return 0
-        from svmlab.tracking.reap import reap_on_start
+        from svmlab.tracking.liveness import reap_on_start
         from svmlab.tracking.study import StudyRun
 
         # under `mlflow run` the study's parent run is nested under the project's run, and

@@ -117,7 +117,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         jobs: int | None = None, extra: list[str] = ()) -> int:
     """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 130 when
     interrupted."""
-    from svmlab.app.sweep import raise_keyboard_interrupt
+    from svmlab.lifecycle import sigterm_interrupts
     from svmlab.tracking.store import absolute_uri, ui_line
     from svmlab.tracking.workflows import OuterRun
 
@@ -133,9 +133,9 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
                       "svmlab.workflow.digest": digest})
     print(f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
           + (" (reopened: completing it)" if outer.reused else ""), flush=True)
-    previous = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
     try:
-        failed = _steps(workflow, scale, uri, arguments, outer)
+        with sigterm_interrupts():
+            failed = _steps(workflow, scale, uri, arguments, outer)
     except KeyboardInterrupt:
         outer.end("KILLED")
         print(f"workflow {workflow.name}: interrupted; run the same command again to complete it",
@@ -144,8 +144,6 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
     except BaseException:
         outer.end("FAILED")
         raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     outer.end("FAILED" if failed else "FINISHED")
     print(ui_line(uri))
     return 1 if failed else 0
@@ -245,7 +243,7 @@ def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
 def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     """The report notebook executed on the analysis's selection, as a run of its own."""
     from svmlab.analysis import notebooks
-    from svmlab.analysis.cli import notebook_parameters
+    from svmlab.analysis.run import notebook_parameters
     from svmlab.tracking.runs import Tracker
 
     notebook = notebooks.NOTEBOOK_DIR / f"{workflow.notebook}.ipynb"

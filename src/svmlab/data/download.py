@@ -17,10 +17,8 @@ import http.client
 import os
 import re
 import secrets
-import signal
 import socket
 import sys
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -29,6 +27,7 @@ from tqdm import tqdm
 
 from svmlab.data.libsvm_format import Content, measure_content
 from svmlab.errors import DataError, DownloadError
+from svmlab.lifecycle import pid_running, sigterm_exits
 
 TIMEOUT_S = 60  # for connecting and for each read
 _CHUNK = 1 << 20
@@ -44,7 +43,7 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
     terminal.
     """
     part = dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(8)}.part")
-    with _sigterm_exits():
+    with sigterm_exits():
         try:  # the part file is created inside: Ctrl-C just after its creation removes it too
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -78,28 +77,6 @@ def _verified(part: Path, dest: Path, url: str, expected: Content) -> Content:
     return found
 
 
-@contextlib.contextmanager
-def _sigterm_exits():
-    """Within the block, SIGTERM raises SystemExit, so that the part file is removed.
-
-    SIGTERM's default action ends the process at once; a handler can only be installed in the
-    main thread, and one installed by the caller is left as it is.
-    """
-    replace = (threading.current_thread() is threading.main_thread()
-               and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
-    if replace:
-        signal.signal(signal.SIGTERM, _exit)
-    try:
-        yield
-    finally:
-        if replace:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _exit(signum, frame) -> None:
-    raise SystemExit(128 + signum)
-
-
 def remove_stale_parts(dest: Path) -> None:
     """Remove the part files of ``dest`` whose download process is gone.
 
@@ -114,19 +91,10 @@ def remove_stale_parts(dest: Path) -> None:
         for part in dest.parent.iterdir():
             match = owned.fullmatch(part.name)
             stale = (earlier.fullmatch(part.name) is not None
-                     or (match is not None and match[1] == _HOST and not _alive(int(match[2]))))
+                     or (match is not None and match[1] == _HOST
+                         and not pid_running(int(match[2]))))
             if stale:
                 part.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process
-    return True
 
 
 def _stream(url: str, out, label: str) -> None:

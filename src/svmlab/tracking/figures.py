@@ -86,13 +86,3 @@ def plot_runs(uri: str | None, run_ids: list[str]) -> None:
         figure = convergence_figure({k: trace[k].to_numpy() for k in trace.columns}, title)
         client.log_figure(run_id, figure, CONVERGENCE_FIGURE)
         print(f"run {run_id}: {CONVERGENCE_FIGURE}")
-
-
-def add_parser(commands) -> None:
-    """``svmlab runs plot RUN_ID ...`` among the ``runs`` subcommands."""
-    parser = commands.add_parser("plot", help="draw and log the convergence figure of runs",
-                                 description=plot_runs.__doc__)
-    parser.add_argument("run_ids", nargs="+", metavar="RUN_ID")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="the store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
-    parser.set_defaults(func=lambda args: plot_runs(args.tracking_uri, args.run_ids) or 0)

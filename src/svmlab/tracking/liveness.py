@@ -1,112 +1,94 @@
-"""Where a run's process lives and whether it still does.
+"""The MLflow side of ``svmlab.lifecycle``: a run's heartbeat tag written, and the runs whose
+process is gone ended KILLED (the reap).
 
-Every run svmlab opens (a training run, a sweep's parent run) carries the tags ``svmlab.host``,
-``svmlab.pid`` and ``svmlab.pid_started`` (the process's start time, which tells a reused pid
-apart) and ``svmlab.heartbeat``, the time of its last sign of life, refreshed every
-``HEARTBEAT_S`` seconds by a daemon thread while the run is open. Times are ISO 8601 in UTC
-(``2026-11-26T10:53:45.123Z``), readable in the UI; :func:`tag_time` reads them, and the epoch
-seconds that earlier runs carry. The thread only writes a tag:
-it never touches the solver, whose clock runs inside the estimator, and signals are handled in
-the main thread only, so no interruption lands in one of its writes.
+A run is ended by the process that opened it. When that process dies without ending it (SIGKILL,
+out of memory, a lost node, a store that was down at the end), the run would stay RUNNING for
+good; the reap ends it KILLED, with the reason in tag ``svmlab.error``, when
+``lifecycle.why_dead`` finds its process gone. It runs by itself at the start of every
+``svmlab train``, sweep and resume on the experiment they use, and on demand
+(``svmlab runs reap``) on any store and experiments.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import threading
+import sys
 import time
-from datetime import UTC, datetime
+from collections.abc import Iterable
 
-import psutil
 from mlflow import MlflowClient
+from mlflow.entities import Run, RunStatus, ViewType
 
-HOST_TAG = "svmlab.host"
-PID_TAG = "svmlab.pid"
-PID_STARTED_TAG = "svmlab.pid_started"
-HEARTBEAT_TAG = "svmlab.heartbeat"
-HEARTBEAT_S = 30.0
-SAME_START_S = 1.0  # start times of one process, read twice, agree within this
+from svmlab.lifecycle import (HEARTBEAT_S, HEARTBEAT_TAG, STALE_AFTER_S, Heartbeat,
+                              last_sign_of_life, why_dead)
+from svmlab.tracking.store import ensure_experiment, resolved_uri
 
-
-def process_started(pid: int) -> float | None:
-    """The start time (seconds since the epoch) of process ``pid``; None if it is gone."""
-    try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return process.create_time()
-    except psutil.NoSuchProcess:
-        return None
+ERROR_TAG = "svmlab.error"
+RUNNING = "attributes.status = 'RUNNING'"
 
 
-def this_process() -> dict[str, str]:
-    """Tags naming this process: host, pid, start time."""
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
-            PID_STARTED_TAG: iso_time(process_started(os.getpid()))}
-
-
-def is_alive(host: str | None, pid: str | None, started: str | None) -> bool | None:
-    """Whether the process named by these tags still runs: None when that cannot be seen
-    from here (another host, or tags missing); False when its pid is gone or now belongs to a
-    process started at another time."""
-    if not (host and pid and started) or host != socket.gethostname():
-        return None
-    now_started = process_started(int(pid))
-    return now_started is not None and abs(now_started - tag_time(started)) < SAME_START_S
-
-
-class Heartbeat:
-    """Refreshes tag ``svmlab.heartbeat`` of a run every ``interval_s`` from a daemon thread.
-
-    A write that fails (the store is briefly down) is simply tried again at the next beat.
-    """
+class RunHeartbeat(Heartbeat):
+    """Refreshes tag ``svmlab.heartbeat`` of run ``run_id`` every ``interval_s``."""
 
     def __init__(self, uri: str, run_id: str, interval_s: float = HEARTBEAT_S):
-        self.client = MlflowClient(uri)
-        self.run_id = run_id
-        self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="svmlab-heartbeat", daemon=True)
-
-    def start(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """No more beats; waits briefly for a beat under way (a store that hangs is not
-        waited for: the thread is a daemon)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=2.0)
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.client.set_tag(self.run_id, HEARTBEAT_TAG, now_tag())
-            except Exception:  # the next beat tries again
-                pass
+        client = MlflowClient(uri)
+        super().__init__(lambda value: client.set_tag(run_id, HEARTBEAT_TAG, value), interval_s)
 
 
-def now_tag() -> str:
-    """The current time as a heartbeat value."""
-    return iso_time(time.time())
+def _start_s(run: Run) -> float:
+    return run.info.start_time / 1000.0
 
 
-def iso_time(seconds: float) -> str:
-    """Seconds since the epoch as ISO 8601 in UTC, to the millisecond."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+def kill(client: MlflowClient, run: Run, reason: str, end_s: float) -> None:
+    """End a run KILLED at ``end_s`` with ``reason`` in its error tag."""
+    client.set_tag(run.info.run_id, ERROR_TAG, f"ended by svmlab: {reason}")
+    client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.KILLED),
+                          end_time=int(end_s * 1000))
 
 
-def tag_time(value: str) -> float:
-    """Seconds since the epoch of a time tag: ISO 8601, or epoch seconds (earlier runs)."""
-    try:
-        return float(value)
-    except ValueError:
-        return datetime.fromisoformat(value).timestamp()
+def running_runs(client: MlflowClient, ids: list[str],
+                 extra_filter: str = "") -> Iterable[Run]:
+    """Every RUNNING run of the experiments (matching ``extra_filter`` too)."""
+    query = " and ".join(f for f in (RUNNING, extra_filter) if f)
+    token = None
+    while True:
+        page = client.search_runs(ids, query, ViewType.ACTIVE_ONLY, page_token=token)
+        yield from page
+        token = page.token
+        if not token:
+            return
 
 
-def start_tags() -> dict[str, str]:
-    """The tags a run gets when it opens: this process and a first heartbeat."""
-    return this_process() | {HEARTBEAT_TAG: now_tag()}
+def reap(uri: str | None, ids: list[str],
+         stale_after_s: float = STALE_AFTER_S) -> list[tuple[str, str]]:
+    """End KILLED every RUNNING run of the experiments ``ids`` whose process is gone; returns
+    (run id, reason) of each."""
+    client = MlflowClient(resolved_uri(uri))
+    now = time.time()
+    reaped = []
+    own = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the run this process will use
+    for run in list(running_runs(client, ids)):
+        reason = (None if run.info.run_id == own
+                  else why_dead(run.data.tags, _start_s(run), stale_after_s, now))
+        if reason:
+            kill(client, run, reason, min(now, last_sign_of_life(run.data.tags, _start_s(run))))
+            reaped.append((run.info.run_id, reason))
+    return reaped
+
+
+def reap_on_start(uri: str | None, experiment: str, stale_after_s: float) -> None:
+    """The reap that starts every run, sweep and resume: on its own experiment; one line on
+    stderr per run it ends."""
+    for run_id, reason in reap(uri, [ensure_experiment(uri, experiment)], stale_after_s):
+        print(f"svmlab: run {run_id} was left RUNNING; marked KILLED: {reason}",
+              file=sys.stderr, flush=True)
+
+
+def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
+    """End KILLED the RUNNING children of a sweep's parent run (the sweep is stopping and its
+    jobs with it)."""
+    client = MlflowClient(resolved_uri(uri))
+    parent = client.get_run(parent_run_id)
+    for run in list(running_runs(client, [parent.info.experiment_id],
+                                 f"tags.`mlflow.parentRunId` = '{parent_run_id}'")):
+        kill(client, run, reason, time.time())

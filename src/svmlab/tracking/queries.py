@@ -28,10 +28,13 @@ def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str])
     return runs[0].info.run_id if runs else None
 
 
-def experiment_ids(uri: str | None, names: list[str]) -> list[str]:
-    """The ids of the named experiments; SvmlabError naming the unknown ones and the known."""
+def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
+    """The ids of the named experiments (None: of every experiment); SvmlabError naming the
+    unknown ones and the known."""
     client = MlflowClient(resolved_uri(uri))
     known = {e.name: e.experiment_id for e in client.search_experiments()}
+    if names is None:
+        return list(known.values())
     unknown = [name for name in names if name not in known]
     if unknown:
         raise SvmlabError(f"unknown experiment(s) {', '.join(unknown)}; the store "

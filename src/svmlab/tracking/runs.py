@@ -3,10 +3,10 @@
 A Tracker is a context manager around one MLflow run. It logs params, tags, the dataset as a
 run input, final metrics, the convergence trace, artifacts and the model. Whatever happens inside
 the block, the run ends: FINISHED, FAILED (exception, error recorded) or KILLED (Ctrl-C,
-SIGTERM); the final write is tried again for up to a minute while the store is locked or
-unreachable. A run whose process dies without ending it (SIGKILL, a lost machine) is found by
-its host, pid and heartbeat tags (``svmlab.tracking.liveness``) and ended by
-``svmlab.tracking.reap``.
+SIGTERM: ``svmlab.lifecycle``); the final write is tried again for up to a minute while the
+store is locked or unreachable. A run whose process dies without ending it (SIGKILL, a lost
+machine) is found by its host, pid and heartbeat tags and ended by the reap
+(``svmlab.tracking.liveness``).
 
 Everything goes through MLflow's public API, in few calls: params, tags and metrics in one
 ``log_batch`` each time (as many as MLflow's limits per call allow), artifacts staged in a local
@@ -25,9 +25,7 @@ import functools
 import json
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
 import traceback
 from collections.abc import Iterator, Mapping
@@ -44,7 +42,8 @@ from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.estimator.trace import GAP_PREFIXES
-from svmlab.tracking.liveness import Heartbeat, start_tags
+from svmlab.lifecycle import DeferredSignals, start_tags
+from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line, until_stored
 
 TRACE_PREFIX = "trace/"
@@ -52,60 +51,6 @@ TRACE_ARTIFACT = "trace/trace.parquet"
 MAX_HISTORY_POINTS = 250  # rows of a trace kept as metric histories (a chart shows no more)
 MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call (params, tags and metrics)
 MAX_PARAMS = 100  # and on params per call (tags likewise)
-ERROR_TAG = "svmlab.error"
-
-
-class Terminated(KeyboardInterrupt):
-    """Raised in the main thread when the process receives SIGTERM."""
-
-
-class DeferredSignals:
-    """SIGINT and SIGTERM as exceptions, held back while a store write is under way.
-
-    An exception raised in the middle of a database commit can leave MLflow's session unusable,
-    and then the run could not be ended; a signal that arrives during a write is raised as soon
-    as the outermost write completes. Signal handlers exist only in the main thread.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self._depth = 0
-        self._pending: int | None = None
-        self._previous: dict = {}
-
-    def install(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
-
-    def restore(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous = {}
-
-    def _handle(self, signum, frame) -> None:
-        if self._depth:
-            self._pending = signum
-        else:
-            raise self._interruption(signum)
-
-    @staticmethod
-    def _interruption(signum: int) -> KeyboardInterrupt:
-        if signum == signal.SIGINT:
-            return KeyboardInterrupt()
-        return Terminated(f"received signal {signal.Signals(signum).name}")
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Hold signals back for the duration of the block, then raise one that arrived."""
-        self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-        if not self._depth and self._pending is not None:
-            signum, self._pending = self._pending, None
-            raise self._interruption(signum)
 
 
 def _store_write(method):
@@ -208,7 +153,7 @@ class Tracker:
         self.run_id: str | None = None
         self._start_ms = 0
         self._signals = DeferredSignals()
-        self._heartbeat: Heartbeat | None = None
+        self._heartbeat: RunHeartbeat | None = None
 
     # -- run lifecycle -------------------------------------------------------------------------
 
@@ -236,7 +181,7 @@ class Tracker:
             self.client.set_tag(project_run, "svmlab.run_id", self.run_id)
         self._start_ms = int(time.time() * 1000)
         self._staging = tempfile.TemporaryDirectory(prefix="svmlab-artifacts-")
-        self._heartbeat = Heartbeat(mlflow.get_tracking_uri(), self.run_id).start()
+        self._heartbeat = RunHeartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()
         return self
 

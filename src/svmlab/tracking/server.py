@@ -11,11 +11,11 @@ worker processes, which would otherwise race to migrate a new database.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
+from svmlab.errors import SvmlabError
 from svmlab.tracking.store import store_lock
 
 SERVED_ARTIFACTS = "mlflow-artifacts:/"  # artifacts go through the server (--serve-artifacts)
@@ -31,48 +31,22 @@ def server_command(backend_store_uri: str, artifacts: str | os.PathLike, host: s
 
 
 def prepare_backend(backend_store_uri: str) -> None:
-    """Create or upgrade the store's schema now; a clear error if the database is unreachable."""
+    """Create or upgrade the store's schema now; SvmlabError if the URI is not a database's or
+    the database is unreachable."""
     import sqlalchemy
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from sqlalchemy.exc import SQLAlchemyError
 
     if not backend_store_uri.startswith(("postgresql", "sqlite", "mysql", "mssql")):
-        raise SystemExit(f"svmlab server: error: --backend-store-uri must be a database URI "
-                         f"(postgresql://user@host:port/db or sqlite:///file.db); "
-                         f"got {backend_store_uri!r}")
+        raise SvmlabError(f"--backend-store-uri must be a database URI "
+                          f"(postgresql://user@host:port/db or sqlite:///file.db); "
+                          f"got {backend_store_uri!r}")
     try:
         with sqlalchemy.create_engine(backend_store_uri).connect():  # once, not MLflow's retries
             pass
         with store_lock(backend_store_uri):  # the Default experiment's artifacts: the server's
             SqlAlchemyStore(backend_store_uri, default_artifact_root=SERVED_ARTIFACTS)
     except (MlflowException, SQLAlchemyError, ImportError) as exc:
-        raise SystemExit(f"svmlab server: error: cannot open the backend store "
-                         f"{backend_store_uri}: {str(exc).splitlines()[0]}") from None
-
-
-def add_parser(sub) -> None:
-    parser = sub.add_parser(
-        "server", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend-store-uri", default="sqlite:///mlflow.db",
-                        help="database of runs, e.g. postgresql://mlflow@127.0.0.1:5432/mlflow "
-                             "(default: sqlite:///mlflow.db)")
-    parser.add_argument("--artifacts-destination", default="mlartifacts",
-                        help="local folder the server keeps artifacts in (default: mlartifacts)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="interface to listen on (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
-    parser.add_argument("--workers", type=int, default=2,
-                        help="server worker processes (default: 2)")
-    parser.set_defaults(func=run_server)
-
-
-def run_server(args: argparse.Namespace) -> int:
-    """Prepare the store, then replace this process by ``mlflow server``."""
-    prepare_backend(args.backend_store_uri)
-    command = server_command(args.backend_store_uri, args.artifacts_destination, args.host,
-                             args.port, args.workers)
-    print(f"tracking server: http://{args.host}:{args.port}  "
-          f"(train with tracking.uri=http://{args.host}:{args.port})", flush=True)
-    os.execv(command[0], command)
-    return 0  # not reached: execv does not return
+        raise SvmlabError(f"cannot open the backend store "
+                          f"{backend_store_uri}: {str(exc).splitlines()[0]}") from None

@@ -13,8 +13,8 @@ import time
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
-from svmlab.tracking.liveness import Heartbeat, start_tags
-from svmlab.tracking.runs import ERROR_TAG
+from svmlab.lifecycle import start_tags
+from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.store import ensure_experiment, resolved_uri, until_stored
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG
 
@@ -36,7 +36,7 @@ class StudyRun:
         self.client = MlflowClient(self.uri)
         self.name = name
         self.run_id: str | None = None
-        self.heartbeat: Heartbeat | None = None
+        self.heartbeat: RunHeartbeat | None = None
         #: the last refit: (run id, trial number, its metrics)
         self.refit: tuple[str, str, dict] | None = None
 
@@ -70,7 +70,7 @@ class StudyRun:
                 self.client.log_batch(mine.info.run_id, params=[
                     Param(k, str(v)[:6000]) for k, v in params.items()])
             self.run_id = oldest
-        self.heartbeat = Heartbeat(self.uri, self.run_id).start()
+        self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         return self.run_id
 
     def log_summary(self, metrics: dict[str, float], texts: dict[str, str],

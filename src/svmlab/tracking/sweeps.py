@@ -5,8 +5,8 @@ from __future__ import annotations
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
-from svmlab.tracking.liveness import Heartbeat, start_tags
-from svmlab.tracking.runs import ERROR_TAG
+from svmlab.lifecycle import start_tags
+from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.store import ensure_experiment, resolved_uri, until_stored
 
 ROLE_TAG = "svmlab.role"
@@ -36,7 +36,7 @@ class ParentRun:
             tags[PARENT_TAG] = parent_run_id
         run = self.client.create_run(experiment_id, run_name=name, tags=tags)
         self.run_id: str | None = run.info.run_id
-        self.heartbeat = Heartbeat(self.uri, self.run_id).start()
+        self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         try:
             self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000])
                                                        for k, v in params.items()])

@@ -14,7 +14,6 @@ from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, 
                              table, ties, wilcoxon)
 from svmlab.errors import SvmlabError
 from svmlab.tracking.queries import artifact_location
-from svmlab.tracking.store import absolute_uri
 
 
 def add_parser(subparsers) -> None:
@@ -159,22 +158,6 @@ def report_command(args: argparse.Namespace) -> int:
     except SvmlabError as exc:
         print(f"svmlab: error: {exc}", file=sys.stderr)
         return 2
-    parameters = notebook_parameters(request, options)
+    parameters = run.notebook_parameters(request, options)
     return analyze_command(args, notebook={"notebook": args.notebook, "parameters": parameters,
                                            "timeout_s": args.timeout})
-
-
-def notebook_parameters(request: run.Request, options: compare.Options) -> dict:
-    """The significance-report notebook's parameters for this request."""
-    return {"tracking_uri": absolute_uri(request.tracking_uri),
-            "experiments": request.experiments, "filter_string": request.filter_string,
-            "csv": request.csv,
-            "measures": [m.spec for m in request.measures],
-            "blocks": request.blocks, "treatments": request.treatments,
-            "repetition": request.repetition, "alphas": list(options.alphas),
-            "aggregate": options.aggregate, "strict": options.strict,
-            "hypotheses": [h.spec for h in options.hypotheses],
-            "zero_method": options.zero_method, "method": options.method,
-            "friedman_method": options.friedman_method, "continuity": options.continuity,
-            "tie_rtol": options.rtol, "correction": options.correction,
-            "control": options.control, "objective": request.objective}

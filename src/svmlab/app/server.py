@@ -1,0 +1,41 @@
+"""The ``svmlab server`` command (``svmlab.tracking.server`` does the work)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from svmlab.errors import SvmlabError
+from svmlab.tracking import server
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "server", description=server.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend-store-uri", default="sqlite:///mlflow.db",
+                        help="database of runs, e.g. postgresql://mlflow@127.0.0.1:5432/mlflow "
+                             "(default: sqlite:///mlflow.db)")
+    parser.add_argument("--artifacts-destination", default="mlartifacts",
+                        help="local folder the server keeps artifacts in (default: mlartifacts)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="interface to listen on (default: 127.0.0.1, this machine only)")
+    parser.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="server worker processes (default: 2)")
+    parser.set_defaults(func=run_server)
+
+
+def run_server(args: argparse.Namespace) -> int:
+    """Prepare the store, then replace this process by ``mlflow server``."""
+    try:
+        server.prepare_backend(args.backend_store_uri)
+    except SvmlabError as exc:
+        print(f"svmlab server: error: {exc}", file=sys.stderr)
+        return 1
+    command = server.server_command(args.backend_store_uri, args.artifacts_destination,
+                                    args.host, args.port, args.workers)
+    print(f"tracking server: http://{args.host}:{args.port}  "
+          f"(train with tracking.uri=http://{args.host}:{args.port})", flush=True)
+    os.execv(command[0], command)
+    return 0  # not reached: execv does not return
