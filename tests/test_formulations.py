@@ -41,7 +41,7 @@ def inside(loss, u: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("loss", LOSSES, ids=lambda loss: loss.name)
 def test_loss_conjugate_is_the_numerical_supremum(loss):
-    phi = lambda z: loss.value(np.array([1.0 - z]))  # noqa: E731  phi of the violation z
+    phi = lambda z: loss.value(np.array([1.0 - z]))  # phi of the violation z
     for u in inside(loss, rng.uniform(-1.0, 2.0, size=6)):
         assert loss.conjugate(np.array([u])) == pytest.approx(numeric_sup(phi, u), abs=1e-7)
     if not loss.signed:
@@ -83,7 +83,7 @@ def test_penalty_conjugate_and_fenchel_young(penalty):
     for x in (-0.9, 0.2, 1.7):  # separable: R*(v) is the sum of one-coordinate suprema
         conjugate = penalty.conjugate(np.array([x]))
         if np.isfinite(conjugate):
-            one = lambda t: penalty.value(np.array([t]))  # noqa: E731
+            one = lambda t: penalty.value(np.array([t]))
             assert conjugate == pytest.approx(numeric_sup(one, x), abs=1e-7)
         else:  # linear growth beyond the l1 ball: the supremum is unbounded
             assert not isinstance(penalty, L2) and abs(x) > getattr(penalty, "mu", 1.0)

@@ -316,7 +316,7 @@ def _best_scaled_dual(loss: Scaling, penalty: Scaling, S: float) -> float:
     if S <= 0.0:
         return 0.0
     q, H, Q = loss.degree, loss.coef, 2.0 * penalty.coef
-    slope = lambda t: S - q * H * t ** (q - 1.0) - Q * t  # noqa: E731
+    slope = lambda t: S - q * H * t ** (q - 1.0) - Q * t
     ends = [S / Q] if Q > 0.0 else []
     ends += [(S / (q * H)) ** (1.0 / (q - 1.0))] if H > 0.0 else []
     ends += [upper] if np.isfinite(upper) else []

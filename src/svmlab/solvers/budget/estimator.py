@@ -56,7 +56,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, KernelImage, certify, loss_sum
+from svmlab.estimator.certificates import Formulation, KernelImage, certify
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.validation import finite_csr_int32
@@ -111,6 +111,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
     n_support_, n_merges_, merges_ (dict of LOG_COLUMNS arrays), converged_ (all epochs ran).
     """
 
+    traces_eval_set = True
     _parameter_constraints: ClassVar[dict] = {
         **KernelSVMClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
@@ -155,15 +156,6 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         self.bias = bias
         self.trace_certificate = trace_certificate
         self.random_state = random_state
-
-    def fit(self, X, y, callback=None, eval_set=None):
-        """Train on (X, y); ``eval_set`` = (X_test, y_test) adds test_accuracy to every trace
-        row (computed off the clock). See `SVMClassifier.fit`."""
-        self._eval_set = eval_set
-        try:
-            return super().fit(X, y, callback)
-        finally:
-            del self._eval_set
 
     def _formulation(self) -> Formulation:
         return FORMULATIONS[bool(self.bias)]
@@ -241,7 +233,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
             squared_l2 = float(coef @ bm.decisions(spec, model.points, model)[:size]) * scale
             margins = y * (f + b)
             values = {
-                "objective_hinge_l2": 0.5 * squared_l2 + self.C * loss_sum("hinge", margins),
+                "objective_hinge_l2": 0.5 * squared_l2 + self.C * form.loss_term.value(margins),
                 "dual_hybrid": float(alpha.sum() - 0.5 * alpha @ (y * f)),
                 "offset": b,
             }
