@@ -15,11 +15,13 @@ from svmlab.estimator.formulations import (
     Hinge,
     PenalisedBias,
     PowerHinge,
+    SmoothedHinge,
     Squared,
     SquaredHinge,
 )
 
-LOSSES = [Hinge(), SquaredHinge(), Squared(), PowerHinge(1.5), PowerHinge(3.0)]
+LOSSES = [Hinge(), SquaredHinge(), Squared(), PowerHinge(1.5), PowerHinge(3.0),
+          SmoothedHinge(np.full(1, 0.7))]
 PENALTIES = [L2(), L1(), ElasticNet(0.7, 0.3), ElasticNet(0.0, 0.4)]
 rng = np.random.default_rng(0)
 MARGINS = rng.normal(1.0, 1.5, size=12)
@@ -34,7 +36,7 @@ def numeric_sup(f, u: float, bound: float = 60.0) -> float:
 
 def inside(loss, u: np.ndarray) -> np.ndarray:
     """u moved into the conjugate's domain (hinge: [0, 1]; one-sided losses: u >= 0)."""
-    if isinstance(loss, Hinge):
+    if isinstance(loss, Hinge | SmoothedHinge):
         return np.clip(u, 0.0, 1.0)
     return u if loss.signed else np.abs(u)
 
@@ -125,3 +127,14 @@ def test_formulation_resolves_names_to_parts():
     assert Formulation("hinge") == Formulation("hinge", "l2", "none")
     with pytest.raises(ValueError, match="unknown formulation"):
         Formulation("hinge", "l3")
+
+
+def test_smoothed_hinge_lies_within_half_its_width_below_the_hinge():
+    width = np.where(np.arange(len(MARGINS)) % 3 == 0, 0.0, 0.8)  # zero width: the hinge
+    smoothed = SmoothedHinge(width)
+    for i in range(len(MARGINS)):
+        one, exact = SmoothedHinge(width[i:i + 1]), Hinge().value(MARGINS[i:i + 1])
+        assert 0.0 <= exact - one.value(MARGINS[i:i + 1]) <= width[i] / 2 + 1e-15
+    assert smoothed.value(np.ones(len(width))) == 0.0  # z = 0 on every row, zero widths too
+    assert np.array_equal(smoothed.dual_candidate(np.ones(len(width)), 2.0),
+                          np.zeros(len(width)))

@@ -16,6 +16,7 @@ small class here; `certificates` builds every bound from these methods.
     SquaredHinge   max(0, z)^2         u^2 / 4                            u >= 0
     Squared        z^2                 u^2 / 4                            u free (LS-SVM)
     PowerHinge(p)  max(0, z)^p         ((p-1)/p) u (u/p)^(1/(p-1))        u >= 0   (p > 1)
+    SmoothedHinge  h_t(z) (Nesterov)   t u^2 / 2                          0 <= u <= 1
 
     penalty            R(w)                          R*(v)
     L2                 1/2 ||w||^2                   1/2 ||v||^2
@@ -153,6 +154,40 @@ class PowerHinge(Loss):
         p = self.power
         h = float(((p - 1.0) / p * a * (a / (C * p)) ** (1.0 / (p - 1.0))).sum())
         return Scaling(p / (p - 1.0), h, 0.0)
+
+
+class SmoothedHinge(Loss):
+    """Nesterov's smoothing of the hinge with quadratic-zone width t_i >= 0 per sample (NESVM):
+    h_t(z) = max over 0 <= u <= 1 of u z - t u^2 / 2, so phi*(u) = t u^2 / 2 on [0, 1]; a
+    zero width is the hinge itself."""
+
+    name = "smoothed_hinge"
+
+    def __init__(self, width: np.ndarray):
+        self.width = np.asarray(width, dtype=np.float64)
+
+    def value(self, margins):
+        z = 1.0 - margins
+        u = self._derivative(z)
+        return float((u * z - 0.5 * self.width * u * u).sum())
+
+    def conjugate(self, u):
+        if np.any((u < 0.0) | (u > 1.0)):
+            return np.inf
+        return float(0.5 * (self.width * u) @ u)
+
+    def dual_candidate(self, margins, C):
+        return C * self._derivative(1.0 - margins)
+
+    def scaling(self, a, C):
+        top = a.max(initial=0.0)
+        return Scaling(2.0, float((self.width * a) @ a) / (2.0 * C), 0.0,
+                       C / top if top > 0 else np.inf)
+
+    def _derivative(self, z: np.ndarray) -> np.ndarray:
+        """h_t'(z) = clip(z / t, 0, 1) (a zero width: 1 where z > 0, else 0)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.width > 0.0, np.clip(z / self.width, 0.0, 1.0), z > 0.0)
 
 
 # -- penalties --------------------------------------------------------------------------------

@@ -223,13 +223,14 @@ class RowBuffer:
         return self.trace.paused()
 
     def append(self, iteration: int, **values: float) -> None:
-        """Record one row at the current solver time."""
-        for name, value in {"iteration": iteration, "time_s": self.trace.elapsed(),
-                            **values}.items():
-            self.columns.setdefault(name, []).append(value)
-        if (len(self.columns["iteration"]) >= BATCH_ROWS
-                or time.monotonic() - self._moved_at >= SLICE_S):
-            self.flush()
+        """Record one row at the current solver time (the bookkeeping off the clock)."""
+        time_s = self.trace.elapsed()
+        with self.paused():
+            for name, value in {"iteration": iteration, "time_s": time_s, **values}.items():
+                self.columns.setdefault(name, []).append(value)
+            if (len(self.columns["iteration"]) >= BATCH_ROWS
+                    or time.monotonic() - self._moved_at >= SLICE_S):
+                self.flush()
 
     def flush(self) -> None:
         """Move the waiting rows to the Trace (off the clock)."""

@@ -22,6 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Certificate, Formulation, KernelImage, LinearImage
+from svmlab.estimator.formulations import SmoothedHinge
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.trace import RowBuffer
@@ -332,8 +333,7 @@ class NESVM(KernelSVMClassifier):
         the LS-SVM, which is not smoothed)."""
         if self.model == "lssvm":
             return ()
-        with np.errstate(divide="ignore"):  # an all-zero row has width 0: its a_i is C or 0
-            return (self.C * np.clip((1.0 - margins) / problem.hinge_width(), 0.0, 1.0),)
+        return (SmoothedHinge(problem.hinge_width()).dual_candidate(margins, self.C),)
 
     def _solver_duals(self, y: np.ndarray) -> tuple:
         """The final certificate tries the smoothed dual point of the last stage too, as the
