@@ -193,7 +193,8 @@ class SmoothedHinge(Loss):
 # -- penalties --------------------------------------------------------------------------------
 
 class Penalty(ABC):
-    """R(w), the regulariser, and its conjugate R*."""
+    """R(w), the regulariser, and its conjugate R*. A penalty a Formulation names also gives
+    `from_norms`, `scaling` and `optimality_target`, which the certificates use."""
 
     name: str
 
