@@ -107,7 +107,8 @@ class Trace:
         return self.clock.paused()
 
     def append(self, iteration: int, **values: float) -> None:
-        """Record one row at the current solver time."""
+        """Record one row at the current solver time, moved at once (a single row, such as a
+        library's; a loop records through `buffered`)."""
         time_s = self.elapsed()
         with self.paused():
             self._add({"iteration": [iteration], "time_s": [time_s],

@@ -191,25 +191,27 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         evaluation = self._evaluation(X, y, spec, points)
         qdiag = self_kernel(spec, points)
         done, logs, b = 0, [], 0.0
-        while done < total:
-            size = min(n, total - done)
-            order = (rng.permutation(n)[:size] if self.selection == "permutation"
-                     else rng.randint(0, n, size)).astype(np.int64)
-            u = rng.random_sample(size) if self.partner_rule == "random" else np.zeros(size)
-            stats = np.zeros(len(loops.STAT_NAMES))
-            log = bm.new_log(size if self.record_merges else 0)
-            self._epoch(points, y, qdiag, state, model, spec, opt, order, u, done, b, stats,
-                        log)
-            done += size
-            logs.append(log.rows[:log.count[0]])
-            f = None
-            if self.bias:  # on the clock: the next epoch's steps use b
-                f = bm.decisions(spec, points, model) * self._scale(n, done)
-                b = best_offset(y, f)
-            with trace.paused():
-                f = bm.decisions(spec, points, model) * self._scale(n, done) if f is None else f
-                trace.append(done, **evaluation(self._alpha(state, done), model, done, f, b,
-                                                 dict(zip(loops.STAT_NAMES, stats))))
+        with trace.buffered() as trace_rows:
+            while done < total:
+                size = min(n, total - done)
+                order = (rng.permutation(n)[:size] if self.selection == "permutation"
+                         else rng.randint(0, n, size)).astype(np.int64)
+                u = rng.random_sample(size) if self.partner_rule == "random" else np.zeros(size)
+                stats = np.zeros(len(loops.STAT_NAMES))
+                log = bm.new_log(size if self.record_merges else 0)
+                self._epoch(points, y, qdiag, state, model, spec, opt, order, u, done, b, stats,
+                            log)
+                done += size
+                logs.append(log.rows[:log.count[0]])
+                f = None
+                if self.bias:  # on the clock: the next epoch's steps use b
+                    f = bm.decisions(spec, points, model) * self._scale(n, done)
+                    b = best_offset(y, f)
+                with trace.paused():
+                    f = bm.decisions(spec, points, model) * self._scale(n, done) if f is None else f
+                    row = evaluation(self._alpha(state, done), model, done, f, b,
+                                     dict(zip(loops.STAT_NAMES, stats)))
+                    trace_rows.append(done, **row)
         self._set_model(model, self._alpha(state, done), self._scale(n, done), b,
                         np.concatenate(logs))
         self.converged_ = done == self.epochs * n
