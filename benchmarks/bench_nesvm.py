@@ -39,10 +39,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from svmlab import data
+from svmlab.estimator.formulations import Hinge
 from svmlab.solvers.baselines import Liblinear
 from svmlab.solvers.nesvm import NESVM, nesterov
 from svmlab.solvers.nesvm.problem import SmoothedSVM
-from svmlab.estimator.objectives import hinge_loss
 
 C_GRID = [10.0**k for k in range(-3, 4)]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm"
@@ -58,7 +58,7 @@ def median_time(fn, repeats: int) -> float:
 
 
 def hinge_objective(X, y, w, C):
-    return 0.5 * w @ w + C * hinge_loss(y * (X @ w))
+    return 0.5 * w @ w + C * Hinge().value(y * (X @ w))
 
 
 def liblinear(X, y, C, tol):

@@ -14,7 +14,7 @@ from sklearn.svm import SVC
 from svmlab.errors import ConfigError
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.budget import BSCA, BSGD
-from svmlab.solvers.budget.estimators import best_offset
+from svmlab.solvers.budget.estimator import best_offset
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import merge as mg
 from svmlab.solvers.budget import model as bm

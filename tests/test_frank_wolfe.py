@@ -20,7 +20,8 @@ from svmlab.estimator import trace as trace_module
 from svmlab.estimator.kernels import Kernel
 from svmlab.numerics.kernels import DENSE_FROM
 from svmlab.numerics.row_cache import FIRST_WIDTH, new_cache
-from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe, estimators
+from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
+from svmlab.solvers.frank_wolfe import estimator as fw_estimator
 from svmlab.solvers.frank_wolfe import loops as meb
 from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel
 
@@ -466,7 +467,7 @@ def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, samp
     kwargs = {"C": 4.0, "gamma": 0.5, "stop": "meb", "sampling": sampling, "sample_size": 10,
               "random_state": 0}
     whole = cls(**kwargs).fit(X, y)
-    monkeypatch.setattr(estimators, "SLICE_NS", -10**18)  # every deadline has passed
+    monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)  # every deadline has passed
     sliced = cls(**kwargs).fit(X, y)
     np.testing.assert_array_equal(whole.dual_coef_, sliced.dual_coef_)
     for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals"):
@@ -478,7 +479,7 @@ def test_progress_lines_report_the_fit_and_never_its_warm_up(data, monkeypatch, 
     """A line per drained slice when the interval is 0, with the solver time of this fit (the
     warm-up fit that loads the compiled code logs nothing)."""
     monkeypatch.setattr(trace_module, "PROGRESS_EVERY_S", 0.0)
-    monkeypatch.setattr(estimators, "SLICE_NS", -10**18)
+    monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)
     caplog.set_level(logging.INFO, logger="svmlab.progress")
     est = ModifiedFrankWolfe(C=4.0, gamma=0.5, random_state=0).fit(*data)
     lines = [r.getMessage() for r in caplog.records if r.name == "svmlab.progress"]

@@ -120,6 +120,15 @@ def test_a_subclass_provides_only_fit(data):
     np.testing.assert_allclose(objectives["objective_hinge_l2"], expected_hinge, rtol=1e-12)
 
 
+def test_optional_features_default_to_off_and_an_untraced_eval_set_is_refused(data):
+    X, y = data
+    model = MeanDifference().fit(X, y)
+    assert not model.traces_eval_set and model.records_ == {}
+    with pytest.raises(TypeError, match="traces no eval_set"):
+        MeanDifference().fit(X, y, eval_set=(X, y))
+    assert not hasattr(model, "_eval_set")
+
+
 def test_non_finite_model_or_empty_trace_is_a_training_error(data):
     X, y = data
     with pytest.raises(TrainingError, match="non-finite values in coef_"):

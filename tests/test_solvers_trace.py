@@ -1,11 +1,13 @@
 """The convergence record and the solver clock: rows, columns, callback, pauses, numba buffers."""
 
+import math
 import pickle
 import time
 
 import numpy as np
 import pytest
 
+from svmlab.estimator import trace as trace_module
 from svmlab.estimator.trace import SolverClock, Trace
 from svmlab.numerics.trace_buffer import new_buffer, next_row, slice_over
 
@@ -110,6 +112,31 @@ def test_a_passed_deadline_ends_a_slice():
     assert slice_over(buffer)  # deadline 0: long passed
     buffer.meta[1] = np.iinfo(np.int64).max
     assert not slice_over(buffer)
+
+
+def test_a_python_loops_buffer_moves_full_batches_and_its_rest_at_the_end(monkeypatch):
+    monkeypatch.setattr(trace_module, "SLICE_S", math.inf)  # batches by size only
+    seen = []
+    trace = started_trace(seen.append)
+    with pytest.raises(KeyboardInterrupt), trace.buffered() as rows:
+        for k in range(trace_module.BATCH_ROWS + 3):
+            rows.append(k, objective=float(k))
+            # a row reaches the trace (its callback, progress) once its batch is full
+            assert len(trace) == (k + 1) // trace_module.BATCH_ROWS * trace_module.BATCH_ROWS
+        raise KeyboardInterrupt  # the rows recorded before an interruption are kept
+    columns = trace.columns()
+    np.testing.assert_array_equal(columns["iteration"], np.arange(trace_module.BATCH_ROWS + 3))
+    assert len(seen) == len(trace) and np.all(np.diff(columns["time_s"]) >= 0)
+
+
+def test_a_python_loops_buffer_moves_its_rows_once_a_slice_has_passed(monkeypatch):
+    monkeypatch.setattr(trace_module, "SLICE_S", 0.0)  # every slice has passed
+    trace = started_trace()
+    with trace.buffered() as rows:
+        with rows.paused():  # a row's values, off the clock
+            stamp = trace.elapsed()
+            rows.append(1, objective=1.0)
+        assert len(trace) == 1 and trace.columns()["time_s"][0] == stamp
 
 
 def test_empty_trace_and_pickling_drops_the_callback():

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import inspect
 import json
 import os
 import shutil
@@ -217,16 +216,16 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
             tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
 
         start_ms = int(time.time() * 1000)
-        # a solver whose fit takes eval_set traces test accuracy (off its clock)
-        traces_test = "eval_set" in inspect.signature(estimator.fit).parameters
-        fit_args = {"eval_set": (dataset.X_test, dataset.y_test)} if traces_test else {}
+        # a solver that declares it traces test accuracy (off its clock)
+        fit_args = ({"eval_set": (dataset.X_test, dataset.y_test)}
+                    if estimator.traces_eval_set else {})
         compile_s = compile_solver(estimator, dataset, context.sweep_dir, context.launcher)
         run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
                           context.launcher, alive=functools.partial(still_training, run_name))
         trace = estimator.trace_.columns()  # joined once for the checks, the store and the plot
         check_trace_finite(trace)
         tracker.stage_columns(trace, TRACE_ARTIFACT)
-        for name, columns in getattr(estimator, "records_", {}).items():  # e.g. merges
+        for name, columns in estimator.records_.items():  # e.g. merges
             tracker.stage_columns(columns, f"records/{name}.parquet")
         metrics = evaluate(estimator, dataset)
         metrics["compile_time_s"] += compile_s

@@ -20,6 +20,12 @@ same runs the code already loaded, and its compile_time_s_ is 0. A solver provid
     _certificate(X, y)       the Certificate of its formulation (`certificates`), or None
     _warm_up                 parameters of the warm-up fit, or None when nothing is compiled
 
+and may declare the optional features that `svmlab train` uses when present:
+
+    traces_eval_set          True if its trace rows report test_accuracy on the ``eval_set``
+                             that `fit` is given (read during `_fit` as ``self._eval_set``)
+    records_                 per-event records of the fit beside its trace, by name ({} here)
+
 `models.LinearSVMClassifier` and `models.KernelSVMClassifier` provide the decision function,
 the norms and the certificate (from `_formulation()`) for linear models and kernel expansions.
 """
@@ -64,9 +70,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     _warm_up: ClassVar[dict | None] = None
     #: (X, f(X)) for the training rows of a fit whose model is final (see `_final_decision`)
     _fit_decision: ClassVar[tuple | None] = None
+    #: whether the trace reports test_accuracy on the eval_set given to `fit` (off the clock)
+    traces_eval_set: ClassVar[bool] = False
 
-    def fit(self, X, y, callback=None):
-        """Train on (X, y); `callback(row)` receives each trace row (a dict), off the clock.
+    @property
+    def records_(self) -> dict[str, dict[str, np.ndarray]]:
+        """Per-event records of the fit beside its trace (e.g. a budget's merges), by name, as
+        columns: none unless the solver keeps some."""
+        return {}
+
+    def fit(self, X, y, callback=None, eval_set=None):
+        """Train on (X, y); `callback(row)` receives each trace row (a dict), off the clock;
+        ``eval_set`` = (X_test, y_test) adds test_accuracy to every trace row of a solver that
+        `traces_eval_set`.
 
         Sets classes_ (the two labels, sorted), n_features_in_, trace_, n_iter_ (iteration of
         the last trace row), fit_time_s_ (the solver's time alone), compile_time_s_ (the
@@ -77,6 +93,17 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         without exactly two classes, TrainingError if the learned model holds NaN/inf, and
         warns (ConvergenceWarning) when the stopping rule did not hold.
         """
+        if eval_set is not None and not self.traces_eval_set:
+            raise TypeError(f"{type(self).__name__} traces no eval_set (traces_eval_set is "
+                            "False); fit it without one")
+        self._eval_set = eval_set
+        try:
+            return self._fit_checked(X, y, callback)
+        finally:
+            del self._eval_set
+
+    def _fit_checked(self, X, y, callback):
+        """`fit` without its eval_set."""
         self._validate_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              ensure_all_finite=False)
@@ -107,7 +134,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
             reason = f" (it stopped on: {reason})" if reason else ""
             warnings.warn(f"{type(self).__name__} stopped before its stopping rule held{reason} "
                           f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
-                          ConvergenceWarning, stacklevel=2)
+                          ConvergenceWarning, stacklevel=3)
         return self
 
     def _compile(self, X, y: np.ndarray) -> float:

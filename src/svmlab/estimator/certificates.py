@@ -29,23 +29,34 @@ a_i from the optimality condition w = v(a) by bounded least squares over the poi
 margin lies within delta of 1, for a few delta, tried only while the gap stays above the
 tolerance asked for; every candidate is then made feasible (the
 equality of a free bias by shrinking the heavier class, the l1 constraint by scaling) and
-scaled by the best factor t (D(t a) is a concave quadratic in t). The best candidate is kept.
-No library computes these certificates for arbitrary SVM models, hence this module.
+scaled by the best factor t (D(t a) is concave in t). The best candidate is kept. Each of
+these steps is a method of the formulation's parts (`formulations`): a loss or penalty class
+brings its own, and nothing here depends on which one it is. No library computes these
+certificates for arbitrary SVM models, hence this module.
 """
 
 from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq, lsq_linear, minimize
 
-LOSSES = ("hinge", "squared_hinge", "squared", "power_hinge")
-PENALTIES = ("l2", "l1")
-BIASES = ("none", "free", "penalised")
+from svmlab.estimator.formulations import (
+    BIASES,
+    LOSSES,
+    PENALTIES,
+    Loss,
+    NoBias,
+    PenalisedBias,
+    Penalty,
+    PowerHinge,
+    Scaling,
+)
+
 FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
 MAX_KERNEL_FREE = 2000  # points in a kernel model's free set (a dense QP of this size)
 BALANCE_WEIGHT = 1e3  # weight of a free bias's equality in the free-set least squares
@@ -54,27 +65,40 @@ CERTIFICATE_TOL = 1e-3  # relative gap a fit's certificate refines toward, unles
 
 @dataclass(frozen=True)
 class Formulation:
-    """What a solver minimises: its loss, its penalty and how it treats the bias."""
+    """What a solver minimises, by name (as configs give it): its loss, its penalty and how it
+    treats the bias; ``loss_term``, ``penalty_term`` and ``bias_term`` are the named parts
+    (`formulations`), which every computation below uses."""
 
     loss: str
     penalty: str = "l2"
     bias: str = "none"
     bias_scale: float = 1.0  # s, for a penalised bias
     power: float = 0.0  # p of the power_hinge loss (p > 1; unused by the other losses)
+    loss_term: Loss = field(init=False, repr=False, compare=False)
+    penalty_term: Penalty = field(init=False, repr=False, compare=False)
+    bias_term: NoBias = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        if self.loss not in LOSSES or self.penalty not in PENALTIES or self.bias not in BIASES:
-            raise ValueError(f"unknown formulation {self}; losses {LOSSES}, penalties "
-                             f"{PENALTIES}, biases {BIASES}")
-        if self.loss == "power_hinge" and not (self.power > 1.0 and self.penalty == "l2"):
-            raise ValueError(f"power_hinge needs power > 1 and penalty 'l2'; got {self}")
+        try:
+            loss, penalty, bias = LOSSES[self.loss], PENALTIES[self.penalty], BIASES[self.bias]
+        except KeyError:
+            raise ValueError(f"unknown formulation {self}; losses {tuple(LOSSES)}, penalties "
+                             f"{tuple(PENALTIES)}, biases {tuple(BIASES)}") from None
+        loss_args = (self.power,) if loss is PowerHinge else ()
+        bias_args = (self.bias_scale,) if bias is PenalisedBias else ()
+        object.__setattr__(self, "loss_term", loss(*loss_args))
+        object.__setattr__(self, "penalty_term", penalty())
+        object.__setattr__(self, "bias_term", bias(*bias_args))
 
     @property
     def name(self) -> str:
         """e.g. 'hinge_l2_bias': loss, penalty, and '_bias' (free) or '_penalised_bias'."""
-        suffix = {"none": "", "free": "_bias", "penalised": "_penalised_bias"}[self.bias]
-        loss = f"hinge_p{self.power:g}" if self.loss == "power_hinge" else self.loss
-        return f"{loss}_{self.penalty}{suffix}"
+        return f"{self.loss_term.name}_{self.penalty_term.name}{self.bias_term.suffix}"
+
+    def regulariser(self, squared_l2: float, l1: float | None, b: float) -> float:
+        """R(w) (with a penalised bias's part) from the model's norms and bias."""
+        return (self.penalty_term.from_norms(squared_l2, l1)
+                + self.bias_term.penalty_part(b, self.penalty_term))
 
 
 @dataclass(frozen=True)
@@ -102,23 +126,6 @@ class Certificate:
                 f"rel_gap_{f}": self.rel_gap}
 
 
-def loss_sum(loss: str, margins: np.ndarray, power: float = 0.0) -> float:
-    """sum_i loss(m_i) (without C; ``power``: p of power_hinge)."""
-    r = 1.0 - margins
-    if loss == "power_hinge":
-        return float((np.maximum(r, 0.0) ** power).sum())
-    if loss == "hinge":
-        return float(np.maximum(r, 0.0).sum())
-    if loss == "squared_hinge":
-        return float(np.square(np.maximum(r, 0.0)).sum())
-    return float(r @ r)
-
-
-def loss_dual(loss: str, a: np.ndarray, C: float) -> float:
-    """The dual's loss term sum_i (a_i [- a_i^2 / 4C])."""
-    return float(a.sum()) if loss == "hinge" else float(a.sum() - (a @ a) / (4.0 * C))
-
-
 class DualImage(ABC):
     """v(a) = sum_i a_i y_i phi(x_i) of a formulation's feature map, and the model's own w."""
 
@@ -134,7 +141,7 @@ class DualImage(ABC):
         raise NotImplementedError("the l1 dual needs explicit features (a linear model)")
 
     @abstractmethod
-    def fit_free(self, a: np.ndarray, free: np.ndarray, C: float, penalty: str,
+    def fit_free(self, a: np.ndarray, free: np.ndarray, C: float, penalty: Penalty,
                  balanced: bool) -> np.ndarray:
         """a with its entries on ``free`` chosen in [0, C] so that v(a) best matches the
         model's optimality condition (l2: v(a) = w; l1: v(a)_j = sign(w_j) where w_j != 0),
@@ -175,8 +182,7 @@ class LinearImage(DualImage):
     def fit_free(self, a, free, C, penalty, balanced):
         fixed = a.copy()
         fixed[free] = 0.0
-        rows = slice(None) if penalty == "l2" else np.flatnonzero(self.w)
-        target = self.w if penalty == "l2" else np.sign(self.w)
+        rows, target = penalty.optimality_target(self.w)
         residual = (target - self.vector(fixed))[rows]
         A_free = self.A[:, free][rows] if sp.issparse(self.A) else self.A[rows][:, free]
         if balanced:  # the equality sum a_i y_i = 0 as a heavily weighted extra row
@@ -247,50 +253,39 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     (1/2||w||^2 or ||w||_1, including a penalised bias's part) for formulation ``form``.
 
     ``solver_duals`` are dual points the solver produced itself; the model's own point
-    a_i = -C loss'(m_i) is always tried too, and the best lower bound is kept. The hinge's
-    free-set refinements (a bounded least-squares fit or box QP each) are tried in turn only
-    while the relative gap of the best point so far exceeds ``tol``: a solver whose own dual
-    point already certifies the tolerance asked for pays nothing more. ``refine=False`` never
-    tries them: a cheaper, looser bound for a solver's stopping test.
+    a_i = -C loss'(m_i) is always tried too, and the best lower bound is kept. The free-set
+    refinements of a loss with a kink at the margin (the hinge; a bounded least-squares fit or
+    box QP each) are tried in turn only while the relative gap of the best point so far
+    exceeds ``tol``: a solver whose own dual point already certifies the tolerance asked for
+    pays nothing more. ``refine=False`` never tries them: a cheaper, looser bound for a
+    solver's stopping test.
     """
-    primal = float(regulariser + C * loss_sum(form.loss, margins, form.power))
+    primal = float(regulariser + C * form.loss_term.value(margins))
     if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
         return Certificate(form.name, primal, 0.0, "model")
     best, source, refined = -np.inf, "model", False
     candidates = [(a, "solver") for a in solver_duals] + [
-        (_model_point(form, C, margins), "model")]
+        (form.loss_term.dual_candidate(margins, C), "model")]
     for a, origin in candidates:
-        value = _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
+        value = dual_bound(form, C, a, image)
         if value > best:
             best, source = value, origin
-    if refine and form.loss == "hinge":
+    if refine and form.loss_term.refinable:
         for a in _free_set_points(C, margins, image, form):
             if relative_gap(primal, best) <= tol:
                 break
             refined = True
-            value = _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
+            value = dual_bound(form, C, a, image)
             if value > best:
                 best, source = value, "model"
     return Certificate(form.name, primal, float(best), source, refined)
-
-
-def _model_point(form: Formulation, C: float, margins: np.ndarray) -> np.ndarray:
-    """a_i = -C loss'(m_i) (for the hinge, C where m_i < 1 and 0 elsewhere)."""
-    r = 1.0 - margins
-    if form.loss == "power_hinge":
-        return C * form.power * np.maximum(r, 0.0) ** (form.power - 1.0)
-    if form.loss == "squared_hinge":
-        return 2.0 * C * np.maximum(r, 0.0)
-    if form.loss == "squared":
-        return 2.0 * C * r
-    return np.where(r > 0.0, C, 0.0)
 
 
 def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Formulation):
     """The hinge's refinements: a_i from the optimality condition on the points whose margin
     lies within delta of 1, for growing delta (computed one at a time, when asked for)."""
     r = 1.0 - margins
-    base = np.where(r > 0.0, C, 0.0)
+    base = form.loss_term.dual_candidate(margins, C)
     scale = max(1.0, float(np.abs(margins).max(initial=0.0)))
     seen = set()
     for width in FREE_SET_WIDTHS:
@@ -300,71 +295,43 @@ def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Form
         if not key or key in seen:
             continue
         seen.add(key)
-        yield image.fit_free(base, free, C, form.penalty, form.bias == "free")
+        yield image.fit_free(base, free, C, form.penalty_term, form.bias_term.balanced)
 
 
-def _feasible(form: Formulation, a: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """a inside the dual's box, with sum a_i y_i = 0 for a free bias (the heavier class is
-    shrunk; for the LS-SVM's free-signed a, its mean is removed instead)."""
-    a = np.asarray(a, dtype=np.float64)
-    if form.loss != "squared":
-        a = np.maximum(a, 0.0)
-    if form.bias != "free":
-        return a
-    if form.loss == "squared":
-        return a - y * (a @ y) / len(y)
-    plus, minus = float(a[y > 0].sum()), float(a[y < 0].sum())
-    if plus == minus:
-        return a
-    heavy = 1.0 if plus > minus else -1.0
-    ratio = min(plus, minus) / max(plus, minus)
-    return np.where(y == heavy, a * ratio, a)
-
-
-def _best_scaled_dual(form: Formulation, C: float, a: np.ndarray, image: DualImage) -> float:
-    """max over t of D(t a) with t a feasible; D(t a) = t S - t^2 (T / 4C + Q / 2)."""
-    if form.loss == "power_hinge":
-        return _best_scaled_power_dual(form.power, C, a, image)
-    S = float(a.sum())
-    T = float(a @ a) if form.loss != "hinge" else 0.0
-    if form.penalty == "l2":
-        Q = image.squared_norm(a)
-        t_max = C / a.max() if form.loss == "hinge" and a.max() > 0 else np.inf
-    else:
-        Q = 0.0
-        sup = image.sup_norm(a)
-        t_max = 1.0 / sup if sup > 0 else np.inf
-        if form.loss == "hinge" and a.max() > 0:
-            t_max = min(t_max, C / a.max())
-    curvature = T / (4.0 * C) + 0.5 * Q
-    if curvature <= 0.0:
-        t = t_max if S > 0 else 0.0
-        if not np.isfinite(t):
-            return 0.0 if S == 0 else np.inf
-    else:
-        t = S / (2.0 * curvature)
-        t = min(max(t, 0.0 if form.loss != "squared" else -np.inf), t_max)
-    return t * S - t * t * curvature
-
-
-def _best_scaled_power_dual(p: float, C: float, a: np.ndarray, image: DualImage) -> float:
-    """max over t >= 0 of D(t a) = t S - t^q H - t^2 Q / 2 for power_hinge, with q = p/(p-1),
-    H = sum_i h_p(a_i) and Q = ||v(a)||^2: the root of the decreasing derivative, by brentq."""
-    S, Q = float(a.sum()), image.squared_norm(a)
-    q = p / (p - 1.0)
-    H = float(((p - 1.0) / p * a * (a / (C * p)) ** (1.0 / (p - 1.0))).sum())
+def _best_scaled_dual(loss: Scaling, penalty: Scaling, S: float) -> float:
+    """max over feasible t of D(t a) = t S - t^d H - t^2 Q / 2, where the loss's conjugate
+    term is ``loss`` (t^d H) and the penalty's ``penalty`` (t^2 Q / 2; both give t's
+    interval): in closed form when d is 2 or H is 0, else at the root of the decreasing
+    derivative, by brentq."""
+    lower, upper = max(loss.lower, penalty.lower), min(loss.upper, penalty.upper)
+    if loss.degree == 2.0 or loss.coef == 0.0:
+        curvature = loss.coef + penalty.coef
+        if curvature <= 0.0:
+            t = upper if S > 0 else 0.0
+            if not np.isfinite(t):
+                return 0.0 if S == 0 else np.inf
+        else:
+            t = min(max(S / (2.0 * curvature), lower), upper)
+        return t * S - t * t * curvature
     if S <= 0.0:
         return 0.0
+    q, H, Q = loss.degree, loss.coef, 2.0 * penalty.coef
+    slope = lambda t: S - q * H * t ** (q - 1.0) - Q * t
     ends = [S / Q] if Q > 0.0 else []
     ends += [(S / (q * H)) ** (1.0 / (q - 1.0))] if H > 0.0 else []
+    ends += [upper] if np.isfinite(upper) else []
     if not ends:
         return np.inf
-    t = brentq(lambda t: S - q * H * t ** (q - 1.0) - Q * t, 0.0, min(ends), xtol=1e-15,
-               rtol=1e-14)
+    end = min(ends)
+    t = end if slope(end) >= 0.0 else brentq(slope, 0.0, end, xtol=1e-15, rtol=1e-14)
     return t * S - t**q * H - 0.5 * t * t * Q
 
 
 def dual_bound(form: Formulation, C: float, a: np.ndarray, image: DualImage) -> float:
-    """The dual lower bound that ``a`` gives once made feasible and best scaled (a solver's
-    own dual point, without the model's candidates: cheap enough for every iteration)."""
-    return _best_scaled_dual(form, C, _feasible(form, a, image.y), image)
+    """The dual lower bound that ``a`` gives once made feasible (inside the loss's domain,
+    balanced for a free bias) and best scaled: a solver's own dual point, without the model's
+    candidates, is cheap enough to bound every iteration."""
+    loss = form.loss_term
+    a = form.bias_term.balance(loss.feasible(a), image.y, loss.signed)
+    return _best_scaled_dual(loss.scaling(a, C), form.penalty_term.scaling(image, a),
+                             float(a.sum()))

@@ -56,12 +56,8 @@ class _CertifiedModel(SVMClassifier):
         """The certificate of a model with these margins, norms and bias under
         `_formulation()` (``refine``, ``tol``: see `certificates.certify`)."""
         form = self._formulation()
-        if form.penalty == "l2":
-            regulariser = 0.5 * squared_l2
-            regulariser += 0.5 * (b / form.bias_scale) ** 2 if form.bias == "penalised" else 0.0
-        else:
-            regulariser = l1 + (abs(b / form.bias_scale) if form.bias == "penalised" else 0.0)
-        return certify(form, self.C, margins, regulariser, image, duals, refine, tol)
+        return certify(form, self.C, margins, form.regulariser(squared_l2, l1, b), image, duals,
+                       refine, tol)
 
     @abstractmethod
     def _dual_image(self, X, y: np.ndarray):
@@ -85,8 +81,7 @@ class LinearSVMClassifier(_CertifiedModel):
         return self._linear_image(X, y, self.coef_[0], float(self.intercept_[0]))
 
     def _linear_image(self, X, y, w: np.ndarray, b: float) -> LinearImage:
-        form = self._formulation()
-        return LinearImage(X, y, w, b, form.bias_scale if form.bias == "penalised" else None)
+        return LinearImage(X, y, w, b, self._formulation().bias_term.scale)
 
     def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
                              refine: bool = True) -> Certificate:

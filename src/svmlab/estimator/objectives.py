@@ -21,18 +21,9 @@ solvers that minimise it, through `least_squares_objectives`:
 
 import numpy as np
 
+from svmlab.estimator.formulations import Hinge, Squared, SquaredHinge
 
-def hinge_loss(margins: np.ndarray) -> float:
-    """sum_i max(0, 1 - m_i)."""
-    return float(np.sum(np.maximum(0.0, 1.0 - margins)))
-
-
-def squared_hinge_loss(margins: np.ndarray) -> float:
-    """sum_i max(0, 1 - m_i)^2."""
-    return float(np.sum(np.square(np.maximum(0.0, 1.0 - margins))))
-
-
-LOSSES = {"hinge": hinge_loss, "squared_hinge": squared_hinge_loss}
+LOSSES = (Hinge(), SquaredHinge())  # the losses every solver reports
 
 
 def primal_objectives(
@@ -43,23 +34,18 @@ def primal_objectives(
     The l1 objectives are left out when `l1_norm` is None (kernel models).
     """
     values = {}
-    for loss_name, loss in LOSSES.items():
-        data_term = C * loss(margins)
-        values[f"objective_{loss_name}_l2"] = 0.5 * squared_l2_norm + data_term
+    for loss in LOSSES:
+        data_term = C * loss.value(margins)
+        values[f"objective_{loss.name}_l2"] = 0.5 * squared_l2_norm + data_term
         if l1_norm is not None:
-            values[f"objective_{loss_name}_l1"] = l1_norm + data_term
+            values[f"objective_{loss.name}_l1"] = l1_norm + data_term
     return values
-
-
-def squared_loss(margins: np.ndarray) -> float:
-    """sum_i (1 - m_i)^2."""
-    return float(np.sum(np.square(1.0 - margins)))
 
 
 def least_squares_objectives(margins: np.ndarray, squared_l2_norm: float,
                              C: float) -> dict[str, float]:
     """The LS-SVM objective of the module docstring."""
-    return {"objective_squared_l2": 0.5 * squared_l2_norm + C * squared_loss(margins)}
+    return {"objective_squared_l2": 0.5 * squared_l2_norm + C * Squared().value(margins)}
 
 
 def l2svm_objective(margins: np.ndarray, squared_l2_norm: float, bias: float, C: float) -> float:

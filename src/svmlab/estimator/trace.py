@@ -3,8 +3,13 @@
 One definition of time for every solver: ``time_s`` (and the fit's ``fit_time_s_``) is the
 solver's own time, read from CLOCK_MONOTONIC since the solver started, with every pause
 excluded. Work that only the trace needs (objective values, certificates, the callback, progress
-lines, moving rows out of a numba loop's buffer) runs while the clock is paused. Compiled loops
-read the same clock (`svmlab.numerics.trace_buffer`).
+lines, moving rows out of a buffer) runs while the clock is paused.
+
+One protocol for recording: a loop stamps each row with the solver time into a buffer, and the
+buffer's rows move to the Trace, off the clock, in slices: when it is full or a slice's time
+has passed. A compiled loop uses `svmlab.numerics.trace_buffer` (it returns to Python at the end
+of each slice, which then drains the buffer: progress lines and Ctrl-C are handled between
+slices); a Python loop uses `Trace.buffered`, the same contract in Python.
 
 A solver reports progress only through its Trace, so that solvers stay free of any tracking
 library. Columns named ``rel_gap_*`` or ``gap_*`` hold certified gaps where the solver computed
@@ -23,6 +28,8 @@ import numpy as np
 REQUIRED_COLUMNS = ("iteration", "time_s")
 GAP_PREFIXES = ("rel_gap_", "gap_")
 PROGRESS_EVERY_S = 5.0  # wall seconds between two progress lines of a long fit
+SLICE_S = 0.5  # wall seconds after which a Python loop's buffered rows move to the Trace
+BATCH_ROWS = 256  # rows a Python loop's buffer holds before they move to the Trace
 MAX_CHUNKS = 1024  # appended pieces of a column before they are joined into one array
 progress_log = logging.getLogger("svmlab.progress")
 
@@ -100,7 +107,8 @@ class Trace:
         return self.clock.paused()
 
     def append(self, iteration: int, **values: float) -> None:
-        """Record one row at the current solver time."""
+        """Record one row at the current solver time, moved at once (a single row, such as a
+        library's; a loop records through `buffered`)."""
         time_s = self.elapsed()
         with self.paused():
             self._add({"iteration": [iteration], "time_s": [time_s],
@@ -111,6 +119,16 @@ class Trace:
         compiled code)."""
         with self.paused():
             self._add(columns)
+
+    @contextmanager
+    def buffered(self) -> Iterator[RowBuffer]:
+        """``with trace.buffered() as rows:`` a Python loop's buffer; its last rows reach the
+        trace when the block ends, however it ends."""
+        rows = RowBuffer(self)
+        try:
+            yield rows
+        finally:
+            rows.flush()
 
     def drain(self, buffer, names: tuple[str, ...]) -> None:
         """Move the rows of a numba loop's TraceBuffer (its columns after iteration and time_s
@@ -187,3 +205,37 @@ class Trace:
     def _joined(self) -> dict[str, list[np.ndarray]]:
         """The chunks with each column joined into one array."""
         return {name: [values] for name, values in self.columns().items()}
+
+
+class RowBuffer:
+    """A Python loop's trace rows, the counterpart of `numerics.trace_buffer.TraceBuffer`: each
+    row gets the solver time when it is appended, and the rows move to the Trace (callback,
+    progress lines) off the clock once BATCH_ROWS wait or SLICE_S wall seconds have passed
+    since the last move. A fit of thousands of iterations so stores (and pickles) a few arrays
+    per column rather than one per row."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.columns: dict[str, list] = {}
+        self._moved_at = time.monotonic()
+
+    def paused(self):
+        """``with rows.paused(): ...`` for work only the trace needs (a row's values)."""
+        return self.trace.paused()
+
+    def append(self, iteration: int, **values: float) -> None:
+        """Record one row at the current solver time (the bookkeeping off the clock)."""
+        time_s = self.trace.elapsed()
+        with self.paused():
+            for name, value in {"iteration": iteration, "time_s": time_s, **values}.items():
+                self.columns.setdefault(name, []).append(value)
+            if (len(self.columns["iteration"]) >= BATCH_ROWS
+                    or time.monotonic() - self._moved_at >= SLICE_S):
+                self.flush()
+
+    def flush(self) -> None:
+        """Move the waiting rows to the Trace (off the clock)."""
+        if self.columns:
+            self.trace.extend(self.columns)
+            self.columns = {}
+        self._moved_at = time.monotonic()

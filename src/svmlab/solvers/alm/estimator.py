@@ -15,34 +15,12 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import DualImage, Formulation, dual_bound, loss_sum
+from svmlab.estimator.certificates import DualImage, Formulation, dual_bound
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.numerics.rows import Rows, rmatvec, rows_of
 from svmlab.solvers.alm.admm import SCHEDULES, Settings, State, iterate
 
 VARIANTS = ("exact", "inexact")
-FLUSH_ROWS = 256  # trace rows handed to the Trace at once (one array per column and batch)
-
-
-class TraceRows:
-    """Trace rows collected in batches: a fit of thousands of iterations stores (and pickles)
-    a few arrays per column rather than one per row."""
-
-    def __init__(self, trace):
-        self.trace, self.columns = trace, {}
-
-    def append(self, iteration: int, row: dict[str, float]) -> None:
-        """Record a row at the current solver time."""
-        for name, value in {"iteration": iteration, "time_s": self.trace.elapsed(),
-                            **row}.items():
-            self.columns.setdefault(name, []).append(value)
-        if len(self.columns["iteration"]) >= FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.columns:
-            self.trace.extend(self.columns)
-            self.columns = {}
 
 
 class RowsImage(DualImage):
@@ -182,31 +160,32 @@ class SVMALM(LinearSVMClassifier):
         image, form = RowsImage(rows, y), self._formulation()
         previous = self._objective(state, y)
         grad0 = self._gradient_norm(rows, y, state) if self.grad_rel else 1.0
-        rows_out, gap_name = TraceRows(trace), f"rel_gap_{form.name}"
-        for step in iterate(rows, y, state, settings):
-            paper = None
-            if self.tol > 0 and abs(previous - step.objective) <= self.tol * max(
-                    1.0, abs(previous)):
-                paper = f"paper's rule |obj_k - obj_k-1| <= tol={self.tol}"
-            elif self.eps_grad is not None and (
-                    self._gradient_norm(rows, y, state) <= self.eps_grad * grad0):
-                paper = f"paper's rule ||grad obj|| <= eps_grad={self.eps_grad}"
-            row = {self._objective_name(): step.objective, "primal_residual": step.primal_residual,
-                   "dual_residual": step.dual_residual, "mu": step.mu,
-                   "cg_iterations": float(step.cg_iterations)}
-            if self.tol_gap is not None:
-                row |= self._iterate_gap(state, y, image, form, step.objective)
-            elif self.trace_certificate:
-                with trace.paused():
+        gap_name = f"rel_gap_{form.name}"
+        with trace.buffered() as rows_out:
+            for step in iterate(rows, y, state, settings):
+                paper = None
+                if self.tol > 0 and abs(previous - step.objective) <= self.tol * max(
+                        1.0, abs(previous)):
+                    paper = f"paper's rule |obj_k - obj_k-1| <= tol={self.tol}"
+                elif self.eps_grad is not None and (
+                        self._gradient_norm(rows, y, state) <= self.eps_grad * grad0):
+                    paper = f"paper's rule ||grad obj|| <= eps_grad={self.eps_grad}"
+                row = {self._objective_name(): step.objective,
+                       "primal_residual": step.primal_residual,
+                       "dual_residual": step.dual_residual, "mu": step.mu,
+                       "cg_iterations": float(step.cg_iterations)}
+                if self.tol_gap is not None:
                     row |= self._iterate_gap(state, y, image, form, step.objective)
-            rows_out.append(step.iteration, row)
-            previous = step.objective
-            self.converged_ = self.tol_gap is not None and row[gap_name] <= self.tol_gap
-            if self.converged_ or paper or step.iteration >= self.max_iter:
-                self.stop_reason_ = ("certified gap <= tol_gap" if self.converged_ else paper
-                                     or f"max_iter={self.max_iter} iterations")
-                break
-        rows_out.flush()
+                elif self.trace_certificate:
+                    with trace.paused():
+                        row |= self._iterate_gap(state, y, image, form, step.objective)
+                rows_out.append(step.iteration, **row)
+                previous = step.objective
+                self.converged_ = self.tol_gap is not None and row[gap_name] <= self.tol_gap
+                if self.converged_ or paper or step.iteration >= self.max_iter:
+                    self.stop_reason_ = ("certified gap <= tol_gap" if self.converged_ else paper
+                                         or f"max_iter={self.max_iter} iterations")
+                    break
         self.coef_ = state.w[None, :].copy()
         self.intercept_ = np.array([state.b])
         self.multipliers_ = state.lam.copy()
@@ -214,8 +193,8 @@ class SVMALM(LinearSVMClassifier):
 
     def _objective(self, state: State, y: np.ndarray) -> float:
         margins = y * (state.u + state.b)
-        return 0.5 * float(state.w @ state.w) + self.C * loss_sum(
-            self._formulation().loss, margins, self._formulation().power)
+        return 0.5 * float(state.w @ state.w) + self.C * self._formulation().loss_term.value(
+            margins)
 
     def _gradient_norm(self, rows: Rows, y: np.ndarray, state: State) -> float:
         """||(w - A^T a, -sum a)|| with a = C p xi^(p-1) y (spec §2.2; p > 1)."""
@@ -238,10 +217,11 @@ class SVMALM(LinearSVMClassifier):
         return (-y * self.multipliers_,)
 
     def _objective_values(self, X, y_pm):
+        """The shared objectives, and the power hinge's own when it is not among them."""
         values = super()._objective_values(X, y_pm)
-        form = self._formulation()
-        if form.loss == "power_hinge":
+        if self._objective_name() not in values:
             margins = y_pm * self._decision_function(X)
-            values[self._objective_name()] = (0.5 * float(self.coef_[0] @ self.coef_[0])
-                                              + self.C * loss_sum(form.loss, margins, form.power))
+            values[self._objective_name()] = (
+                0.5 * float(self.coef_[0] @ self.coef_[0])
+                + self.C * self._formulation().loss_term.value(margins))
         return values

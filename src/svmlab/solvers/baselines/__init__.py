@@ -1,5 +1,5 @@
 """LIBLINEAR and LIBSVM through scikit-learn, run and certified like every other solver."""
 
-from svmlab.solvers.baselines.library import Liblinear, Libsvm
+from svmlab.solvers.baselines.estimator import Liblinear, Libsvm
 
 __all__ = ["Liblinear", "Libsvm"]

@@ -1,5 +1,5 @@
 """Budgeted kernel SVMs (Qaadan, Schueler, Glasmachers): BSCA and the BSGD baseline."""
 
-from svmlab.solvers.budget.estimators import BSCA, BSGD, BudgetedSVMClassifier
+from svmlab.solvers.budget.estimator import BSCA, BSGD, BudgetedSVMClassifier
 
 __all__ = ["BSCA", "BSGD", "BudgetedSVMClassifier"]

@@ -22,7 +22,7 @@ from typing import ClassVar
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.solvers.frank_wolfe import loops as meb
-from svmlab.solvers.frank_wolfe.estimators import MEBSVMClassifier
+from svmlab.solvers.frank_wolfe.estimator import MEBSVMClassifier
 
 
 class CoreVectorMachine(MEBSVMClassifier):

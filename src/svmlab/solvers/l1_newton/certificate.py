@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from svmlab.estimator.certificates import FREE_SET_WIDTHS, Certificate
+from svmlab.estimator.formulations import ElasticNet
 
 MAX_FREE = 100_000  # points of a free set (closest to the margin first)
 
@@ -42,21 +43,7 @@ def scaled_dual(theta: np.ndarray, v: np.ndarray, lam: float, mu: float) -> floa
     m = float(theta.mean())
     if m <= 0.0:
         return 0.0
-    t_max = 1.0 / float(theta.max())
-    size = np.abs(v)
-    size = size[size > 0.0]
-    if lam == 0.0:
-        largest = size.max(initial=0.0)
-        return min(t_max, mu / largest if largest > 0.0 else np.inf) * m
-    # D(t theta) = t m - sum_k max(t |v_k| - mu, 0)^2 / (2 lam) is concave in t; its slope is
-    # linear between the kinks t_k = mu/|v_k| (sorted): find the segment holding its zero.
-    kinks = mu / size
-    order = np.argsort(kinks)
-    kinks, size = kinks[order], size[order]
-    roots = (lam * m + mu * np.cumsum(size)) / np.cumsum(size * size)
-    within = np.flatnonzero(roots <= np.append(kinks[1:], np.inf))
-    t = min(t_max, roots[within[0]] if len(within) else np.inf)
-    return t * m - float(np.square(np.maximum(t * size - mu, 0.0)).sum()) / (2.0 * lam)
+    return ElasticNet(lam, mu).best_scaled_dual(m, v, 1.0 / float(theta.max()))
 
 
 def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, mu: float,

@@ -24,6 +24,7 @@ from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Certificate
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
+from svmlab.estimator.trace import RowBuffer
 from svmlab.numerics.rows import rmatvec, rows_of
 from svmlab.solvers.l1_newton.certificate import (
     FORMULATION,
@@ -102,11 +103,12 @@ class L1NewtonSVM(LinearSVMClassifier):
         mus = self._path_mus(X, y)
         w, done = np.zeros(p), 0
         coefs, totals = [], np.zeros(4, np.int64)
-        for mu in mus:
-            state, gap = self._solve(X, rows, y, mu, w, trace, done)
-            w, done = state.w, done + state.iterations
-            coefs.append(w)
-            totals += (state.passes, state.steps, state.backtracks, state.levels)
+        with trace.buffered() as trace_rows:
+            for mu in mus:
+                state, gap = self._solve(X, rows, y, mu, w, trace_rows, done)
+                w, done = state.w, done + state.iterations
+                coefs.append(w)
+                totals += (state.passes, state.steps, state.backtracks, state.levels)
         self.converged_ = bool(gap <= self.tol)
         self.stop_reason_ = ("certified gap <= tol" if state.stopped else
                              f"max_newton={self.max_newton} iterations" if state.iterations
@@ -127,10 +129,10 @@ class L1NewtonSVM(LinearSVMClassifier):
                               f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
         return list(np.geomspace(top, self.mu, self.path))
 
-    def _solve(self, X, rows, y, mu, w0, trace, offset):
-        """One run of the method at mu from w0, traced; returns its final State and the
-        certified relative gap there (certified on the clock at the end when no level's end
-        was; inf if tol = 0 or max_newton ran out)."""
+    def _solve(self, X, rows, y, mu, w0, trace: RowBuffer, offset):
+        """One run of the method at mu from w0, traced in the fit's buffer; returns its final
+        State and the certified relative gap there (certified on the clock at the end when no
+        level's end was; inf if tol = 0 or max_newton ran out)."""
         gap = {"value": np.nan, "primal": np.inf, "final": np.inf}
         on_clock = self.tol > 0
         gap_column = f"rel_gap_{self._formulation_name()}"

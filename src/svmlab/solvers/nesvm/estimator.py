@@ -22,8 +22,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Certificate, Formulation, KernelImage, LinearImage
+from svmlab.estimator.formulations import SmoothedHinge
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
+from svmlab.estimator.trace import RowBuffer
 from svmlab.solvers.nesvm.problem import (
     LIPSCHITZ_MODES,
     MODELS,
@@ -208,7 +210,8 @@ class NESVM(KernelSVMClassifier):
         data = X if linear else self._kernel_matrix(X)
         problem = SmoothedSVM(data, y, self.C, self.model, self.mu, self.nu,
                               self.fit_intercept, kernel=not linear)
-        theta = self._homotopy(problem, trace, X, y)
+        with trace.buffered() as rows:
+            theta = self._homotopy(problem, rows, X, y)
         w, b = problem.split(theta)
         self.intercept_ = np.array([b])
         if linear:
@@ -231,7 +234,7 @@ class NESVM(KernelSVMClassifier):
                 "or use kernel=linear")
         return Kernel(self.kernel, self._gamma, self.degree, self.coef0).matrix(X, X)
 
-    def _homotopy(self, problem: SmoothedSVM, trace, X, y) -> np.ndarray:
+    def _homotopy(self, problem: SmoothedSVM, rows: RowBuffer, X, y) -> np.ndarray:
         """Corrected Algorithm 2 (spec §3): stages at decreasing mu (and nu), each warm-started
         with prox-centre w* = its start, L recomputed from the mu-free parts; 'off' = one stage,
         and so is LS-SVM's, which has nothing smoothed.
@@ -256,7 +259,7 @@ class NESVM(KernelSVMClassifier):
             last = stage == stages - 1
             eps = self.eps if last or self.inner_eps == "fixed" else (
                 self.eps * problem.mu / self.mu_target)
-            record = self._recorder(problem, trace, done, gap)
+            record = self._recorder(problem, rows, done, gap)
             stop = self.stop
             if stop == "gap":
                 gap.checked_at = -1
@@ -330,23 +333,23 @@ class NESVM(KernelSVMClassifier):
         the LS-SVM, which is not smoothed)."""
         if self.model == "lssvm":
             return ()
-        with np.errstate(divide="ignore"):  # an all-zero row has width 0: its a_i is C or 0
-            return (self.C * np.clip((1.0 - margins) / problem.hinge_width(), 0.0, 1.0),)
+        return (SmoothedHinge(problem.hinge_width()).dual_candidate(margins, self.C),)
 
     def _solver_duals(self, y: np.ndarray) -> tuple:
         """The final certificate tries the smoothed dual point of the last stage too, as the
         stopping test did."""
         return self._last_duals
 
-    def _recorder(self, problem: SmoothedSVM, trace, offset: int, gap: GapState):
-        """Trace callback of one stage: iteration numbers continue across homotopy stages."""
+    def _recorder(self, problem: SmoothedSVM, rows: RowBuffer, offset: int, gap: GapState):
+        """The `nesterov` hook of one stage that records each iterate's row in the fit's buffer
+        (its values off the clock); iteration numbers continue across homotopy stages."""
         true_name, name = TRUE_OBJECTIVE[self.model], self._formulation().name
         smoothing = {} if self.model == "lssvm" else {"mu": problem.mu}
         if self.model == "lpsvm":
             smoothing["nu"] = problem.nu
 
         def record(k, theta, ev):
-            with trace.paused():
+            with rows.paused():
                 row = {true_name: ev.true, "grad_norm": float(np.linalg.norm(ev.grad)),
                        **smoothing}
                 if self.model != "lssvm":
@@ -355,7 +358,7 @@ class NESVM(KernelSVMClassifier):
                     row["dual_gap"] = ev.dual_gap
                 if self.stop == "gap":  # NaN where the iterate was not certified
                     row[f"rel_gap_{name}"] = gap.rel_gap if gap.checked_at == k else math.nan
-                trace.append(offset + k, **row)
+                rows.append(offset + k, **row)
 
         return record
 

@@ -63,17 +63,18 @@ class Pegasos(LinearSVMClassifier):
         rng = np.random.default_rng(self.random_state)
         v, state = np.zeros(p), np.array([1.0, 0.0])
         done, self.converged_ = 0, False
-        while done < total and not self.converged_:
-            order = rng.integers(0, n, size=min(n, total - done))
-            pegasos_steps(rows.data, rows.indices, rows.indptr, rows.dense, y, order, lam, done,
-                          self.projection, v, state)
-            done += len(order)
-            w = state[0] * v
-            state[1] = float(w @ w)  # no drift in the running ||w||^2
-            with trace.paused():
-                certificate = self._weights_certificate(X, y, w, refine=False)  # quick
-                trace.append(done, objective_hinge_l2=certificate.primal,
-                             rel_gap_hinge_l2=certificate.rel_gap)
-                self.converged_ = certificate.rel_gap <= self.tol
+        with trace.buffered() as trace_rows:
+            while done < total and not self.converged_:
+                order = rng.integers(0, n, size=min(n, total - done))
+                pegasos_steps(rows.data, rows.indices, rows.indptr, rows.dense, y, order, lam,
+                              done, self.projection, v, state)
+                done += len(order)
+                w = state[0] * v
+                state[1] = float(w @ w)  # no drift in the running ||w||^2
+                with trace.paused():
+                    certificate = self._weights_certificate(X, y, w, refine=False)  # quick
+                    trace_rows.append(done, objective_hinge_l2=certificate.primal,
+                                      rel_gap_hinge_l2=certificate.rel_gap)
+                    self.converged_ = certificate.rel_gap <= self.tol
         self.coef_ = (state[0] * v)[None, :]
         self.intercept_ = np.zeros(1)

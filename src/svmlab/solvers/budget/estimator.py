@@ -56,7 +56,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, KernelImage, certify, loss_sum
+from svmlab.estimator.certificates import Formulation, KernelImage, certify
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.validation import finite_csr_int32
@@ -111,6 +111,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
     n_support_, n_merges_, merges_ (dict of LOG_COLUMNS arrays), converged_ (all epochs ran).
     """
 
+    traces_eval_set = True
     _parameter_constraints: ClassVar[dict] = {
         **KernelSVMClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
@@ -156,15 +157,6 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         self.trace_certificate = trace_certificate
         self.random_state = random_state
 
-    def fit(self, X, y, callback=None, eval_set=None):
-        """Train on (X, y); ``eval_set`` = (X_test, y_test) adds test_accuracy to every trace
-        row (computed off the clock). See `SVMClassifier.fit`."""
-        self._eval_set = eval_set
-        try:
-            return super().fit(X, y, callback)
-        finally:
-            del self._eval_set
-
     def _formulation(self) -> Formulation:
         return FORMULATIONS[bool(self.bias)]
 
@@ -199,25 +191,27 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         evaluation = self._evaluation(X, y, spec, points)
         qdiag = self_kernel(spec, points)
         done, logs, b = 0, [], 0.0
-        while done < total:
-            size = min(n, total - done)
-            order = (rng.permutation(n)[:size] if self.selection == "permutation"
-                     else rng.randint(0, n, size)).astype(np.int64)
-            u = rng.random_sample(size) if self.partner_rule == "random" else np.zeros(size)
-            stats = np.zeros(len(loops.STAT_NAMES))
-            log = bm.new_log(size if self.record_merges else 0)
-            self._epoch(points, y, qdiag, state, model, spec, opt, order, u, done, b, stats,
-                        log)
-            done += size
-            logs.append(log.rows[:log.count[0]])
-            f = None
-            if self.bias:  # on the clock: the next epoch's steps use b
-                f = bm.decisions(spec, points, model) * self._scale(n, done)
-                b = best_offset(y, f)
-            with trace.paused():
-                f = bm.decisions(spec, points, model) * self._scale(n, done) if f is None else f
-                trace.append(done, **evaluation(self._alpha(state, done), model, done, f, b,
-                                                 dict(zip(loops.STAT_NAMES, stats))))
+        with trace.buffered() as trace_rows:
+            while done < total:
+                size = min(n, total - done)
+                order = (rng.permutation(n)[:size] if self.selection == "permutation"
+                         else rng.randint(0, n, size)).astype(np.int64)
+                u = rng.random_sample(size) if self.partner_rule == "random" else np.zeros(size)
+                stats = np.zeros(len(loops.STAT_NAMES))
+                log = bm.new_log(size if self.record_merges else 0)
+                self._epoch(points, y, qdiag, state, model, spec, opt, order, u, done, b, stats,
+                            log)
+                done += size
+                logs.append(log.rows[:log.count[0]])
+                f = None
+                if self.bias:  # on the clock: the next epoch's steps use b
+                    f = bm.decisions(spec, points, model) * self._scale(n, done)
+                    b = best_offset(y, f)
+                with trace.paused():
+                    f = bm.decisions(spec, points, model) * self._scale(n, done) if f is None else f
+                    row = evaluation(self._alpha(state, done), model, done, f, b,
+                                     dict(zip(loops.STAT_NAMES, stats)))
+                    trace_rows.append(done, **row)
         self._set_model(model, self._alpha(state, done), self._scale(n, done), b,
                         np.concatenate(logs))
         self.converged_ = done == self.epochs * n
@@ -241,7 +235,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
             squared_l2 = float(coef @ bm.decisions(spec, model.points, model)[:size]) * scale
             margins = y * (f + b)
             values = {
-                "objective_hinge_l2": 0.5 * squared_l2 + self.C * loss_sum("hinge", margins),
+                "objective_hinge_l2": 0.5 * squared_l2 + self.C * form.loss_term.value(margins),
                 "dual_hybrid": float(alpha.sum() - 0.5 * alpha @ (y * f)),
                 "offset": b,
             }
