@@ -9,17 +9,19 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from svmlab.app import cli
-from svmlab.app.config import build_estimator, check_typed_parts, register_schema
+from svmlab.app.config import build_estimator, check_typed_parts, register_configs
+from svmlab import solvers
 from svmlab.errors import ConfigError
 from svmlab.estimator import registry
 from support.runs import runs, train
 
 CONF = Path(__import__("svmlab.conf").conf.__file__).parent
-SOLVERS = sorted(p.stem for p in (CONF / "solver").glob("*.yaml"))
+# the registered solvers and their presets (conf/solver/*.yaml)
+SOLVERS = sorted([*solvers.registered(), *(p.stem for p in (CONF / "solver").glob("*.yaml"))])
 KERNELS = sorted(p.stem for p in (CONF / "kernel").glob("*.yaml"))
 DATASETS = ["breast_cancer", "a9a", "ijcnn1", "mushrooms", "synthetic_tall", "synthetic_wide"]
 
-register_schema()
+register_configs()
 
 
 def composed(*overrides):

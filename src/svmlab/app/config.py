@@ -86,9 +86,37 @@ class SvmlabConfig:
     dataset: Any = None
 
 
-def register_schema() -> None:
-    """Make ``svmlab_schema`` available to the defaults list of ``conf/config.yaml``."""
-    ConfigStore.instance().store(name="svmlab_schema", node=SvmlabConfig)
+#: solver parameters the kernel group and the seed set (`build_estimator`), kept out of its node
+FROM_OTHER_GROUPS = ("kernel", "gamma", "degree", "coef0", "random_state")
+
+
+def register_configs() -> None:
+    """Register ``svmlab_schema`` (the defaults list of ``conf/config.yaml`` names it) and the
+    generated options of two groups: ``solver=<name>`` for every registered solver, its node
+    the ``_target_`` and its ``__init__``'s defaults, and ``dataset=<name>`` for every dataset of
+    the data registry, its node the name and the default parameters. A YAML file of the same
+    group and name (a preset of ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's
+    search path) comes first in Hydra's search path and wins."""
+    from svmlab import solvers
+    from svmlab.data.registry import REGISTRY
+
+    store = ConfigStore.instance()
+    store.store(name="svmlab_schema", node=SvmlabConfig)
+    for name, cls in solvers.registered().items():
+        store.store(group="solver", name=name, node=solver_node(cls))
+    for name, entry in REGISTRY.items():
+        store.store(group="dataset", name=name,
+                    node={"name": name} | {param.name: param.default for param in entry.params})
+
+
+def solver_node(cls: type) -> dict:
+    """``_target_`` and the ``__init__`` defaults of a solver class, but the parameters that the
+    kernel group and the seed set."""
+    from svmlab.solvers import target
+
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return {"_target_": target(cls)} | {
+        p.name: p.default for p in parameters if p.name not in FROM_OTHER_GROUPS}
 
 
 def _unknown(what: str, value: Any, allowed) -> str:
@@ -181,7 +209,8 @@ def unknown_key_hints(args: list[str]) -> list[str]:
     try:
         overrides = OverridesParser.create().parse_overrides(
             [a for a in args if "=" in a and not a.startswith("-")])
-        groups = {p.name for p in files("svmlab.conf").iterdir() if p.is_dir()}
+        groups = {p.name for p in files("svmlab.conf").iterdir() if p.is_dir()} | {
+            key for key, node in ConfigStore.instance().repo.items() if isinstance(node, dict)}
         choices = [o.input_line for o in overrides if not o.is_sweep_override()
                    and (o.key_or_group in groups or "/" in o.key_or_group)]
         GlobalHydra.instance().clear()

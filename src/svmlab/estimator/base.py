@@ -65,6 +65,20 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     #: (X, f(X)) for the training rows of a fit whose model is final (see `_final_decision`)
     _fit_decision: ClassVar[tuple | None] = None
 
+    # A solver declares itself on its class; `svmlab.solvers.registered` finds every class that
+    # sets `name` in its own body (a base class sets none, a subclass inherits none).
+    #: ``solver=<name>`` selects it; its Hydra node is its ``__init__``'s defaults
+    name: ClassVar[str | None] = None
+    #: the parameter sets the conformance suite checks it with; the first one must fit small
+    #: problems quickly and tightly
+    test_config: ClassVar[tuple[dict, ...]] = ({},)
+    #: parameters that stop it long before its stopping rule can hold (a ConvergenceWarning)
+    test_truncated: ClassVar[dict] = {"max_iter": 1}
+    #: the parameter holding the certified relative gap its converged_ stands for (its default
+    #: at most 1e-2); None where converged_ follows another rule (the reference libraries' own
+    #: tolerances, budgeted solvers that run their epochs)
+    gap_tol: ClassVar[str | None] = None
+
     def fit(self, X, y, callback=None):
         """Train on (X, y); `callback(row)` receives each trace row (a dict), off the clock.
 
