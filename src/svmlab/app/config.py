@@ -94,9 +94,9 @@ def register_configs() -> None:
     """Register ``svmlab_schema`` (the defaults list of ``conf/config.yaml`` names it) and the
     generated options of two groups: ``solver=<name>`` for every registered solver, its node
     the ``_target_`` and its ``__init__``'s defaults, and ``dataset=<name>`` for every dataset of
-    the data registry, its node the name and the default parameters. A YAML file of the same
-    group and name (a preset of ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's
-    search path) comes first in Hydra's search path and wins."""
+    the data registry, its node the name and the default parameters. The YAML files of these
+    groups (the presets of ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's
+    search path) are options beside them."""
     from svmlab import solvers
     from svmlab.data.registry import REGISTRY
 

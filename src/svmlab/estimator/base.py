@@ -66,7 +66,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     _fit_decision: ClassVar[tuple | None] = None
 
     # A solver declares itself on its class; `svmlab.solvers.registered` finds every class that
-    # sets `name` in its own body (a base class sets none, a subclass inherits none).
+    # sets `name` in its own body (a base class sets none; a subclass that sets none is no
+    # solver of its own).
     #: ``solver=<name>`` selects it; its Hydra node is its ``__init__``'s defaults
     name: ClassVar[str | None] = None
     #: the parameter sets the conformance suite checks it with; the first one must fit small
