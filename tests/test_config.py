@@ -186,3 +186,27 @@ def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):
         train(tmp_path / "mlflow.db", "solver=libsvn")
     err = capsys.readouterr().err
     assert "allowed: " in err and "liblinear" in err and "Did you mean 'libsvm'?" in err
+
+
+def test_the_solver_options_are_read_from_the_source_with_inherited_defaults(tmp_path, monkeypatch):
+    """A subclass declaring a name takes its base class's ``__init__``; a default that is not a
+    literal is refused with the class named (the conformance suite compares the reading of
+    svmlab's own solvers with the imported classes)."""
+    from svmlab.app import options
+
+    family = tmp_path / "svmlab" / "solvers" / "mine"
+    family.mkdir(parents=True)
+    monkeypatch.setattr(options, "SOURCE", family.parent)
+    (family / "estimator.py").write_text(
+        "class Mine(Base):\n    name = 'mine'\n\n"
+        "    def __init__(self, C=1.0, *, kernel='rbf', tol=1e-3):\n        pass\n\n\n"
+        "class Yours(Mine):\n    name = 'yours'\n")
+    (family / "__init__.py").write_text("from svmlab.solvers.mine.estimator import Mine\n")
+    assert options.source_nodes() == {
+        "mine": {"_target_": "svmlab.solvers.mine.Mine", "C": 1.0, "tol": 1e-3},
+        "yours": {"_target_": "svmlab.solvers.mine.estimator.Yours", "C": 1.0, "tol": 1e-3}}
+    (family / "estimator.py").write_text(
+        "TOL = 1e-3\n\n\nclass Mine(Base):\n    name = 'mine'\n\n"
+        "    def __init__(self, C=1.0, tol=TOL):\n        pass\n")
+    with pytest.raises(ValueError, match=r"Mine.__init__: the defaults of a solver are literals"):
+        options.source_nodes()

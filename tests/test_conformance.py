@@ -33,7 +33,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from support.runs import SUPPORT_CONF
 from svmlab import solvers
-from svmlab.app.config import FROM_OTHER_GROUPS, build_estimator, register_configs, solver_node
+from svmlab.app.config import build_estimator, register_configs
+from svmlab.app.options import FROM_OTHER_GROUPS, solver_node, source_nodes
 from svmlab.estimator.certificates import Certificate
 
 SOLVERS = list(solvers.registered().values())
@@ -122,6 +123,18 @@ def test_the_solver_config_builds_the_class_at_its_constructors_defaults(cls):
     assert set(built) == set(defaults)
     for key in set(defaults) - set(FROM_OTHER_GROUPS):
         assert built[key] == defaults[key] and type(built[key]) is type(defaults[key]), key
+
+
+def test_the_options_read_from_the_source_are_the_imported_classes():
+    """`svmlab train` reads the declarations of svmlab's solvers from their source, before it
+    imports any solver (`svmlab.app.options`): the same names, targets and defaults, value for
+    value and type for type, as the imported classes."""
+    def typed(node):
+        return {key: (value, type(value)) for key, value in node.items()}
+
+    ours = {cls.name: cls for cls in SOLVERS if cls.__module__.startswith("svmlab.solvers.")}
+    assert {name: typed(node) for name, node in source_nodes().items()} == {
+        name: typed(solver_node(cls)) for name, cls in ours.items()}
 
 
 PRESETS = sorted(Path(CONF, "solver").glob("*.yaml"))

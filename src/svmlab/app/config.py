@@ -19,6 +19,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.app import options
 from svmlab.errors import ConfigError
 from svmlab.estimator.registry import GAMMA_RULES, KERNELS
 
@@ -86,37 +87,22 @@ class SvmlabConfig:
     dataset: Any = None
 
 
-#: solver parameters the kernel group and the seed set (`build_estimator`), kept out of its node
-FROM_OTHER_GROUPS = ("kernel", "gamma", "degree", "coef0", "random_state")
-
-
 def register_configs() -> None:
     """Register ``svmlab_schema`` (the defaults list of ``conf/config.yaml`` names it) and the
-    generated options of two groups: ``solver=<name>`` for every registered solver, its node
-    the ``_target_`` and its ``__init__``'s defaults, and ``dataset=<name>`` for every dataset of
-    the data registry, its node the name and the default parameters. The YAML files of these
-    groups (the presets of ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's
-    search path) are options beside them."""
-    from svmlab import solvers
+    generated options of two groups: ``solver=<name>`` for every declared solver
+    (`svmlab.app.options`), and ``dataset=<name>`` for every dataset of the data registry, its
+    node the name and the default parameters. The YAML files of these groups (the presets of
+    ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's search path) are options
+    beside them."""
     from svmlab.data.registry import REGISTRY
 
     store = ConfigStore.instance()
     store.store(name="svmlab_schema", node=SvmlabConfig)
-    for name, cls in solvers.registered().items():
-        store.store(group="solver", name=name, node=solver_node(cls))
+    for name, node in (options.source_nodes() | options.imported_nodes()).items():
+        store.store(group="solver", name=name, node=node)
     for name, entry in REGISTRY.items():
         store.store(group="dataset", name=name,
                     node={"name": name} | {param.name: param.default for param in entry.params})
-
-
-def solver_node(cls: type) -> dict:
-    """``_target_`` and the ``__init__`` defaults of a solver class, but the parameters that the
-    kernel group and the seed set."""
-    from svmlab.solvers import target
-
-    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    return {"_target_": target(cls)} | {
-        p.name: p.default for p in parameters if p.name not in FROM_OTHER_GROUPS}
 
 
 def _unknown(what: str, value: Any, allowed) -> str:

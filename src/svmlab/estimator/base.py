@@ -44,7 +44,7 @@ from svmlab.estimator.objectives import primal_objectives
 from svmlab.estimator.trace import Trace
 from svmlab.estimator.validation import finite_csr_int32, listed, tiny_subset, two_classes
 
-__all__ = ["SVMClassifier", "Trace"]
+__all__ = ["SVMClassifier", "Trace", "declared_solvers"]
 
 #: the warm-ups this process has run, by (class, parameters, CSR input)
 _WARMED_UP: set[tuple] = set()
@@ -65,9 +65,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     #: (X, f(X)) for the training rows of a fit whose model is final (see `_final_decision`)
     _fit_decision: ClassVar[tuple | None] = None
 
-    # A solver declares itself on its class; `svmlab.solvers.registered` finds every class that
-    # sets `name` in its own body (a base class sets none; a subclass that sets none is no
-    # solver of its own).
+    # A solver declares itself on its class: `declared_solvers` finds every class that sets
+    # `name` in its own body (a base class sets none; a subclass that sets none is no solver of
+    # its own), `svmlab.solvers.registered` after importing every solver of svmlab.
     #: ``solver=<name>`` selects it; its Hydra node is its ``__init__``'s defaults
     name: ClassVar[str | None] = None
     #: the parameter sets the conformance suite checks it with; the first one must fit small
@@ -226,3 +226,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         tags.classifier_tags.multi_class = False
         tags.input_tags.sparse = True
         return tags
+
+
+def declared_solvers() -> dict[str, type[SVMClassifier]]:
+    """The solver classes imported so far, by ``name``, sorted: each SVMClassifier subclass that
+    sets ``name`` in its own body. ValueError for a name two classes declare."""
+    found: dict[str, type[SVMClassifier]] = {}
+    classes = [SVMClassifier]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        name = cls.__dict__.get("name")
+        if name is not None and found.setdefault(name, cls) is not cls:
+            raise ValueError(f"solver {name!r} is declared twice: by {found[name].__module__}."
+                             f"{found[name].__qualname__} and {cls.__module__}.{cls.__qualname__}")
+    return dict(sorted(found.items()))

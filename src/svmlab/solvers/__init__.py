@@ -5,9 +5,11 @@ another family.
 A solver declares itself once, on its class (`SVMClassifier.name`, `test_config`,
 `test_truncated`, `gap_tol`); `registered` finds it by importing every module of this package
 (`pkgutil.walk_packages`), so adding a solver is one module and its tests. Discovery lives here,
-not in the estimator layer: this package owns the families and is the one place that may load
-them all, while the estimator layer imports no solver. A declared class defined outside this
-package (a user's or a test's) is registered as soon as its module is imported.
+not in the estimator layer: this package owns the families and is the one place that loads them
+all, while the estimator layer imports no solver. A declared class defined outside this package
+(a user's or a test's) is registered as soon as its module is imported. `svmlab train` reads
+the same declarations from the source instead (`svmlab.app.options`), to compose a config
+without importing any solver.
 
 Importing any solver installs svmlab's compiled kernels (``svmlab.numerics.kernels``, imported
 at the first kernel block, so that a solver that needs none imports no numba) as the estimator
@@ -18,7 +20,7 @@ import importlib
 import pkgutil
 
 from svmlab.estimator import kernels as _kernels
-from svmlab.estimator.base import SVMClassifier
+from svmlab.estimator.base import SVMClassifier, declared_solvers
 
 
 def _spec(kernel):
@@ -43,22 +45,11 @@ _kernels.use_compiled(_matrix, _products)
 
 
 def registered() -> dict[str, type[SVMClassifier]]:
-    """Every solver by name, sorted: each SVMClassifier subclass that sets ``name`` in its own
-    body. ValueError for a name two classes declare."""
+    """Every solver by name, sorted: every module of this package imported, the classes that
+    declare a name (`svmlab.estimator.base.declared_solvers`)."""
     for module in pkgutil.walk_packages(__path__, f"{__name__}."):
         importlib.import_module(module.name)
-    found: dict[str, type[SVMClassifier]] = {}
-    classes = [SVMClassifier]
-    while classes:
-        cls = classes.pop()
-        classes.extend(cls.__subclasses__())
-        name = cls.__dict__.get("name")
-        if name is None:
-            continue
-        if found.setdefault(name, cls) is not cls:
-            raise ValueError(f"solver {name!r} is declared twice: by {target(found[name])} "
-                             f"and {target(cls)}")
-    return dict(sorted(found.items()))
+    return declared_solvers()
 
 
 def target(cls: type) -> str:
