@@ -41,8 +41,8 @@ def test_svmlab_train_configures_trains_and_logs_it(store):
                                by_hand.decision_function(split.X_test), rtol=1e-8, atol=1e-10)
 
 
-def test_a_misspelt_name_is_refused_with_the_toy_among_the_close_matches(store, capsys):
+def test_a_misspelt_name_is_refused_with_the_toy_among_the_close_matches(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train(store, "solver=toi")
+        train(tmp_path / "mlflow.db", "solver=toi")
     assert exit_info.value.code == 2
     assert "Did you mean 'toy'" in capsys.readouterr().err
