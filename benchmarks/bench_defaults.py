@@ -21,7 +21,7 @@ import numpy as np
 from bench_data import load_split
 from hydra import compose, initialize_config_module
 
-from svmlab.app.config import build_estimator, register_schema
+from svmlab.app.config import build_estimator, register_configs
 
 LINEAR, KERNEL = ("nesvm", "pegasos", "alm_gap"), ("fw", "mfw", "cvm")
 REFERENCE = {"linear": "liblinear", "rbf": "libsvm"}
@@ -29,7 +29,7 @@ TARGET_PP = 1.0
 
 
 def default_estimator(solver: str, kernel: str):
-    register_schema()
+    register_configs()
     with initialize_config_module("svmlab.conf", version_base="1.3"):
         return build_estimator(compose("config", overrides=[f"solver={solver}",
                                                             f"kernel={kernel}"]))

@@ -598,15 +598,6 @@ def test_dense_and_csr_input_give_the_same_model_bit_for_bit(shared_libsvm, cls,
 PAPER_PROBLEMS = {"ijcnn1": 2.0, "a9a": 2.0**-7, "cod-rna": 2.0**-3}
 
 
-@pytest.mark.parametrize("solver, cls", [("bsca", BSCA), ("bsgd", BSGD)])
-def test_the_solver_files_state_the_defaults(solver, cls):
-    from omegaconf import OmegaConf
-
-    cfg = composed(f"solver={solver}")
-    params = {k: v for k, v in OmegaConf.to_container(cfg.solver).items() if k != "_target_"}
-    assert params == {k: cls().get_params()[k] for k in params}
-
-
 def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
     from svmlab.app.config import build_estimator, check_typed_parts
 

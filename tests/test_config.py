@@ -9,17 +9,19 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from svmlab.app import cli
-from svmlab.app.config import build_estimator, check_typed_parts, register_schema
+from svmlab.app.config import build_estimator, check_typed_parts, register_configs
+from svmlab import solvers
 from svmlab.errors import ConfigError
 from svmlab.estimator import registry
 from support.runs import runs, train
 
 CONF = Path(__import__("svmlab.conf").conf.__file__).parent
-SOLVERS = sorted(p.stem for p in (CONF / "solver").glob("*.yaml"))
+# the registered solvers and their presets (conf/solver/*.yaml)
+SOLVERS = sorted([*solvers.registered(), *(p.stem for p in (CONF / "solver").glob("*.yaml"))])
 KERNELS = sorted(p.stem for p in (CONF / "kernel").glob("*.yaml"))
 DATASETS = ["breast_cancer", "a9a", "ijcnn1", "mushrooms", "synthetic_tall", "synthetic_wide"]
 
-register_schema()
+register_configs()
 
 
 def composed(*overrides):
@@ -184,3 +186,27 @@ def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):
         train(tmp_path / "mlflow.db", "solver=libsvn")
     err = capsys.readouterr().err
     assert "allowed: " in err and "liblinear" in err and "Did you mean 'libsvm'?" in err
+
+
+def test_the_solver_options_are_read_from_the_source_with_inherited_defaults(tmp_path, monkeypatch):
+    """A subclass declaring a name takes its base class's ``__init__``; a default that is not a
+    literal is refused with the class named (the conformance suite compares the reading of
+    svmlab's own solvers with the imported classes)."""
+    from svmlab.app import options
+
+    family = tmp_path / "svmlab" / "solvers" / "mine"
+    family.mkdir(parents=True)
+    monkeypatch.setattr(options, "SOURCE", family.parent)
+    (family / "estimator.py").write_text(
+        "class Mine(Base):\n    name = 'mine'\n\n"
+        "    def __init__(self, C=1.0, *, kernel='rbf', tol=1e-3):\n        pass\n\n\n"
+        "class Yours(Mine):\n    name = 'yours'\n")
+    (family / "__init__.py").write_text("from svmlab.solvers.mine.estimator import Mine\n")
+    assert options.source_nodes() == {
+        "mine": {"_target_": "svmlab.solvers.mine.Mine", "C": 1.0, "tol": 1e-3},
+        "yours": {"_target_": "svmlab.solvers.mine.estimator.Yours", "C": 1.0, "tol": 1e-3}}
+    (family / "estimator.py").write_text(
+        "TOL = 1e-3\n\n\nclass Mine(Base):\n    name = 'mine'\n\n"
+        "    def __init__(self, C=1.0, tol=TOL):\n        pass\n")
+    with pytest.raises(ValueError, match=r"Mine.__init__: the defaults of a solver are literals"):
+        options.source_nodes()

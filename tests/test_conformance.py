@@ -1,7 +1,9 @@
 """The conformance suite: every registered solver (svmlab's and the test-only toy solver) meets
-the same contract. A new solver gets all of this by being registered.
+the same contract. A new solver gets all of this by declaring its ``name`` (and, where its
+defaults do not suit, its ``test_config``) on its class.
 
-scikit-learn's estimator checks; its YAML file names the registered class; any two labels;
+scikit-learn's estimator checks; ``solver=<name>`` builds the class at its constructor's
+defaults, and every solver YAML file is a preset of a registered solver; any two labels;
 dense input = CSR input; the same seed gives the same model; fit_time_s_ is the solver's time
 alone (a slow callback and the warm-up do not count); the certificate is a valid bound; the
 default stops at a certified gap of at most 1e-2 and converged_ means that gap held; a
@@ -16,11 +18,13 @@ unless SCIPY_ARRAY_API=1 is set. Every further parameter set runs PER_SETTING_CH
 
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
@@ -28,20 +32,25 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from support.runs import SUPPORT_CONF
-from svmlab.app.config import register_schema
-from svmlab.estimator import registry
+from svmlab import solvers
+from svmlab.app.config import build_estimator, register_configs
+from svmlab.app.options import FROM_OTHER_GROUPS, solver_node, source_nodes
 from svmlab.estimator.certificates import Certificate
 
-ENTRIES = list(registry.SOLVERS.values())
+SOLVERS = list(solvers.registered().values())
 # solvers whose default reaches its certified gap on the small problem below (Pegasos' 100
 # epochs end at a certified 0.46 there, so it reports converged_ = False)
 REACH_AT_DEFAULTS = {"nesvm", "fw", "mfw", "l1_newton", "alm"}
 CONF = __import__("svmlab.conf").conf.__path__[0]
-register_schema()
+register_configs()
 
 
-def first(entry):
-    return entry.load()(**entry.checks[0])
+def first(cls):
+    return cls(**cls.test_config[0])
+
+
+def named(cls):
+    return cls.name
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +93,13 @@ def checked(estimator, check):
         check(estimator)
 
 
-@parametrize_with_checks([first(entry) for entry in ENTRIES])
+@parametrize_with_checks([first(cls) for cls in SOLVERS])
 def test_scikit_learn_estimator_checks(estimator, check):
     checked(estimator, check)
 
 
 @only(PER_SETTING_CHECKS, parametrize_with_checks(
-    [entry.load()(**params) for entry in ENTRIES for params in entry.checks[1:]]))
+    [cls(**params) for cls in SOLVERS for params in cls.test_config[1:]]))
 def test_scikit_learn_checks_of_every_further_parameter_set(estimator, check):
     checked(estimator, check)
 
@@ -101,52 +110,93 @@ def composed(*overrides):
                                             *overrides])
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_the_yaml_file_of_a_solver_names_its_registered_class(entry):
-    assert composed(f"solver={entry.name}").solver._target_ == entry.target
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_the_solver_config_builds_the_class_at_its_constructors_defaults(cls):
+    """``solver=<name>`` is the constructor's defaults, and builds an estimator equal to the
+    class at its defaults, value for value and type for type (the kernel and the seed come
+    from their own groups)."""
+    kernel = cls.supported_kernels[0]
+    cfg = composed(f"solver={cls.name}", f"kernel={kernel}")
+    assert OmegaConf.to_container(cfg.solver) == solver_node(cls)
+    built = build_estimator(cfg).get_params()
+    defaults = cls().get_params()
+    assert set(built) == set(defaults)
+    for key in set(defaults) - set(FROM_OTHER_GROUPS):
+        assert built[key] == defaults[key] and type(built[key]) is type(defaults[key]), key
 
 
-def test_every_solver_yaml_file_is_a_registered_solver_or_a_preset_of_one():
-    from pathlib import Path
+def test_the_options_read_from_the_source_are_the_imported_classes():
+    """`svmlab train` reads the declarations of svmlab's solvers from their source, before it
+    imports any solver (`svmlab.app.options`): the same names, targets and defaults, value for
+    value and type for type, as the imported classes."""
+    def typed(node):
+        return {key: (value, type(value)) for key, value in node.items()}
 
-    targets = {entry.target for entry in ENTRIES}
-    for path in sorted(Path(CONF, "solver").glob("*.yaml")):
-        assert composed(f"solver={path.stem}").solver._target_ in targets, path.name
+    ours = {cls.name: cls for cls in SOLVERS if cls.__module__.startswith("svmlab.solvers.")}
+    assert {name: typed(node) for name, node in source_nodes().items()} == {
+        name: typed(solver_node(cls)) for name, cls in ours.items()}
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_any_two_labels_give_the_same_model(data, entry):
+PRESETS = sorted(Path(CONF, "solver").glob("*.yaml"))
+
+
+def _written(path: Path) -> dict:
+    """The keys a solver YAML file and the files it extends write, the later ones winning."""
+    node = OmegaConf.to_container(OmegaConf.load(path))
+    keys = {}
+    for parent in node.pop("defaults", []):
+        if parent != "_self_" and path.with_name(f"{parent}.yaml").exists():
+            keys |= _written(path.with_name(f"{parent}.yaml"))
+    return keys | node
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.stem)
+def test_every_solver_yaml_file_is_a_preset_of_a_registered_solver(path):
+    """A preset is a registered solver's config with the keys its file (and the presets it
+    extends) writes, each a parameter of that solver; it builds, and its name is not a
+    solver's own."""
+    cfg = composed(f"solver={path.stem}")
+    classes = {solvers.target(cls): cls for cls in SOLVERS}
+    cls = classes[cfg.solver._target_]
+    assert path.stem not in solvers.registered()
+    assert OmegaConf.to_container(cfg.solver) == solver_node(cls) | _written(path)
+    assert type(build_estimator(composed(f"solver={path.stem}",
+                                         f"kernel={cls.supported_kernels[0]}"))) is cls
+
+
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_any_two_labels_give_the_same_model(data, cls):
     X, y01 = data
-    reference = first(entry).fit(X, np.where(y01 == 1, 1.0, -1.0)).decision_function(X)
+    reference = first(cls).fit(X, np.where(y01 == 1, 1.0, -1.0)).decision_function(X)
     for labels in ((0, 1), (2, 4), ("a", "b")):
-        model = first(entry).fit(X, np.array(labels)[y01])
+        model = first(cls).fit(X, np.array(labels)[y01])
         np.testing.assert_array_equal(model.classes_, sorted(labels))
         np.testing.assert_allclose(model.decision_function(X), reference, rtol=1e-10,
                                    atol=1e-12)
         assert set(model.predict(X)) <= set(labels)
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_dense_and_csr_input_give_the_same_model(data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_dense_and_csr_input_give_the_same_model(data, cls):
     """The same model up to the solver's precision: sums in another order may send a sampled
     solver down another path to a model of the same accuracy."""
     X, y = data
-    dense = first(entry).fit(X, y)
-    sparse = first(entry).fit(sp.csr_matrix(X), y)
+    dense = first(cls).fit(X, y)
+    sparse = first(cls).fit(sp.csr_matrix(X), y)
     f = dense.decision_function(X)
     np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), f, rtol=1e-4,
                                atol=1e-4 * np.abs(f).max())
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_the_same_seed_gives_the_same_model(data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_the_same_seed_gives_the_same_model(data, cls):
     X, y = data
-    a, b = (first(entry).fit(X, y) for _ in range(2))
+    a, b = (first(cls).fit(X, y) for _ in range(2))
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_fit_time_is_the_solvers_time_alone(data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_fit_time_is_the_solvers_time_alone(data, cls):
     """A callback that sleeps 0.2 s in all is paused out of fit_time_s_, and so is the warm-up
     that compiles the solver; the trace's times never exceed fit_time_s_."""
     X, y = data
@@ -158,7 +208,7 @@ def test_fit_time_is_the_solvers_time_alone(data, entry):
             time.sleep(0.1)
 
     start = time.perf_counter()
-    model = first(entry).fit(X, y, callback=slow_callback)
+    model = first(cls).fit(X, y, callback=slow_callback)
     wall = time.perf_counter() - start
     slept = 0.1 * min(len(calls), 2)
     assert len(calls) == len(model.trace_) >= 1
@@ -167,10 +217,10 @@ def test_fit_time_is_the_solvers_time_alone(data, entry):
     assert np.all(np.diff(times) >= 0) and 0.0 <= times[-1] <= model.fit_time_s_
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_the_certificate_is_a_valid_bound_on_the_solvers_own_formulation(data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_the_certificate_is_a_valid_bound_on_the_solvers_own_formulation(data, cls):
     X, y = data
-    model = first(entry).fit(X, y)
+    model = first(cls).fit(X, y)
     cert = model.certificate_
     assert isinstance(cert, Certificate)
     assert np.isfinite([cert.primal, cert.dual, cert.rel_gap]).all()
@@ -179,45 +229,45 @@ def test_the_certificate_is_a_valid_bound_on_the_solvers_own_formulation(data, e
                                    for k in ("primal", "dual", "gap", "rel_gap")}
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_the_default_certifies_and_converged_means_the_certified_gap_held(data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_the_default_certifies_and_converged_means_the_certified_gap_held(data, cls):
     """At its defaults a solver asks for a certified relative gap of at most 1e-2 (the
-    parameter named by its entry's gap_tol), reaches it on a small problem (REACH_AT_DEFAULTS),
+    parameter named by its gap_tol), reaches it on a small problem (REACH_AT_DEFAULTS),
     and converged_ is never True above that gap. Solvers without gap_tol (reference libraries, budgeted solvers)
     still certify their model."""
-    model = entry.load()()
+    model = cls()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(*data)
     assert model.certificate_ is not None and np.isfinite(model.certificate_.rel_gap)
-    if entry.gap_tol is None:
+    if cls.gap_tol is None:
         return
-    tol = model.get_params()[entry.gap_tol]
+    tol = model.get_params()[cls.gap_tol]
     assert 0 < tol <= 1e-2
     assert model.certificate_.rel_gap <= tol if model.converged_ else True
-    if entry.name in REACH_AT_DEFAULTS:
+    if cls.name in REACH_AT_DEFAULTS:
         assert model.converged_
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_a_truncated_fit_warns_and_is_not_converged(data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_a_truncated_fit_warns_and_is_not_converged(data, cls):
     X, y = data
-    model = clone(first(entry)).set_params(**entry.truncated)
+    model = clone(first(cls)).set_params(**cls.test_truncated)
     with pytest.warns(ConvergenceWarning, match="stopped before its stopping rule held"):
         model.fit(X, y)
     assert model.converged_ is False
-    assert entry.name and model.stopping_rule() in str(model.stopping_rule())
-    assert first(entry).fit(X, y).stopping_rule()
+    assert cls.name and model.stopping_rule() in str(model.stopping_rule())
+    assert first(cls).fit(X, y).stopping_rule()
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_the_logged_model_reloads_and_predicts_identically(store, data, entry):
+@pytest.mark.parametrize("cls", SOLVERS, ids=named)
+def test_the_logged_model_reloads_and_predicts_identically(store, data, cls):
     import mlflow
 
     from svmlab.tracking.runs import Tracker
 
     X, y = data
-    model = first(entry).fit(sp.csr_matrix(X), y)
+    model = first(cls).fit(sp.csr_matrix(X), y)
     uri = f"sqlite:///{store}"
     with Tracker(uri, "conformance") as tracker:
         tracker.log_model(model, sp.csr_matrix(X[:5]))

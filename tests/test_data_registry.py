@@ -1,4 +1,4 @@
-"""The dataset registry: names, parameters, the LIBSVM catalogue and the Hydra dataset configs."""
+"""The dataset registry: names, parameters, the LIBSVM catalogue and the Hydra dataset options."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from svmlab import data
+from svmlab.app.config import register_configs
 from svmlab.data.libsvm import LibsvmEntry
 from svmlab.data.registry import REGISTRY
 from svmlab.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")
 
-CONF_DATASET = Path(data.__file__).resolve().parents[1] / "conf" / "dataset"
 LIBSVM = {name: entry for name, entry in REGISTRY.items() if isinstance(entry, LibsvmEntry)}
 
 
@@ -184,32 +184,17 @@ def test_catalogue_agrees_with_the_shared_manifest(shared_libsvm):
             assert file.sha256 is None, row["file"]
 
 
-# -- Hydra dataset configs -------------------------------------------------------------------
+# -- Hydra dataset options -------------------------------------------------------------------
 
-def _yaml_files() -> dict[str, Path]:
-    return {path.stem: path for path in CONF_DATASET.glob("*.yaml")}
-
-
-def test_every_dataset_config_is_a_registry_entry_and_vice_versa():
-    assert sorted(_yaml_files()) == sorted(REGISTRY)
-
-
-@pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_dataset_config_holds_the_name_and_the_default_parameters(name):
-    path = _yaml_files()[name]
-    assert path.read_text().startswith("# ")
-    content = OmegaConf.to_container(OmegaConf.load(path))
-    entry = REGISTRY[name]
-    assert content == {"name": name, **{param.name: param.default for param in entry.params}}
-    data.validate(**content)
-
-
-def test_every_dataset_config_composes_with_hydra():
+def test_every_dataset_is_an_option_of_the_dataset_group_with_its_default_parameters():
+    register_configs()
     with initialize_config_module("svmlab.conf", version_base="1.3"):
-        for name in REGISTRY:
+        for name, entry in REGISTRY.items():
             cfg = compose(overrides=[f"+dataset={name}"])
-            assert cfg.dataset.name == name
-            data.validate(**OmegaConf.to_container(cfg.dataset))
+            content = OmegaConf.to_container(cfg.dataset)
+            assert content == {"name": name, **{param.name: param.default
+                                                for param in entry.params}}
+            data.validate(**content)
         cfg = compose(overrides=["+dataset=german.numer", "dataset.test_fraction=0.5"])
         assert OmegaConf.to_container(cfg.dataset) == {
             "name": "german.numer", "test_fraction": 0.5, "max_abs_scale": False,
@@ -217,3 +202,18 @@ def test_every_dataset_config_composes_with_hydra():
         cfg = compose(overrides=["+dataset=synthetic_gaussian", "dataset.n=30", "dataset.d=3"])
     dataset = data.load(**cfg.dataset, seed=4)  # as the training entry point calls it
     assert (dataset.n_train, dataset.n_test, dataset.n_features) == (30, 30, 3)
+
+
+def test_a_users_own_dataset_file_is_an_option(tmp_path):
+    """A file ``dataset/<name>.yaml`` on Hydra's search path (the user's own conf folder) is an
+    option of the group beside the registry's."""
+    register_configs()
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "a9a_scaled.yaml").write_text("name: a9a\nmax_abs_scale: true\n")
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        mine, registered = (compose("config", overrides=[f"hydra.searchpath=[file://{tmp_path}]",
+                                                         f"dataset={name}"]).dataset
+                            for name in ("a9a_scaled", "a9a"))
+    assert OmegaConf.to_container(mine) == {"name": "a9a", "max_abs_scale": True}
+    assert registered.max_abs_scale is False
+    data.validate(**mine)

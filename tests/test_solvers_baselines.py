@@ -1,23 +1,15 @@
 """Liblinear and Libsvm: equality with the estimators they wrap, sparse input, parameter
-errors, their one-row trace and their YAML configs (scikit-learn conformance:
-test_conformance.py)."""
-
-import inspect
-from pathlib import Path
+errors and their one-row trace (scikit-learn conformance and configs: test_conformance.py)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 from svmlab.errors import ConfigError
 from svmlab.solvers.baselines import Liblinear, Libsvm
-
-SOLVER_CONF = Path(__file__).resolve().parents[1] / "conf" / "solver"
 
 LIBLINEAR_SUPPORTED = [
     {"penalty": "l2", "loss": "squared_hinge", "dual": True},
@@ -142,16 +134,3 @@ def test_trace_has_one_row_passed_once_to_the_callback(data, estimator, objectiv
     assert rows[0]["iteration"] == model.n_iter_ > 0
     assert 0.0 < rows[0]["time_s"] < 10.0
     assert {name: rows[0][name] for name in objectives} == model.objectives(X, y)
-
-
-@pytest.mark.parametrize("name, cls", [("liblinear", Liblinear), ("libsvm", Libsvm)])
-def test_yaml_config_holds_every_default_except_kernel_and_seed(name, cls):
-    cfg = OmegaConf.load(SOLVER_CONF / f"{name}.yaml")
-    estimator = instantiate(cfg, _convert_="all")
-    assert type(estimator) is cls
-    injected = {"kernel", "gamma", "degree", "coef0", "random_state"}
-    parameters = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    assert set(cfg) - {"_target_"} == parameters - injected
-    defaults = cls().get_params()
-    for key, value in estimator.get_params().items():
-        assert value == defaults[key] and type(value) is type(defaults[key]), key

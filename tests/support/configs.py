@@ -3,12 +3,12 @@
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
-from svmlab.app.config import register_schema
+from svmlab.app.config import register_configs
 
 
 def composed(*overrides: str, hydra: bool = False):
     """The config for ``overrides`` (with Hydra's own node if ``hydra``)."""
-    register_schema()
+    register_configs()
     GlobalHydra.instance().clear()
     with initialize_config_module("svmlab.conf", version_base="1.3"):
         return compose("config", overrides=list(overrides), return_hydra_config=hydra)

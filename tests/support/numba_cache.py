@@ -16,24 +16,31 @@ import warnings
 from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 
-from svmlab.estimator import registry
+from svmlab import solvers
+
+SOLVERS = Path(solvers.__file__).parent
+
+
+def family(cls: type) -> str:
+    """The package of svmlab.solvers that holds ``cls`` ('' for a solver outside svmlab)."""
+    parts = cls.__module__.split(".")
+    return parts[2] if parts[:2] == ["svmlab", "solvers"] else ""
 
 
 def start(processes: int = 2) -> tuple[Pool, AsyncResult]:
     """The pool and its result: per solver family, None or the error its fits raised."""
-    families = sorted({entry.family for entry in registry.SOLVERS.values()},
+    families = sorted({family(cls) for cls in solvers.registered().values()} - {""},
                       key=compiled_functions, reverse=True)
     pool = multiprocessing.get_context("spawn").Pool(min(processes, os.cpu_count() or 1))
     return pool, pool.map_async(fit_family, families, chunksize=1)
 
 
-def compiled_functions(family: str) -> int:
+def compiled_functions(name: str) -> int:
     """How many numba functions the family's package defines (its compile cost, roughly)."""
-    package = Path(registry.__file__).parents[1] / "solvers" / family
-    return sum(path.read_text().count("@njit") for path in package.rglob("*.py"))
+    return sum(path.read_text().count("@njit") for path in (SOLVERS / name).rglob("*.py"))
 
 
-def fit_family(family: str) -> str | None:
+def fit_family(name: str) -> str | None:
     """Fit and predict with every conformance parameter set of the family's solvers, on dense
     and CSR input; the error if one of them raised."""
     import scipy.sparse as sp
@@ -47,11 +54,11 @@ def fit_family(family: str) -> str | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for entry in registry.SOLVERS.values():
-                if entry.family == family:
-                    for params in entry.checks:
+            for cls in solvers.registered().values():
+                if family(cls) == name:
+                    for params in cls.test_config:
                         for data in (X, sp.csr_matrix(X)):
-                            entry.load()(**params).fit(data, y).decision_function(data)
+                            cls(**params).fit(data, y).decision_function(data)
     except Exception as exc:  # the tests of that solver show it
-        return f"{family}: {type(exc).__name__}: {exc}"
+        return f"{name}: {type(exc).__name__}: {exc}"
     return None

@@ -1,6 +1,6 @@
-"""A toy solver outside svmlab, registered by the test suite: one module, one registry entry
-(`conftest.py`) and one YAML file (`support/conf/solver/toy.yaml`) give it the whole
-conformance suite.
+"""A toy solver outside svmlab: this one module, imported by the test suite (`conftest.py`),
+makes it a registered solver, ``solver=toy`` of `svmlab train`, and gives it the whole
+conformance suite (test_toy_solver.py shows each step).
 
 It minimises the squared-hinge C-SVM without bias, 1/2||w||^2 + C sum max(0, 1 - y x.w)^2, with
 scipy's L-BFGS, and reports scipy's own convergence flag.
@@ -17,6 +17,10 @@ from svmlab.estimator.models import LinearSVMClassifier
 
 
 class ToySVM(LinearSVMClassifier):
+    """The squared-hinge C-SVM without bias by L-BFGS (scipy)."""
+
+    name = "toy"
+
     _parameter_constraints = {"C": [Interval(Real, 0.0, None, closed="neither")],
                               "max_iter": [Interval(Integral, 1, None, closed="left")],
                               "tol": [Interval(Real, 0.0, None, closed="neither")]}

@@ -19,6 +19,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.app import options
 from svmlab.errors import ConfigError
 from svmlab.estimator.registry import GAMMA_RULES, KERNELS
 
@@ -86,9 +87,22 @@ class SvmlabConfig:
     dataset: Any = None
 
 
-def register_schema() -> None:
-    """Make ``svmlab_schema`` available to the defaults list of ``conf/config.yaml``."""
-    ConfigStore.instance().store(name="svmlab_schema", node=SvmlabConfig)
+def register_configs() -> None:
+    """Register ``svmlab_schema`` (the defaults list of ``conf/config.yaml`` names it) and the
+    generated options of two groups: ``solver=<name>`` for every declared solver
+    (`svmlab.app.options`), and ``dataset=<name>`` for every dataset of the data registry, its
+    node the name and the default parameters. The YAML files of these groups (the presets of
+    ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's search path) are options
+    beside them."""
+    from svmlab.data.registry import REGISTRY
+
+    store = ConfigStore.instance()
+    store.store(name="svmlab_schema", node=SvmlabConfig)
+    for name, node in (options.source_nodes() | options.imported_nodes()).items():
+        store.store(group="solver", name=name, node=node)
+    for name, entry in REGISTRY.items():
+        store.store(group="dataset", name=name,
+                    node={"name": name} | {param.name: param.default for param in entry.params})
 
 
 def _unknown(what: str, value: Any, allowed) -> str:
@@ -181,7 +195,8 @@ def unknown_key_hints(args: list[str]) -> list[str]:
     try:
         overrides = OverridesParser.create().parse_overrides(
             [a for a in args if "=" in a and not a.startswith("-")])
-        groups = {p.name for p in files("svmlab.conf").iterdir() if p.is_dir()}
+        groups = {p.name for p in files("svmlab.conf").iterdir() if p.is_dir()} | {
+            key for key, node in ConfigStore.instance().repo.items() if isinstance(node, dict)}
         choices = [o.input_line for o in overrides if not o.is_sweep_override()
                    and (o.key_or_group in groups or "/" in o.key_or_group)]
         GlobalHydra.instance().clear()

@@ -32,10 +32,9 @@ from omegaconf import DictConfig, OmegaConf
 import svmlab
 from svmlab.app import sweep
 from svmlab.app.config import (build_estimator, check_dataset, check_typed_parts,
-                               composition_error_line, register_schema, unknown_key_hints)
+                               composition_error_line, register_configs, unknown_key_hints)
 from svmlab.errors import ConfigError, SvmlabError
 
-register_schema()
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
 # keys are checked against that schema; Hydra 1.3 does that but warns on every composition.
 warnings.filterwarnings("ignore",
@@ -305,6 +304,7 @@ def main() -> None:
     interruption (the runs it stopped have ended KILLED), and one line for a sweep stopped by
     its launcher (a crashed worker). With HYDRA_FULL_ERROR set (the user's setting wins), Hydra
     reports composition errors itself; it is set here so that they reach this function."""
+    register_configs()  # here, so that a solver imported before the run is an option too
     sweeping = bool({"-m", "--multirun"} & set(sys.argv[1:]))
     reporting = "HYDRA_FULL_ERROR" not in os.environ
     try:

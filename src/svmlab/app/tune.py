@@ -92,9 +92,9 @@ def compose_config(overrides: list[str]) -> tuple[DictConfig, dict, dict]:
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from svmlab.app.config import register_schema
+    from svmlab.app.config import register_configs
 
-    register_schema()
+    register_configs()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module("svmlab.conf", version_base="1.3"):

@@ -15,7 +15,8 @@ training file followed by the test file (``cat a9a a9a.t | sha256sum``); for emb
 the arrays as loaded; for synthetic data, of the generated arrays and the parameters. With
 ``Dataset.params`` and the seed it determines the returned arrays exactly.
 
-Hydra passes a ``conf/dataset/<name>.yaml`` file as ``load(**cfg.dataset, seed=..., ...)``.
+Hydra passes the ``dataset`` node (an entry's name and default parameters, generated at start,
+or a user's ``dataset/<name>.yaml``) as ``load(**cfg.dataset, seed=..., ...)``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The dataset registry: every name ``load`` accepts, each mapped to one entry.
 
-Adding a LIBSVM dataset means one row per file in ``libsvm_catalogue.tsv`` and one file
-``conf/dataset/<name>.yaml``; a generator or an embedded dataset is one entry in its module.
+Adding a LIBSVM dataset means one row per file in ``libsvm_catalogue.tsv``; a generator or an
+embedded dataset is one entry in its module. Each entry is the option ``dataset=<name>`` of
+``svmlab train`` (``svmlab.app.config.register_configs``).
 """
 
 from __future__ import annotations

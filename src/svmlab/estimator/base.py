@@ -50,7 +50,7 @@ from svmlab.estimator.objectives import primal_objectives
 from svmlab.estimator.trace import Trace
 from svmlab.estimator.validation import finite_csr_int32, listed, tiny_subset, two_classes
 
-__all__ = ["SVMClassifier", "Trace"]
+__all__ = ["SVMClassifier", "Trace", "declared_solvers"]
 
 #: the warm-ups this process has run, by (class, parameters, CSR input)
 _WARMED_UP: set[tuple] = set()
@@ -72,6 +72,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     _fit_decision: ClassVar[tuple | None] = None
     #: whether the trace reports test_accuracy on the eval_set given to `fit` (off the clock)
     traces_eval_set: ClassVar[bool] = False
+
+    # A solver declares itself on its class: `declared_solvers` finds every class that sets
+    # `name` in its own body (a base class sets none; a subclass that sets none is no solver of
+    # its own), `svmlab.solvers.registered` after importing every solver of svmlab.
+    #: ``solver=<name>`` selects it; its Hydra node is its ``__init__``'s defaults
+    name: ClassVar[str | None] = None
+    #: the parameter sets the conformance suite checks it with; the first one must fit small
+    #: problems quickly and tightly
+    test_config: ClassVar[tuple[dict, ...]] = ({},)
+    #: parameters that stop it long before its stopping rule can hold (a ConvergenceWarning)
+    test_truncated: ClassVar[dict] = {"max_iter": 1}
+    #: the parameter holding the certified relative gap its converged_ stands for (its default
+    #: at most 1e-2); None where converged_ follows another rule (the reference libraries' own
+    #: tolerances, budgeted solvers that run their epochs)
+    gap_tol: ClassVar[str | None] = None
 
     @property
     def records_(self) -> dict[str, dict[str, np.ndarray]]:
@@ -238,3 +253,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         tags.classifier_tags.multi_class = False
         tags.input_tags.sparse = True
         return tags
+
+
+def declared_solvers() -> dict[str, type[SVMClassifier]]:
+    """The solver classes imported so far, by ``name``, sorted: each SVMClassifier subclass that
+    sets ``name`` in its own body. ValueError for a name two classes declare."""
+    found: dict[str, type[SVMClassifier]] = {}
+    classes = [SVMClassifier]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        name = cls.__dict__.get("name")
+        if name is not None and found.setdefault(name, cls) is not cls:
+            raise ValueError(f"solver {name!r} is declared twice: by {found[name].__module__}."
+                             f"{found[name].__qualname__} and {cls.__module__}.{cls.__qualname__}")
+    return dict(sorted(found.items()))

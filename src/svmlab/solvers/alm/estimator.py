@@ -61,6 +61,11 @@ class SVMALM(LinearSVMClassifier):
     with trace_certificate or tol_gap, dual_<f>, gap_<f>, rel_gap_<f> (f: the formulation).
     """
 
+    name = "alm"
+    test_config = ({"inner_steps": 5, "tol": 0.0, "tol_gap": 1e-6, "max_iter": 5000},
+                   {"p": 1.5, "variant": "exact", "fit_intercept": False, "max_iter": 5000})
+    gap_tol = "tol_gap"
+
     _parameter_constraints: ClassVar[dict] = {
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "p": [Interval(Real, 1.0, None, closed="left")],

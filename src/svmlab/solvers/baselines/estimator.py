@@ -55,6 +55,9 @@ class Liblinear(LinearSVMClassifier):
     single row (see module docstring).
     """
 
+    name = "liblinear"
+    test_config = ({"tol": 1e-8, "max_iter": 100_000}, {"penalty": "l1"}, {"loss": "hinge"})
+
     _parameter_constraints: ClassVar[dict] = {
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "loss": [StrOptions({"hinge", "squared_hinge"})],
@@ -128,6 +131,9 @@ class Libsvm(KernelSVMClassifier):
     Its certificate uses LIBSVM's own dual point. The trace has a single row (see module
     docstring).
     """
+
+    name = "libsvm"
+    test_config = ({"tol": 1e-8}, {"kernel": "linear"}, {"kernel": "poly"})
 
     _parameter_constraints: ClassVar[dict] = {
         **KernelSVMClassifier._parameter_constraints,

@@ -295,6 +295,10 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
 class BSCA(BudgetedSVMClassifier):
     """Budgeted stochastic coordinate ascent on the no-bias dual (Algorithm 1 of the paper)."""
 
+    name = "bsca"
+    test_config = ({"random_state": 0, "budget": 30, "epochs": 3},
+                   {"random_state": 0, "budget": None, "epochs": 5, "kernel": "poly"})
+
     def _new_state(self, n):
         return np.zeros(n)
 
@@ -308,6 +312,9 @@ class BSCA(BudgetedSVMClassifier):
 
 class BSGD(BudgetedSVMClassifier):
     """Budgeted stochastic gradient descent (Pegasos with merging; Wang, Crammer, Vucetic)."""
+
+    name = "bsgd"
+    test_config = ({"random_state": 0, "budget": 30, "epochs": 3},)
 
     def _new_state(self, n):
         return np.zeros(n, np.int64)

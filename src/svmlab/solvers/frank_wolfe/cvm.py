@@ -29,6 +29,9 @@ class CoreVectorMachine(MEBSVMClassifier):
     """CVM: parameters as FrankWolfe's, plus eps_annealing and sampling_rounds (LibCVM: 7).
     stop='gap' needs sampling='full' (every point outside the core searched at each step)."""
 
+    name = "cvm"
+    test_config = ({"random_state": 0},)
+
     supported_kernels = ("rbf",)
     keeps_gradient = False
     _parameter_constraints: ClassVar[dict] = {

@@ -206,6 +206,10 @@ class FrankWolfe(MEBSVMClassifier):
     random_state.
     """
 
+    name = "fw"
+    test_config = ({"random_state": 0}, {"kernel": "linear", "max_iter": 500})
+    gap_tol = "eps"
+
     away_steps = False
     _parameter_constraints: ClassVar[dict] = {
         **MEBSVMClassifier._parameter_constraints,
@@ -242,5 +246,9 @@ class FrankWolfe(MEBSVMClassifier):
 class ModifiedFrankWolfe(FrankWolfe):
     """MFW: Frank-Wolfe with away and drop steps (Algorithm 3 of the paper, with the corrected
     away-step radius update). Same parameters as FrankWolfe."""
+
+    name = "mfw"
+    test_config = ({"random_state": 0},)
+    gap_tol = "eps"
 
     away_steps = True

@@ -49,6 +49,12 @@ class L1NewtonSVM(LinearSVMClassifier):
     path_coef_ (one row per mu).
     """
 
+    name = "l1_newton"
+    test_config = ({"lam": 1e-3, "mu": 1e-2, "eta": 1e-8, "alpha_min": 1e-6},
+                   {"lam": 0.0, "mu": 1e-2}, {"path": 3})
+    test_truncated = {"max_newton": 1}
+    gap_tol = "tol"
+
     _parameter_constraints: ClassVar[dict] = {
         "lam": [Interval(Real, 0.0, None, closed="left")],
         "mu": [Interval(Real, 0.0, None, closed="left")],

@@ -134,6 +134,11 @@ class NESVM(KernelSVMClassifier):
     F(w) - D(C u(w)), an upper bound on F(w) - F*.
     """
 
+    name = "nesvm"
+    test_config = ({}, {"model": "lpsvm", "fit_intercept": True}, {"model": "lssvm"},
+                   {"kernel": "rbf", "fit_intercept": True})
+    gap_tol = "eps"
+
     _parameter_constraints: ClassVar[dict] = {
         **KernelSVMClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="left")],

@@ -26,6 +26,10 @@ class Pegasos(LinearSVMClassifier):
     """Pegasos with lambda = 1/(n C): up to `epochs` x n steps (or `max_iter` steps), stopped
     when the certified relative gap of objective_hinge_l2 is at most `tol` (0: never)."""
 
+    name = "pegasos"
+    test_config = ({"random_state": 0}, {"projection": False, "random_state": 0})
+    gap_tol = "tol"
+
     _parameter_constraints: ClassVar[dict] = {
         "C": [Interval(Real, 0.0, None, closed="neither")],
         "epochs": [Interval(Integral, 1, None, closed="left")],
