@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -123,44 +122,48 @@ def libsvm_site(shared_libsvm):
     thread.join()
 
 
-NUMBA_CACHE = pytest.StashKey[list]()
+NUMBA_CACHE = pytest.StashKey[object]()
+NUMBA_READY = "SVMLAB_TEST_NUMBA_READY"  # the ready file's path, inherited by xdist's workers
 
 
 def pytest_sessionstart(session):
     """A run of the whole suite (no paths, no -k) starts filling numba's cache in parallel
-    processes (`support.numba_cache`) while the tests are collected."""
+    processes (`support.numba_cache`) while the tests are collected; under pytest-xdist the
+    controller does it once for all workers."""
     config = session.config
-    if config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword:
+    whole_suite = (config.args_source is pytest.Config.ArgsSource.TESTPATHS
+                   and not config.option.keyword)
+    if whole_suite and not hasattr(config, "workerinput"):
+        import tempfile
+
         from support import numba_cache
 
-        config.stash[NUMBA_CACHE] = [time.perf_counter(), *numba_cache.start()]
+        ready = Path(tempfile.mkdtemp(prefix="svmlab-numba-")) / "ready"
+        os.environ[NUMBA_READY] = str(ready)
+        config.stash[NUMBA_CACHE] = numba_cache.Filling(ready)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def numba_cache_filled(request):
-    """The first test waits until numba's cache is filled; a solver that failed there is left
-    to its own tests to show."""
-    filling = request.config.stash.get(NUMBA_CACHE, None)
-    if filling is not None and len(filling) == 3:
-        begun, pool, result = filling
-        errors = [error for error in result.get() if error]
-        pool.close()
-        pool.join()
-        filling[:] = [time.perf_counter() - begun, errors]
+def numba_cache_filled():
+    """The first test of each test process waits until numba's cache is filled; a solver that
+    failed there is left to its own tests to show."""
+    if ready := os.environ.get(NUMBA_READY):
+        from support import numba_cache
+
+        numba_cache.wait(Path(ready))
 
 
 def pytest_sessionfinish(session):
     filling = session.config.stash.get(NUMBA_CACHE, None)
-    if filling is not None and len(filling) == 3:  # no test ran (--collect-only, none selected)
-        filling[1].terminate()
+    if filling is not None and filling.seconds is None:  # no test waited for it
+        filling.stop()
 
 
 def pytest_terminal_summary(terminalreporter, config):
     filling = config.stash.get(NUMBA_CACHE, None)
-    if filling is not None and len(filling) == 2:
-        seconds, errors = filling
-        terminalreporter.write_line(f"numba cache filled in {seconds:.0f} s before the first "
-                                    f"test; failed: {'; '.join(errors) or 'none'}")
+    if filling is not None and filling.seconds is not None:
+        terminalreporter.write_line(f"numba cache filled in {filling.seconds:.0f} s; failed: "
+                                    f"{'; '.join(filling.errors) or 'none'}")
 
 
 def pytest_configure(config):

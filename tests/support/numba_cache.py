@@ -2,6 +2,10 @@
 processes: in a fresh clone nothing is compiled yet, and one process would compile every solver
 family in turn, each on first use, while the other cores wait.
 
+`Filling` runs the pool from the process that starts the suite (pytest's, or pytest-xdist's
+controller) and writes a ready file when it is done; every test process waits for that file
+before its first test, so that no two processes compile the same family.
+
 Each process takes the next family (the one with the most compiled functions first), fits each
 of its conformance parameter sets on a small problem, dense and CSR, and predicts: what numba
 compiles there it writes to its cache, from which the test process then loads it. Families share
@@ -12,8 +16,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 import warnings
-from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 
 from svmlab import solvers
@@ -27,12 +32,38 @@ def family(cls: type) -> str:
     return parts[2] if parts[:2] == ["svmlab", "solvers"] else ""
 
 
-def start(processes: int = 2) -> tuple[Pool, AsyncResult]:
-    """The pool and its result: per solver family, None or the error its fits raised."""
-    families = sorted({family(cls) for cls in solvers.registered().values()} - {""},
-                      key=compiled_functions, reverse=True)
-    pool = multiprocessing.get_context("spawn").Pool(min(processes, os.cpu_count() or 1))
-    return pool, pool.map_async(fit_family, families, chunksize=1)
+class Filling:
+    """The pool filling the cache, family by family, and the thread that writes ``ready`` (its
+    errors, one per line) once it is done; ``seconds`` and ``errors`` are then set."""
+
+    def __init__(self, ready: Path, processes: int = 2):
+        families = sorted({family(cls) for cls in solvers.registered().values()} - {""},
+                          key=compiled_functions, reverse=True)
+        self.ready, self.seconds, self.errors = ready, None, None
+        self._begun = time.perf_counter()
+        self._pool = multiprocessing.get_context("spawn").Pool(min(processes, os.cpu_count() or 1))
+        self._result = self._pool.map_async(fit_family, families, chunksize=1)
+        threading.Thread(target=self._finish, daemon=True).start()
+
+    def _finish(self) -> None:
+        try:
+            errors = [error for error in self._result.get() if error]
+        except Exception as exc:  # the pool was terminated, or a process died
+            errors = [f"{type(exc).__name__}: {exc}"]
+        self.seconds, self.errors = time.perf_counter() - self._begun, errors
+        self._pool.close()
+        self.ready.write_text("\n".join(errors))
+
+    def stop(self) -> None:
+        """End the pool (a suite that ran no test does not wait for it)."""
+        self._pool.terminate()
+
+
+def wait(ready: Path, timeout_s: float = 3600) -> None:
+    """Until ``ready`` exists (the safety timeout only guards against a lost controller)."""
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def compiled_functions(name: str) -> int:
