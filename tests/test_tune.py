@@ -248,6 +248,33 @@ def test_two_machines_share_one_study_on_postgresql(tmp_path):
         check_shared_study(tmp_path, study_of(tmp_path, storage=database), 4)
 
 
+def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path):
+    """BSGD traces its validation accuracy once per epoch: a pruner that stops every trial at its
+    first report stops the fit after one epoch of five."""
+    parser = argparse.ArgumentParser()
+    tune_module.add_parser(parser.add_subparsers())
+    args = parser.parse_args(tune_args(tmp_path, "--cv", "2", "solver=bsgd", "kernel=rbf",
+                                       "solver.epochs=5", "solver.budget=20",
+                                       "solver.C=interval(0.5, 2.0)"))
+    setup = tune_module.prepare(args)
+    tune_module.load_folds(setup)
+    study = optuna.create_study(direction="maximize", pruner=optuna.pruners.ThresholdPruner(1.01))
+    study.optimize(lambda trial: tune_module.run_trial(setup, trial), n_trials=1)
+
+    [trial] = study.trials
+    assert trial.state == TrialState.PRUNED and list(trial.intermediate_values) == [0]
+    [run] = by_role(runs_of(tmp_path), "trial")
+    n_train = len(setup.folds[0][0])
+    assert run.info.status == "FINISHED" and run.data.tags["svmlab.trial_state"] == "PRUNED"
+    assert {k: run.data.tags[f"svmlab.pruned_at_{k}"] for k in ("step", "fold", "iteration")} \
+        == {"step": "0", "fold": "0", "iteration": str(n_train)}  # after the first epoch
+    assert run.data.metrics["checkpoint_accuracy"] == trial.intermediate_values[0]
+    history = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
+        run.info.run_id, "trace/test_accuracy")  # the fold's validation accuracy, by iteration
+    assert [(m.step, m.value) for m in history] == [(n_train, trial.intermediate_values[0])]
+    assert "n_folds" not in run.data.metrics
+
+
 def test_a_failing_fit_fails_its_trial_and_a_study_without_a_complete_trial_fails(tmp_path,
                                                                                     capsys):
     assert tune(tmp_path, "--trials", "1", "--cv", "2", "solver=nan_trace",
