@@ -8,7 +8,16 @@ workers on several machines) and one parent MLflow run (``svmlab.tracking.study`
 composes the config (the fixed overrides and its sampled values), scores it by K-fold
 cross-validation on the training set (or one stratified hold-out split), and logs params, fold
 scores, traces and certified gaps on its nested run. After each fold the trial reports the mean
-score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED). The
+score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED).
+
+Pruning inside a fit: a solver whose ``fit`` takes ``eval_set`` traces its accuracy on the
+fold's validation rows once per epoch, off its clock; with ``--metric accuracy`` its first trace
+rows are checkpoints (``fit_fold``), and the trace callback stops the fit when the pruner says
+so. The reported value is that validation score, a forecast of the trial's final score that the
+pruner can compare across trials at one step (the same folds, the same epochs of training). The
+certified gap and the primal objective are not: the gap measures the optimisation, not the
+model's accuracy (a large C converges slowly and may win), and the objective's scale changes
+with C. Solvers whose rows carry no validation score are pruned at fold ends only. The
 invocation that opened the study ends with the best trial's config, a refit on the whole
 training set (an ordinary ``svmlab train`` run, nested too) and Optuna's plots on the parent.
 
