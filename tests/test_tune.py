@@ -248,7 +248,7 @@ def test_two_machines_share_one_study_on_postgresql(tmp_path):
         check_shared_study(tmp_path, study_of(tmp_path, storage=database), 4)
 
 
-def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store):
+def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store, capsys):
     """BSGD traces its validation accuracy once per epoch: a hopeless kernel width (every kernel
     value ~0, so f = 0 everywhere) is below the median of a sound trial at the first checkpoint,
     and its fit stops after one epoch of five."""
@@ -278,6 +278,8 @@ def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store):
         == {"step": "0", "fold": "0", "iteration": str(n_train)}  # after the first epoch
     assert run.data.metrics["checkpoint_accuracy"] == hopeless.intermediate_values[0]
     assert "n_folds" not in run.data.metrics
+    assert f"trial 1 PRUNED in fold 1 at iteration {n_train}: checkpoint_accuracy=" \
+        in capsys.readouterr().out
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     steps = [[m.step for m in client.get_metric_history(r.info.run_id, "trace/test_accuracy")]
              for r in (runs["0"], run)]  # the first fold's trace, by iteration

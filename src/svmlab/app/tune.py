@@ -366,7 +366,8 @@ def run_trial(setup: Setup, trial) -> float:
     where = (f"in fold {pruned[PRUNED_FOLD_TAG] + 1} at iteration {pruned[PRUNED_ITERATION_TAG]}"
              if PRUNED_ITERATION_TAG in pruned else f"after fold {len(scores)}")
     state = f"PRUNED {where}" if pruned else "COMPLETE"
-    print(f"trial {trial.number} {state}: cv_{metric}={score:.4f}  {shown}  "
+    scored = f"cv_{metric}={score:.4f}" if scores else f"checkpoint_{metric}={reports[-1][1]:.4f}"
+    print(f"trial {trial.number} {state}: {scored}  {shown}  "
           f"({time.perf_counter() - start:.1f} s)", flush=True)
     if pruned:
         raise optuna.TrialPruned(f"pruned {where}")
