@@ -248,6 +248,44 @@ def test_two_machines_share_one_study_on_postgresql(tmp_path):
         check_shared_study(tmp_path, study_of(tmp_path, storage=database), 4)
 
 
+def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store, capsys):
+    """BSGD traces its validation accuracy once per epoch: a hopeless kernel width (every kernel
+    value ~0, so f = 0 everywhere) is below the median of a sound trial at the first checkpoint,
+    and its fit stops after one epoch of five."""
+    parser = argparse.ArgumentParser()
+    tune_module.add_parser(parser.add_subparsers())
+    args = parser.parse_args(tune_args(tmp_path, "--cv", "2", "solver=bsgd", "kernel=rbf",
+                                       "solver.epochs=5", "solver.budget=20",
+                                       "kernel.gamma=tag(log, interval(1e-3, 1e3))"))
+    setup = tune_module.prepare(args)
+    tune_module.load_folds(setup)
+    study = optuna.create_study(direction="maximize",
+                                pruner=optuna.pruners.MedianPruner(n_startup_trials=1))
+    study.enqueue_trial({"kernel.gamma": 0.03})
+    study.enqueue_trial({"kernel.gamma": 1e3})
+    study.optimize(lambda trial: tune_module.run_trial(setup, trial), n_trials=2)
+
+    sound, hopeless = study.trials
+    assert (sound.state, hopeless.state) == (TrialState.COMPLETE, TrialState.PRUNED)
+    assert sorted(sound.intermediate_values) == [0, 1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 15]
+    assert list(hopeless.intermediate_values) == [0]
+    assert hopeless.intermediate_values[0] < sound.intermediate_values[0] - 0.3
+    runs = {r.data.tags["svmlab.trial"]: r for r in by_role(runs_of(tmp_path), "trial")}
+    run, n_train = runs["1"], len(setup.folds[0][0])
+    assert run.info.status == "FINISHED" and run.data.tags["svmlab.trial_state"] == "PRUNED"
+    assert runs["0"].data.tags["svmlab.trial_state"] == "COMPLETE"
+    assert {k: run.data.tags[f"svmlab.pruned_at_{k}"] for k in ("step", "fold", "iteration")} \
+        == {"step": "0", "fold": "0", "iteration": str(n_train)}  # after the first epoch
+    assert run.data.metrics["checkpoint_accuracy"] == hopeless.intermediate_values[0]
+    assert "n_folds" not in run.data.metrics
+    assert f"trial 1 PRUNED in fold 1 at iteration {n_train}: checkpoint_accuracy=" \
+        in capsys.readouterr().out
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    steps = [[m.step for m in client.get_metric_history(r.info.run_id, "trace/test_accuracy")]
+             for r in (runs["0"], run)]  # the first fold's trace, by iteration
+    assert steps == [[n_train * e for e in range(1, 6)], [n_train]]
+
+
 def test_a_failing_fit_fails_its_trial_and_a_study_without_a_complete_trial_fails(tmp_path,
                                                                                     capsys):
     assert tune(tmp_path, "--trials", "1", "--cv", "2", "solver=nan_trace",

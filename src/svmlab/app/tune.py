@@ -8,7 +8,16 @@ workers on several machines) and one parent MLflow run (``svmlab.tracking.study`
 composes the config (the fixed overrides and its sampled values), scores it by K-fold
 cross-validation on the training set (or one stratified hold-out split), and logs params, fold
 scores, traces and certified gaps on its nested run. After each fold the trial reports the mean
-score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED). The
+score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED).
+
+Pruning inside a fit: a solver whose ``fit`` takes ``eval_set`` traces its accuracy on the
+fold's validation rows once per epoch, off its clock; with ``--metric accuracy`` its first trace
+rows are checkpoints (``fit_fold``), and the trace callback stops the fit when the pruner says
+so. The reported value is that validation score, a forecast of the trial's final score that the
+pruner can compare across trials at one step (the same folds, the same epochs of training). The
+certified gap and the primal objective are not: the gap measures the optimisation, not the
+model's accuracy (a large C converges slowly and may win), and the objective's scale changes
+with C. Solvers whose rows carry no validation score are pruned at fold ends only. The
 invocation that opened the study ends with the best trial's config, a refit on the whole
 training set (an ordinary ``svmlab train`` run, nested too) and Optuna's plots on the parent.
 
@@ -49,6 +58,12 @@ RETRY_ATTR = "svmlab.retry_of"
 REFIT_METRICS = ("test_accuracy", "train_accuracy", "fit_time_s")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)  # the trials --trials counts
 RUN_ATTR = "mlflow_run_id"
+#: steps of one fold in a trial's intermediate values: up to CHECKPOINTS - 1 mid-fit checkpoints
+#: (the first trace rows of its fit), then the fold's end
+CHECKPOINTS = 8
+#: the trace column that holds a metric's validation score at a checkpoint: a solver whose
+#: ``fit`` takes ``eval_set`` traces the accuracy on it, off its clock, once per epoch
+CHECKPOINT_COLUMNS = {"accuracy": "test_accuracy"}
 
 
 def add_parser(sub) -> None:
@@ -238,11 +253,53 @@ def fold_score(metric: str, estimator, X, y) -> float:
     return float(scorer(y, estimator.predict(X)))
 
 
-def run_trial(setup: Setup, trial) -> float:
-    """Score the trial's config fold by fold on its nested run; raises TrialPruned when the
-    pruner stops it."""
+class FitPruned(Exception):
+    """Raised from a fit's trace callback: the pruner stopped the trial at a checkpoint."""
+
+
+def fit_fold(setup: Setup, trial, estimator, k: int) -> tuple[object, dict, list, int | None]:
+    """Fit fold k: (the fitted estimator, or None when pruned mid-fit; its trace columns; the
+    (step, value) reports of its checkpoints; the iteration it was pruned at, or None).
+
+    Where the solver traces the validation score (its ``fit`` takes ``eval_set`` and the metric
+    has a column in ``CHECKPOINT_COLUMNS``), the fit's first ``CHECKPOINTS - 1`` trace rows are
+    checkpoints: each reports its score at step ``k * CHECKPOINTS + row`` and the fit stops when
+    the pruner says so.
+    """
+    import inspect
+
     import numpy as np
     from sklearn.base import clone
+
+    data, (train, valid) = setup.dataset, setup.folds[k]
+    column = CHECKPOINT_COLUMNS.get(setup.args.metric)
+    fold = clone(estimator)
+    traced = column is not None and "eval_set" in inspect.signature(fold.fit).parameters
+    rows, reports = [], []
+
+    def checkpoint(row: dict) -> None:
+        rows.append(row)
+        if len(rows) < CHECKPOINTS:
+            step = k * CHECKPOINTS + len(rows) - 1
+            reports.append((step, row[column]))
+            trial.report(row[column], step)
+            if trial.should_prune():
+                raise FitPruned(row["iteration"])
+
+    extra = {"eval_set": (data.X_train[valid], data.y_train[valid])} if traced else {}
+    try:
+        fold.fit(data.X_train[train], data.y_train[train],
+                 callback=checkpoint if traced else None, **extra)
+    except FitPruned as stop:  # the rows so far are the fold's trace
+        trace = {name: np.array([row[name] for row in rows]) for name in rows[0]}
+        return None, trace, reports, stop.args[0]
+    return fold, fold.trace_.columns(), reports, None
+
+
+def run_trial(setup: Setup, trial) -> float:
+    """Score the trial's config fold by fold on its nested run; raises TrialPruned when the
+    pruner stops it, mid-fit at a checkpoint or after a fold."""
+    import numpy as np
 
     from svmlab.app.config import build_estimator
     from svmlab.app.evaluation import check_trace_finite
@@ -250,7 +307,8 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.app.train import RunContext, fit_tags, run_tags
     from svmlab.lifecycle import this_process
     from svmlab.tracking.runs import Tracker, flatten
-    from svmlab.tracking.study import PRUNED_AT_TAG, STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG
+    from svmlab.tracking.study import (PRUNED_AT_TAG, PRUNED_FOLD_TAG, PRUNED_ITERATION_TAG,
+                                       STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG)
     from svmlab.tracking.sweeps import ROLE_TAG
 
     start = time.perf_counter()
@@ -261,7 +319,7 @@ def run_trial(setup: Setup, trial) -> float:
     estimator = build_estimator(cfg)
     metric, data = setup.args.metric, setup.dataset
     context = RunContext(choices=choices, overrides=setup.fixed, parent_run_id=setup.parent_run_id)
-    scores, pruned_at = [], None
+    scores, pruned, fitted = [], {}, None
     with Tracker(cfg.tracking.uri, cfg.tracking.experiment, f"{setup.name}-trial{trial.number}",
                  parent_run_id=setup.parent_run_id) as tracker:
         trial.set_user_attr(RUN_ATTR, tracker.run_id)
@@ -270,12 +328,18 @@ def run_trial(setup: Setup, trial) -> float:
         tracker.log_params(flatten(OmegaConf.to_container(cfg, resolve=True)))
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
         fit_times, gaps = [], {}
-        for k, (train, valid) in enumerate(setup.folds):
-            fold = clone(estimator).fit(data.X_train[train], data.y_train[train])
-            trace = fold.trace_.columns()
+        for k, (_, valid) in enumerate(setup.folds):
+            fold, trace, reports, iteration = fit_fold(setup, trial, estimator, k)
             check_trace_finite(trace)
             (tracker.log_trace(trace) if k == 0 else  # the first fold's trace as histories too
              tracker.log_columns(trace, f"trace/fold{k}.parquet"))
+            for step, value in reports:
+                tracker.log_metrics({f"checkpoint_{metric}": value}, step=step)
+            if fold is None:
+                pruned = {PRUNED_AT_TAG: reports[-1][0], PRUNED_FOLD_TAG: k,
+                          PRUNED_ITERATION_TAG: iteration}
+                break
+            fitted = fold
             scores.append(fold_score(metric, fold, data.X_train[valid], data.y_train[valid]))
             fit_times.append(fold.fit_time_s_)
             certified = fold.certificate_.metrics() if fold.certificate_ else {}
@@ -283,24 +347,30 @@ def run_trial(setup: Setup, trial) -> float:
                 gaps.setdefault(name, []).append(value)
             tracker.log_metrics({f"cv_{metric}": scores[-1], "fold_fit_time_s": fit_times[-1],
                                  **{f"fold_{n}": v for n, v in certified.items()}}, step=k)
-            trial.report(float(np.mean(scores)), k)
+            step = (k + 1) * CHECKPOINTS - 1  # the fold's end: after its checkpoints
+            trial.report(float(np.mean(scores)), step)
             if k < len(setup.folds) - 1 and trial.should_prune():
-                pruned_at = k
+                pruned = {PRUNED_AT_TAG: step, PRUNED_FOLD_TAG: k}
                 break
-        tracker.set_tags(fit_tags(fold) | {TRIAL_STATE_TAG: "PRUNED" if pruned_at is not None
-                                           else "COMPLETE", PRUNED_AT_TAG: pruned_at})
-        score = float(np.mean(scores))
-        tracker.log_metrics({f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
-                             "fit_time_s": float(np.sum(fit_times)), "n_folds": len(scores)}
-                            | {f"max_{n}": max(v) for n, v in gaps.items()
-                               if n.startswith("rel_gap_")}, step=len(scores) - 1)
+        tracker.set_tags((fit_tags(fitted) if fitted else {}) | pruned | {
+            TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"})
+        score = float(np.mean(scores)) if scores else float("nan")
+        if scores:
+            tracker.log_metrics(
+                {f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
+                 "fit_time_s": float(np.sum(fit_times)), "n_folds": len(scores)}
+                | {f"max_{n}": max(v) for n, v in gaps.items() if n.startswith("rel_gap_")},
+                step=len(scores) - 1)
     shown = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                       for k, v in values.items())
-    state = f"PRUNED after fold {pruned_at + 1}" if pruned_at is not None else "COMPLETE"
-    print(f"trial {trial.number} {state}: cv_{metric}={score:.4f}  {shown}  "
+    where = (f"in fold {pruned[PRUNED_FOLD_TAG] + 1} at iteration {pruned[PRUNED_ITERATION_TAG]}"
+             if PRUNED_ITERATION_TAG in pruned else f"after fold {len(scores)}")
+    state = f"PRUNED {where}" if pruned else "COMPLETE"
+    scored = f"cv_{metric}={score:.4f}" if scores else f"checkpoint_{metric}={reports[-1][1]:.4f}"
+    print(f"trial {trial.number} {state}: {scored}  {shown}  "
           f"({time.perf_counter() - start:.1f} s)", flush=True)
-    if pruned_at is not None:
-        raise optuna.TrialPruned(f"pruned after fold {pruned_at + 1}")
+    if pruned:
+        raise optuna.TrialPruned(f"pruned {where}")
     return score
 
 
@@ -334,7 +404,7 @@ def open_study(setup: Setup):
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         storage = optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=60,
                                              grace_period=int(setup.cfg.tracking.stale_after_s))
-    n_steps = len(setup.folds)
+    n_steps = len(setup.folds) * CHECKPOINTS
     pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
               "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
               "successive_halving": lambda: optuna.pruners.SuccessiveHalvingPruner(),

@@ -22,7 +22,9 @@ STUDY_TAG = "svmlab.study"
 STORAGE_TAG = "svmlab.study_storage"
 TRIAL_TAG = "svmlab.trial"
 TRIAL_STATE_TAG = "svmlab.trial_state"  # COMPLETE, PRUNED or FAIL, as Optuna has it
-PRUNED_AT_TAG = "svmlab.pruned_at_step"
+PRUNED_AT_TAG = "svmlab.pruned_at_step"  # the step of the last value reported to the pruner
+PRUNED_FOLD_TAG = "svmlab.pruned_at_fold"  # the fold (from 0) being fitted or just scored
+PRUNED_ITERATION_TAG = "svmlab.pruned_at_iteration"  # the trace's iteration, when pruned mid-fit
 REFIT_TAG = "svmlab.refit_run_id"
 REFIT_TRIAL_TAG = "svmlab.refit_trial"  # the trial whose config the refit trained
 
