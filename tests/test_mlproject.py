@@ -25,8 +25,8 @@ def mlflow_run(store, *args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_manager", [[], ["--env-manager", "uv"], ["--env-manager", "local"]],
-                         ids=["virtualenv-default", "uv", "local"])
+@pytest.mark.parametrize("env_manager", [[], ["--env-manager", "uv"]],
+                         ids=["virtualenv-default", "uv"])  # `local`: the tests below
 def test_mlflow_run_with_overrides(store, tmp_path, env_manager):
     overrides = f"solver=liblinear solver.C=0.5 seed=4 hydra.run.dir={tmp_path}/outputs"
     result = mlflow_run(store, "-P", f"overrides={overrides}", "--experiment-name", "svmlab",

@@ -118,7 +118,7 @@ def by_role(runs: list, role: str) -> list:
 # -- end to end ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path, capsys):
+def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path, store, capsys):
     space = ("--sampler", "random", "--cv", "3", "solver=liblinear")
     assert tune(tmp_path, "--trials", "2", "--no-refit", *space, "solver.C=interval(0.5, 2)") == 0
     assert tune(tmp_path, "--trials", "3", "--no-refit", *space, "solver.C=interval(0.5, 2)") == 0
@@ -158,7 +158,7 @@ def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path,
 
 
 @pytest.mark.slow
-def test_a_trial_killed_mid_fit_is_failed_in_optuna_and_mlflow_and_trained_again(tmp_path):
+def test_a_trial_killed_mid_fit_is_failed_in_optuna_and_mlflow_and_trained_again(tmp_path, store):
     started, stop = tmp_path / "started", tmp_path / "stop"
     args = ("--trials", "2", "--cv", "2", "--no-refit", "--sampler", "grid", "solver=slow",
             f"+solver.started_file={started}", f"+solver.stop_file={stop}",
@@ -228,7 +228,7 @@ def check_shared_study(folder: Path, study: optuna.Study, wanted: int) -> None:
 
 
 @pytest.mark.slow
-def test_two_workers_share_one_study_on_sqlite(tmp_path):
+def test_two_workers_share_one_study_on_sqlite(tmp_path, store):
     stop, args = blocked_fits(tmp_path)
     worker = tune_process(tmp_path, "--jobs", "2", *args, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
@@ -237,7 +237,7 @@ def test_two_workers_share_one_study_on_sqlite(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_machines_share_one_study_on_postgresql(tmp_path):
+def test_two_machines_share_one_study_on_postgresql(tmp_path, store):
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql package)")
     stop, args = blocked_fits(tmp_path)
@@ -286,7 +286,7 @@ def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store, capsys
     assert steps == [[n_train * e for e in range(1, 6)], [n_train]]
 
 
-def test_a_failing_fit_fails_its_trial_and_a_study_without_a_complete_trial_fails(tmp_path,
+def test_a_failing_fit_fails_its_trial_and_a_study_without_a_complete_trial_fails(tmp_path, store,
                                                                                     capsys):
     assert tune(tmp_path, "--trials", "1", "--cv", "2", "solver=nan_trace",
                 "solver.C=interval(0.5, 2.0)") == 1
