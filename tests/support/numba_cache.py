@@ -52,6 +52,7 @@ class Filling:
             errors = [f"{type(exc).__name__}: {exc}"]
         self.seconds, self.errors = time.perf_counter() - self._begun, errors
         self._pool.close()
+        self._pool.join()
         self.ready.write_text("\n".join(errors))
 
     def stop(self) -> None:
