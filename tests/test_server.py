@@ -13,7 +13,7 @@ from support.runs import child_env, copy_store, train_args
 from support.servers import postgres_bin, postgres_cluster, tracking_server
 from svmlab import data
 from svmlab.tracking.queries import load_trace
-from svmlab.tracking.server import server_command
+from svmlab.tracking.server import server_command, server_environment
 
 
 def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProcess:
@@ -83,6 +83,13 @@ def test_server_command_listens_on_loopback_with_served_artifacts(tmp_path):
     assert command[command.index("--host") + 1] == "127.0.0.1"
     assert "--serve-artifacts" in command
     assert command[command.index("--artifacts-destination") + 1] == str(tmp_path / "a")
+
+
+def test_the_server_starts_no_job_runner_unless_asked(monkeypatch):
+    monkeypatch.delenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", raising=False)
+    assert server_environment()["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
+    monkeypatch.setenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "true")
+    assert server_environment()["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "true"
 
 
 def test_server_refuses_an_unreachable_database_at_once(refused_url):

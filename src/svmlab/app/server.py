@@ -37,5 +37,5 @@ def run_server(args: argparse.Namespace) -> int:
                                     args.host, args.port, args.workers)
     print(f"tracking server: http://{args.host}:{args.port}  "
           f"(train with tracking.uri=http://{args.host}:{args.port})", flush=True)
-    os.execv(command[0], command)
-    return 0  # not reached: execv does not return
+    os.execve(command[0], command, server.server_environment())
+    return 0  # not reached: execve does not return

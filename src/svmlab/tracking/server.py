@@ -30,6 +30,13 @@ def server_command(backend_store_uri: str, artifacts: str | os.PathLike, host: s
             "--host", host, "--port", str(port), "--workers", str(workers)]
 
 
+def server_environment() -> dict[str, str]:
+    """This process's environment, with MLflow's job execution off unless it is asked for:
+    it starts a job runner and several Huey consumers (each a Python process importing MLflow)
+    for GenAI scoring jobs, which svmlab never submits."""
+    return {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"} | dict(os.environ)
+
+
 def prepare_backend(backend_store_uri: str) -> None:
     """Create or upgrade the store's schema now; SvmlabError if the URI is not a database's or
     the database is unreachable."""
