@@ -4,6 +4,8 @@ A run is ended by the process that opened it. When that process dies without end
 out of memory, a lost node, a store that was down at the end), the run would stay RUNNING for
 good. The reap ends such a run KILLED, with the reason in tag ``svmlab.error``, when
 
+- it ran as a SLURM job (tag ``svmlab.slurm_job``) that SLURM, asked from this machine, says
+  has ended (cancelled, timed out, failed, its node lost: ``squeue``, then ``sacct``), or
 - its process ran on this host and is gone (its pid is free, or taken by a process started at
   another time), or
 - it ran on another host (or says not where) and its heartbeat (``svmlab.tracking.liveness``;
@@ -27,7 +29,8 @@ from mlflow.entities import Run, RunStatus, ViewType
 
 from svmlab.errors import SvmlabError
 from svmlab.tracking import figures
-from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive,
+from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
+                                      SLURM_JOB_TAG, SLURM_LIVE_STATES, is_alive, slurm_job_state,
                                       tag_time)
 from svmlab.tracking.queries import experiment_ids
 from svmlab.tracking.runs import ERROR_TAG
@@ -46,6 +49,10 @@ def last_sign_of_life(run: Run) -> float:
 def why_dead(run: Run, stale_after_s: float, now: float) -> str | None:
     """Why a RUNNING run has no process behind it any more, or None if it may still run."""
     tags = run.data.tags
+    job = tags.get(SLURM_JOB_TAG)
+    state = slurm_job_state(job) if job else None
+    if state is not None and state not in SLURM_LIVE_STATES:  # SLURM's word, from any machine
+        return f"its SLURM job {job} ended {state}"
     host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
     alive = is_alive(host, pid, tags.get(PID_STARTED_TAG))
     if alive is not None:  # its process is on this host: seen, not guessed from silence
@@ -108,6 +115,21 @@ def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
     for run in list(running_runs(client, [parent.info.experiment_id],
                                  f"tags.`mlflow.parentRunId` = '{parent_run_id}'")):
         kill(client, run, reason, time.time())
+
+
+def end_job_run(uri: str | None, parent_run_id: str, job_num: int, reason: str) -> Run | None:
+    """The run of job ``job_num`` of a sweep, ended KILLED with ``reason`` if it was still
+    RUNNING (its job ended without ending it); None when the job left no run."""
+    client = MlflowClient(resolved_uri(uri))
+    parent = client.get_run(parent_run_id)
+    found = client.search_runs([parent.info.experiment_id],
+                               f"tags.`mlflow.parentRunId` = '{parent_run_id}' and "
+                               f"tags.`svmlab.job_num` = '{job_num}'", ViewType.ACTIVE_ONLY)
+    if not found:
+        return None
+    if found[0].info.status == "RUNNING":
+        kill(client, found[0], reason, time.time())
+    return client.get_run(found[0].info.run_id)
 
 
 def add_parser(sub) -> None:

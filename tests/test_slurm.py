@@ -1,0 +1,165 @@
+"""Sweeps on a real SLURM cluster (tests/cluster/slurm.sh: one node on this machine) into a real
+`svmlab server` on PostgreSQL: the jobs of a sweep as one job array, a job cancelled with
+`scancel` and the sweep resumed, a run whose SLURM job ended reaped from any machine.
+
+Skipped where SLURM's commands are missing or no node is up; .ci/run installs Debian's packages
+and starts the cluster. The sweeps use the launcher preset of docs/sweeps.md
+(tests/support/conf/hydra/launcher/cluster.yaml), as the recipe there runs them.
+"""
+
+import shutil
+import subprocess
+import time
+
+import pytest
+from mlflow import MlflowClient
+
+from support.runs import child_env
+from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
+from support.waiting import wait_for
+from svmlab.app import cli
+from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
+                                      SLURM_JOB_TAG, iso_time, slurm_job_state)
+
+pytestmark = pytest.mark.slurm
+SWEEP_S = 900  # a sweep of the cluster's jobs ends within this (a safety net)
+LAUNCHER = ("-m", "hydra/launcher=cluster", "tracking.log_model=false")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> str:
+    """The name of an idle or busy node of the local SLURM cluster; skips without one."""
+    if not (shutil.which("sbatch") and shutil.which("sinfo")):
+        pytest.skip("SLURM is not installed (.ci/run installs Debian's slurm packages and "
+                    "starts tests/cluster/slurm.sh)")
+    nodes = subprocess.run(["sinfo", "--noheader", "--format=%n %t"], capture_output=True,
+                           text=True, timeout=60, check=False)
+    up = [line.split()[0] for line in nodes.stdout.splitlines()
+          if line.split()[1].rstrip("*~#") in ("idle", "mix", "alloc")]
+    if nodes.returncode != 0 or not up:
+        pytest.skip(f"no SLURM node is up (tests/cluster/slurm.sh start): "
+                    f"{(nodes.stderr or nodes.stdout).strip() or 'sinfo lists none'}")
+    return up[0]
+
+
+@pytest.fixture(scope="module")
+def server(cluster, tmp_path_factory) -> str:
+    """The URL of a `svmlab server` on a throwaway PostgreSQL cluster."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql package)")
+    folder = tmp_path_factory.mktemp("slurm-server")
+    with postgres_cluster() as database, tracking_server(database, folder / "artifacts") as url:
+        yield url
+
+
+def sweep_runs(url: str, experiment: str) -> tuple[list, list]:
+    """The experiment's sweep parent runs and its other runs, oldest first."""
+    client = MlflowClient(url)
+    found = client.search_runs([client.get_experiment_by_name(experiment).experiment_id],
+                               order_by=["attributes.start_time ASC"])
+    parents = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"]
+    return parents, [r for r in found if r not in parents]
+
+
+def sweep(url: str, folder, *overrides: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen(train_command(url, folder, *LAUNCHER, *overrides), env=child_env(),
+                            cwd=folder, text=True, **popen)
+
+
+@pytest.mark.slow
+def test_a_sweep_runs_as_one_job_array_into_a_postgresql_server(server, tmp_path):
+    seeds = "seed=" + ",".join(map(str, range(12)))
+    proc = sweep(server, tmp_path, "solver=liblinear", seeds, "tracking.experiment=array",
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.communicate(timeout=SWEEP_S)[0]
+    assert proc.returncode == 0, out
+    assert "12 jobs: 12 finished, 0 failed" in out
+
+    (parent,), children = sweep_runs(server, "array")
+    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 12
+    assert parent.data.params["sweep.launcher"] == "SlurmLauncher"
+    assert {r.info.status for r in children} == {"FINISHED"}
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent.info.run_id}
+    assert sorted(int(r.data.tags["seed"]) for r in children) == list(range(12))
+    jobs = {r.data.tags["svmlab.job_num"]: r.data.tags[SLURM_JOB_TAG] for r in children}
+    (array,) = {job.split("_")[0] for job in jobs.values()}  # one array, task n runs job n
+    assert jobs == {str(n): f"{array}_{n}" for n in range(12)}
+    assert {slurm_job_state(job) for job in jobs.values()} == {"COMPLETED"}
+
+
+@pytest.mark.slow
+def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_once(
+        server, tmp_path):
+    started, stop = tmp_path / "started", tmp_path / "stop"
+    started.mkdir()
+    jobs = ("solver=slow", "seed=0,1", f"+solver.stop_file={stop}",
+            f"+solver.started_file={started}/" + "${seed}", "tracking.experiment=cancel")
+    out = open(tmp_path / "out.txt", "w")
+    proc = sweep(server, tmp_path, *jobs, stdout=out, stderr=subprocess.STDOUT)
+    wait_for((started / "1").exists, "job #1 to start its fit")
+    client = MlflowClient(server)
+    (run,) = [r for r in sweep_runs(server, "cancel")[1] if r.data.tags["seed"] == "1"]
+    job = run.data.tags[SLURM_JOB_TAG]
+    assert slurm_job_state(job) == "RUNNING"
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    wait_for(lambda: client.get_run(run.info.run_id).info.status == "KILLED", "its run to end")
+    stop.touch()  # job #0 finishes
+    assert proc.wait(timeout=SWEEP_S) == 1, (tmp_path / "out.txt").read_text()
+    assert slurm_job_state(job) == "CANCELLED"
+
+    killed = client.get_run(run.info.run_id)
+    assert "SIGTERM" in killed.data.tags["svmlab.error"]
+    (parent,), children = sweep_runs(server, "cancel")
+    assert parent.info.status == "FAILED"
+    metrics = parent.data.metrics
+    assert (metrics["jobs_finished"], metrics["jobs_killed"], metrics["jobs_failed"]) == (1, 1, 0)
+    table = client.download_artifacts(parent.info.run_id, "jobs.tsv", str(tmp_path))
+    (line,) = [row for row in open(table).read().splitlines() if row.startswith("1\t")]
+    assert f"KILLED\t\t0.000\t{run.info.run_id}\tits SLURM job {job} ended CANCELLED" in line
+    assert f"killed: #1 slow-breast_cancer-linear-seed1: its SLURM job {job}" in (
+        tmp_path / "out.txt").read_text()
+
+    proc = sweep(server, tmp_path, *jobs, "+resume=true", stdout=subprocess.PIPE,
+                 stderr=subprocess.STDOUT)
+    resumed = proc.communicate(timeout=SWEEP_S)[0]
+    assert proc.returncode == 0, resumed
+    assert "2 jobs: 1 finished, 0 failed, 1 skipped" in resumed
+    _, children = sweep_runs(server, "cancel")
+    finished = sorted(r.data.tags["seed"] for r in children if r.info.status == "FINISHED")
+    assert finished == ["0", "1"]  # one per config
+    assert [r.info.status for r in children if r.data.tags["seed"] == "1"] == [
+        "KILLED", "FINISHED"]
+    assert not [r for r in MlflowClient(server).search_runs(
+        [killed.info.experiment_id], "attributes.status = 'RUNNING'")]
+
+
+def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, tmp_path,
+                                                                capsys):
+    """A run of a job on another node, alive by its heartbeat: only SLURM can tell that its
+    job has ended, and `svmlab runs reap` asks it; the launcher has no part in it."""
+    submitted = subprocess.run(["sbatch", "--parsable", f"--output={tmp_path}/job.out",
+                                "--wrap", "sleep 600"], capture_output=True, text=True,
+                               timeout=60, check=True)
+    job = submitted.stdout.strip().split(";")[0]
+    uri = f"sqlite:///{store}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("elsewhere")
+    now = iso_time(time.time())
+    run_id = client.create_run(experiment, tags={
+        HOST_TAG: "node-elsewhere", PID_TAG: "4242", PID_STARTED_TAG: now, HEARTBEAT_TAG: now,
+        SLURM_JOB_TAG: job}).info.run_id
+
+    def reap() -> str:
+        assert cli.main(["runs", "reap", "--tracking-uri", uri]) == 0
+        return capsys.readouterr().out
+
+    try:
+        wait_for(lambda: slurm_job_state(job) == "RUNNING", "the job to run")
+        assert "reaped 0 run(s)" in reap()  # its job runs: the run may be alive
+    finally:
+        subprocess.run(["scancel", job], check=True, timeout=60)
+    wait_for(lambda: slurm_job_state(job) == "CANCELLED", "the job to end")
+    assert f"run {run_id} KILLED: its SLURM job {job} ended CANCELLED" in reap()
+    run = client.get_run(run_id)
+    assert run.info.status == "KILLED"
+    assert run.data.tags["svmlab.error"] == f"ended by svmlab: its SLURM job {job} ended CANCELLED"
