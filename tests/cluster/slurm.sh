@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A single-node SLURM cluster on this machine, for the tests marked `slurm`:
 #   tests/cluster/slurm.sh install   Debian's packages (as root; apt-get)
+#   tests/cluster/slurm.sh installed succeeds when every program the cluster needs is there
 #   tests/cluster/slurm.sh start     munge, MariaDB + slurmdbd (job accounting: sacct, which
 #                                    submitit asks for the state of a job), slurmctld, slurmd;
 #                                    returns once the node is idle
@@ -94,10 +95,16 @@ CONF
     chmod 600 /etc/slurm/slurmdbd.conf
 }
 
-start() {
-    for program in munged slurmctld slurmd slurmdbd mariadbd sinfo; do
-        command -v "$program" >/dev/null || { say "$program is not installed ($0 install)"; exit 1; }
+installed() {
+    local program
+    for program in munged slurmctld slurmd slurmdbd mariadbd mariadb-install-db sinfo sbatch; do
+        command -v "$program" >/dev/null || { say "$program is not installed ($0 install)"; return 1; }
     done
+}
+
+start() {
+    installed
+    stop  # what an earlier start left running
     mkdir -p "$DIR"/{state,spool,run,log,mysql}
     chown slurm:slurm "$DIR"/{state,log}
     chmod 777 "$DIR/log"  # every daemon writes its log here
@@ -154,7 +161,8 @@ stop() {
 
 case "${1:-}" in
     install) install_packages ;;
+    installed) installed ;;
     start) start ;;
     stop) stop ;;
-    *) echo "usage: $0 install|start|stop" >&2; exit 2 ;;
+    *) echo "usage: $0 install|installed|start|stop" >&2; exit 2 ;;
 esac
