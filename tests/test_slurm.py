@@ -7,23 +7,30 @@ and starts the cluster. The sweeps use the launcher preset of docs/sweeps.md
 (tests/support/conf/hydra/launcher/cluster.yaml), as the recipe there runs them.
 """
 
+import shlex
 import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
+import optuna
+import psycopg
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import child_env
+from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
 from support.waiting import wait_for
 from svmlab.app import cli
+from svmlab.app.tune import storage_url
 from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
                                       SLURM_JOB_TAG, iso_time, slurm_job_state)
 
 pytestmark = pytest.mark.slurm
 SWEEP_S = 900  # a sweep of the cluster's jobs ends within this (a safety net)
 LAUNCHER = ("-m", "hydra/launcher=cluster", "tracking.log_model=false")
+TINY_WORKFLOW = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -43,22 +50,36 @@ def cluster() -> str:
 
 
 @pytest.fixture(scope="module")
-def server(cluster, tmp_path_factory) -> str:
-    """The URL of a `svmlab server` on a throwaway PostgreSQL cluster."""
+def database(cluster, tmp_path_factory) -> str:
+    """The URI of the database of a throwaway PostgreSQL cluster."""
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (.ci/run installs Debian's postgresql package)")
-    folder = tmp_path_factory.mktemp("slurm-server")
-    with postgres_cluster() as database, tracking_server(database, folder / "artifacts") as url:
+    with postgres_cluster() as uri:
+        yield uri
+
+
+@pytest.fixture(scope="module")
+def server(database, tmp_path_factory) -> str:
+    """The URL of a `svmlab server` on that database."""
+    with tracking_server(database, tmp_path_factory.mktemp("slurm-server") / "artifacts") as url:
         yield url
 
 
-def sweep_runs(url: str, experiment: str) -> tuple[list, list]:
-    """The experiment's sweep parent runs and its other runs, oldest first."""
+def sweep_runs(url: str, experiment: str, role: str = "sweep") -> tuple[list, list]:
+    """The experiment's runs of ``role`` (sweep parents) and its runs of no role, oldest
+    first."""
     client = MlflowClient(url)
     found = client.search_runs([client.get_experiment_by_name(experiment).experiment_id],
                                order_by=["attributes.start_time ASC"])
-    parents = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"]
-    return parents, [r for r in found if r not in parents]
+    return ([r for r in found if r.data.tags.get("svmlab.role") == role],
+            [r for r in found if "svmlab.role" not in r.data.tags])
+
+
+def one_array(runs: list) -> dict[str, str]:
+    """Job number -> SLURM job of each run, which must all be tasks of one array."""
+    jobs = {r.data.tags.get("svmlab.job_num"): r.data.tags[SLURM_JOB_TAG] for r in runs}
+    assert len({job.split("_")[0] for job in jobs.values()}) == 1, jobs
+    return jobs
 
 
 def sweep(url: str, folder, *overrides: str, **popen) -> subprocess.Popen:
@@ -81,10 +102,11 @@ def test_a_sweep_runs_as_one_job_array_into_a_postgresql_server(server, tmp_path
     assert {r.info.status for r in children} == {"FINISHED"}
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent.info.run_id}
     assert sorted(int(r.data.tags["seed"]) for r in children) == list(range(12))
-    jobs = {r.data.tags["svmlab.job_num"]: r.data.tags[SLURM_JOB_TAG] for r in children}
-    (array,) = {job.split("_")[0] for job in jobs.values()}  # one array, task n runs job n
-    assert jobs == {str(n): f"{array}_{n}" for n in range(12)}
-    assert {slurm_job_state(job) for job in jobs.values()} == {"COMPLETED"}
+    jobs = one_array(children)
+    array = jobs["0"].split("_")[0]
+    assert jobs == {str(n): f"{array}_{n}" for n in range(12)}  # task n runs job n
+    wait_for(lambda: {slurm_job_state(job) for job in jobs.values()} == {"COMPLETED"},
+             "every task to end COMPLETED")  # a task ends just after its result is written
 
 
 @pytest.mark.slow
@@ -163,3 +185,63 @@ def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, 
     run = client.get_run(run_id)
     assert run.info.status == "KILLED"
     assert run.data.tags["svmlab.error"] == f"ended by svmlab: its SLURM job {job} ended CANCELLED"
+
+
+@pytest.mark.slow
+def test_a_workflow_runs_its_sweep_on_the_cluster(server, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "svmlab.app.cli", "workflow", str(TINY_WORKFLOW),
+         "--launcher", "submitit_slurm", "--tracking-uri", server,
+         f"hydra.searchpath=[file://{SUPPORT_CONF}]", f"hydra.sweep.dir={tmp_path}/multirun"],
+        cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=SWEEP_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (outer,), _ = sweep_runs(server, "workflow-tiny-quick", "workflow")
+    (parent,), children = sweep_runs(server, "workflow-tiny-quick")
+    assert outer.info.status == "FINISHED" and parent.info.status == "FINISHED"
+    assert parent.data.tags["mlflow.parentRunId"] == outer.info.run_id
+    assert parent.data.params["sweep.launcher"] == "SlurmLauncher"
+    assert len(children) == 8 and {r.info.status for r in children} == {"FINISHED"}
+    assert len(one_array(children)) == 8
+
+
+@pytest.mark.slow
+def test_tune_workers_run_as_slurm_jobs_sharing_one_study(database, server, tmp_path):
+    """Two `svmlab tune` processes as the tasks of one array, one Optuna study on the
+    PostgreSQL beside the tracking server's database: each holds a trial, then both end."""
+    with psycopg.connect(database, autocommit=True) as db:
+        db.execute("CREATE DATABASE optuna")
+    storage = database.rsplit("/", 1)[0] + "/optuna"
+    stop = tmp_path / "stop"
+    command = [sys.executable, "-m", "svmlab.app.cli", "tune", "--storage", storage,
+               "--study", "shared", "--trials", "2", "--cv", "2", "--no-refit",
+               "--pruner", "none", "solver=slow", f"+solver.stop_file={stop}",
+               "solver.C=interval(0.5, 2.0)", f"tracking.uri={server}",
+               "tracking.experiment=tune", "tracking.log_model=false",
+               f"hydra.searchpath=[file://{SUPPORT_CONF}]"]
+    submitted = subprocess.run(["sbatch", "--parsable", "--array=0-1",
+                                f"--output={tmp_path}/tune-%A_%a.out", "--wrap",
+                                shlex.join(command)], env=child_env(), cwd=tmp_path,
+                               capture_output=True, text=True, timeout=60, check=True)
+    array = submitted.stdout.strip().split(";")[0]
+    tasks = {f"{array}_0", f"{array}_1"}
+    client = MlflowClient(server)
+
+    def trials(status: str) -> set[str]:
+        found = client.get_experiment_by_name("tune")
+        return {r.data.tags.get(SLURM_JOB_TAG) for r in client.search_runs(
+            [found.experiment_id], f"attributes.status = '{status}'") if found} - {None}
+
+    try:
+        wait_for(lambda: trials("RUNNING") >= tasks, "each task to hold a trial", SWEEP_S)
+    finally:
+        stop.touch()
+    wait_for(lambda: {slurm_job_state(task) for task in tasks} == {"COMPLETED"},
+             "both tasks to end", SWEEP_S)
+    study = optuna.load_study(study_name="shared", storage=storage_url(storage))
+    finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert 2 <= len(finished) <= 3  # a task mid-trial when the count was reached finishes it
+    (parent,), _ = sweep_runs(server, "tune", "study")
+    trial_runs, _ = sweep_runs(server, "tune", "trial")
+    assert parent.info.status == "FINISHED"
+    assert {r.data.tags["mlflow.parentRunId"] for r in trial_runs} == {parent.info.run_id}
+    assert trials("FINISHED") == tasks and not trials("RUNNING")
