@@ -255,7 +255,8 @@ class SweepCallback(Callback):
               + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
         for o in outcomes:
             if o["status"] in ("FAILED", "KILLED"):
-                print(f"  {o['status'].lower()}: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
+                print(f"  {o['status'].lower()}: #{o['job_num']} {o['name']}: {o['error']}",
+                      flush=True)
         print(ui_line(self.parent.uri), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)

@@ -5,9 +5,9 @@ Every run svmlab opens (a training run, a sweep's parent run) carries the tags `
 apart) and ``svmlab.heartbeat``, the time of its last sign of life, refreshed every
 ``HEARTBEAT_S`` seconds by a daemon thread while the run is open. A process of a SLURM job adds
 ``svmlab.slurm_job``, the job's id as ``squeue`` and ``scancel`` take it (``<array>_<task>`` for
-an array task): any machine of the cluster can then ask SLURM whether the job still runs. Times are ISO 8601 in UTC
-(``2026-11-26T10:53:45.123Z``), readable in the UI; :func:`tag_time` reads them, and the epoch
-seconds that earlier runs carry. The thread only writes a tag:
+an array task): any machine of the cluster can then ask SLURM whether the job still runs.
+Times are ISO 8601 in UTC (``2026-11-26T10:53:45.123Z``), readable in the UI; :func:`tag_time`
+reads them, and the epoch seconds that earlier runs carry. The thread only writes a tag:
 it never touches the solver, whose clock runs inside the estimator, and signals are handled in
 the main thread only, so no interruption lands in one of its writes.
 """
