@@ -25,7 +25,8 @@ from support.waiting import wait_for
 from svmlab.app import cli
 from svmlab.app.tune import storage_url
 from svmlab.tracking.liveness import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG,
-                                      SLURM_JOB_TAG, iso_time, slurm_job_state)
+                                      SLURM_JOB_TAG, SLURM_LIVE_STATES, iso_time,
+                                      slurm_job_state)
 
 pytestmark = pytest.mark.slurm
 SWEEP_S = 900  # a sweep of the cluster's jobs ends within this (a safety net)
@@ -82,6 +83,12 @@ def one_array(runs: list) -> dict[str, str]:
     return jobs
 
 
+def ended_states(jobs) -> set[str] | None:
+    """SLURM's states of the jobs once every one of them has ended, else None."""
+    states = {slurm_job_state(job) for job in jobs}
+    return None if states & (SLURM_LIVE_STATES | {None}) else states
+
+
 def sweep(url: str, folder, *overrides: str, **popen) -> subprocess.Popen:
     return subprocess.Popen(train_command(url, folder, *LAUNCHER, *overrides), env=child_env(),
                             cwd=folder, text=True, **popen)
@@ -105,8 +112,8 @@ def test_a_sweep_runs_as_one_job_array_into_a_postgresql_server(server, tmp_path
     jobs = one_array(children)
     array = jobs["0"].split("_")[0]
     assert jobs == {str(n): f"{array}_{n}" for n in range(12)}  # task n runs job n
-    wait_for(lambda: {slurm_job_state(job) for job in jobs.values()} == {"COMPLETED"},
-             "every task to end COMPLETED")  # a task ends just after its result is written
+    # a task ends just after its result is written
+    assert wait_for(lambda: ended_states(jobs.values()), "every task to end") == {"COMPLETED"}
 
 
 @pytest.mark.slow
@@ -228,15 +235,22 @@ def test_tune_workers_run_as_slurm_jobs_sharing_one_study(database, server, tmp_
 
     def trials(status: str) -> set[str]:
         found = client.get_experiment_by_name("tune")
-        return {r.data.tags.get(SLURM_JOB_TAG) for r in client.search_runs(
-            [found.experiment_id], f"attributes.status = '{status}'") if found} - {None}
+        runs = client.search_runs([found.experiment_id],
+                                  f"attributes.status = '{status}'") if found else []
+        return {r.data.tags.get(SLURM_JOB_TAG) for r in runs} - {None}
+
+    def both_hold() -> bool:
+        if {slurm_job_state(t) for t in tasks} - SLURM_LIVE_STATES - {None}:  # one has ended
+            pytest.fail("a task ended before both held a trial: "
+                        + "\n".join(p.read_text() for p in tmp_path.glob("tune-*.out")))
+        return trials("RUNNING") >= tasks
 
     try:
-        wait_for(lambda: trials("RUNNING") >= tasks, "each task to hold a trial", SWEEP_S)
+        wait_for(both_hold, "each task to hold a trial", SWEEP_S)
     finally:
         stop.touch()
-    wait_for(lambda: {slurm_job_state(task) for task in tasks} == {"COMPLETED"},
-             "both tasks to end", SWEEP_S)
+    ended = wait_for(lambda: ended_states(tasks), "both tasks to end", SWEEP_S)
+    assert ended == {"COMPLETED"}, [p.read_text() for p in tmp_path.glob("tune-*.out")]
     study = optuna.load_study(study_name="shared", storage=storage_url(storage))
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert 2 <= len(finished) <= 3  # a task mid-trial when the count was reached finishes it
