@@ -42,7 +42,10 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         executor.update_parameters(**{
             key if key in common else f"slurm_{key}": value for key, value in self.params.items()
             if key not in ("submitit_folder", "max_num_timeout")})
-        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        if "mode" in self.config.hydra.sweep:
+            sweep_dir.chmod(int(str(self.config.hydra.sweep.mode), 8))
         nums = range(initial_job_idx, initial_job_idx + len(job_overrides))
         jobs = executor.map_array(self, *zip(*[
             (list(overrides), "hydra.sweep.dir", num, f"job_id_for_{num}", Singleton.get_state())
