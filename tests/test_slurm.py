@@ -1,6 +1,7 @@
 """Sweeps on a real SLURM cluster (tests/cluster/slurm.sh: one node on this machine) into a real
 `svmlab server` on PostgreSQL: the jobs of a sweep as one job array, a job cancelled with
-`scancel` and the sweep resumed, a run whose SLURM job ended reaped from any machine.
+`scancel` and the sweep resumed, the whole array cancelled, a run whose SLURM job ended reaped
+from any machine, a workflow's sweep, and `svmlab tune` workers as the tasks of an array.
 
 Skipped where SLURM's commands are missing or no node is up; .ci/run installs Debian's packages
 and starts the cluster. The sweeps use the launcher preset of docs/sweeps.md
@@ -160,6 +161,26 @@ def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_on
         "KILLED", "FINISHED"]
     assert not [r for r in MlflowClient(server).search_runs(
         [killed.info.experiment_id], "attributes.status = 'RUNNING'")]
+
+
+@pytest.mark.slow
+def test_cancelling_the_whole_array_ends_every_job_killed(server, tmp_path):
+    started = tmp_path / "started"
+    started.mkdir()
+    proc = sweep(server, tmp_path, "solver=slow", "seed=0,1",
+                 f"+solver.started_file={started}/" + "${seed}", "tracking.experiment=whole",
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    wait_for(lambda: {p.name for p in started.iterdir()} == {"0", "1"}, "both fits to start")
+    _, children = sweep_runs(server, "whole")
+    jobs = one_array(children)
+    subprocess.run(["scancel", jobs["0"].split("_")[0]], check=True, timeout=60)
+    out = proc.communicate(timeout=SWEEP_S)[0]
+    assert proc.returncode == 1, out
+    assert "2 jobs: 0 finished, 0 failed, 0 skipped (finished before), 2 killed" in out
+    (parent,), children = sweep_runs(server, "whole")
+    assert parent.info.status == "FAILED" and parent.data.metrics["jobs_killed"] == 2
+    assert {r.info.status for r in children} == {"KILLED"}
+    assert all(r.data.tags["svmlab.error"] for r in children)
 
 
 def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, tmp_path,
