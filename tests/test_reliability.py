@@ -22,23 +22,12 @@ from mlflow import MlflowClient
 from support.runs import (child_env, parent_and_children, runs, train, train_args,
                           train_process)
 from support.servers import tracking_server
+from support.waiting import LIMIT_S, wait_for
 from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, iso_time,
                               tag_time, this_process)
 from svmlab.tracking.liveness import RunHeartbeat as Heartbeat, reap
 from svmlab.errors import DownloadError
 from svmlab.tracking.store import store_error_line, store_problem
-
-LIMIT_S = 120  # how long a state is waited for before the test fails
-
-
-def wait_for(condition, what: str, limit_s: float = LIMIT_S):
-    """Poll ``condition()`` until it returns something true; fail after ``limit_s``."""
-    deadline = time.monotonic() + limit_s
-    while not (found := condition()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"waited {limit_s} s for {what}")
-        time.sleep(0.2)
-    return found
 
 
 def start(store, tmp_path, *overrides: str) -> subprocess.Popen:

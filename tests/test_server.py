@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import child_env, copy_store, train_args
-from support.servers import postgres_bin, postgres_cluster, tracking_server
+from support.runs import child_env, copy_store
+from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
 from svmlab import data
 from svmlab.tracking.queries import load_trace
 from svmlab.tracking.server import server_command, server_environment
@@ -18,11 +18,7 @@ from svmlab.tracking.server import server_command, server_environment
 
 def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProcess:
     """`svmlab train -m ...` run in ``folder`` with tracking.uri pointing at the server."""
-    folder.mkdir(exist_ok=True)
-    args = [a for a in train_args(folder / "unused.db", *overrides)
-            if not a.startswith("tracking.uri=")]
-    return subprocess.run([sys.executable, "-m", "svmlab.app.cli", *args, f"tracking.uri={url}"],
-                          env=child_env(), cwd=folder,
+    return subprocess.run(train_command(url, folder, *overrides), env=child_env(), cwd=folder,
                           capture_output=True, text=True, timeout=600, check=False)
 
 

@@ -192,3 +192,14 @@ def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():
     assert _again_if_duplicate(insert_once_taken) == "linked" and len(calls) == 2
     with pytest.raises(MlflowException, match="no such table"):
         _again_if_duplicate(lambda: (_ for _ in ()).throw(MlflowException("no such table")))
+    # a schema object another process created first (Optuna's storage on a new database)
+    opened = []
+
+    def open_once_created():
+        opened.append(1)
+        if len(opened) == 1:
+            raise ValueError('(psycopg.errors.DuplicateObject) type "studydirection" already exists')
+        return "opened"
+
+    assert _again_if_duplicate(open_once_created, errors=(ValueError,)) == "opened"
+    assert len(opened) == 2

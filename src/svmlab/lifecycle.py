@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ HOST_TAG = "svmlab.host"
 PID_TAG = "svmlab.pid"
 PID_STARTED_TAG = "svmlab.pid_started"
 HEARTBEAT_TAG = "svmlab.heartbeat"
+SLURM_JOB_TAG = "svmlab.slurm_job"  # <array>_<task> of a SLURM array task, else the job id
 HEARTBEAT_S = 30.0
 SAME_START_S = 1.0  # start times of one process, read twice, agree within this
 STALE_AFTER_S = 600.0  # a run on another host silent for longer is dead
@@ -221,10 +223,51 @@ def pid_running(pid: int) -> bool:
     return True
 
 
+#: SLURM's states of a job that has not ended (squeue's long names).
+SLURM_LIVE_STATES = frozenset({
+    "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING",
+    "STAGE_OUT", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"})
+SLURM_ASK_S = 30.0  # squeue and sacct answer within this, or SLURM cannot be asked
+
+
+def slurm_job() -> str | None:
+    """The SLURM job this process runs in (``<array job>_<task>`` for an array task), as
+    ``squeue`` and ``scancel`` take it; None outside SLURM."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    return f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID")
+
+
+def slurm_job_state(job: str) -> str | None:
+    """SLURM's state of ``job``: ``RUNNING``, ``CANCELLED``, ``COMPLETED``, ... (squeue while the
+    controller holds the job, then the accounting's sacct); None when that cannot be known from
+    here: no SLURM commands, no controller, or a job neither knows (one of another cluster)."""
+
+    def ask(*command: str) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(command, capture_output=True, text=True, timeout=SLURM_ASK_S)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    queued = ask("squeue", "--noheader", "--states=all", f"--jobs={job}", "--format=%T")
+    if queued is None:
+        return None
+    if queued.returncode == 0 and queued.stdout.split():
+        return queued.stdout.split()[0]
+    if queued.returncode != 0 and "Invalid job id" not in queued.stderr:
+        return None  # the controller did not answer
+    accounted = ask("sacct", "--noheader", "--allocations", "--parsable2", f"--jobs={job}",
+                    "--format=State")
+    if accounted is not None and accounted.returncode == 0 and accounted.stdout.split():
+        return accounted.stdout.split()[0]  # "CANCELLED by 0": CANCELLED
+    return None
+
+
 def this_process() -> dict[str, str]:
-    """Tags naming this process: host, pid, start time."""
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
+    """Tags naming this process: host, pid, start time, and its SLURM job if it runs in one."""
+    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
             PID_STARTED_TAG: iso_time(process_started(os.getpid()))}
+    job = slurm_job()
+    return tags | ({SLURM_JOB_TAG: job} if job else {})
 
 
 def is_alive(host: str | None, pid: str | None, started: str | None) -> bool | None:
@@ -246,9 +289,14 @@ def last_sign_of_life(tags: dict[str, str], start_s: float) -> float:
 def why_dead(tags: dict[str, str], start_s: float, stale_after_s: float, now: float
              ) -> str | None:
     """Why a RUNNING run (its tags, its start) has no process behind it any more, or None if it
-    may still run: its process ran on this host and is gone (its pid is free, or taken by a
-    process started at another time), or it ran elsewhere (or says not where) and has been
-    silent for longer than ``stale_after_s``."""
+    may still run: it ran as a SLURM job that SLURM, asked from this machine, says has ended
+    (cancelled, timed out, failed, its node lost), or its process ran on this host and is gone
+    (its pid is free, or taken by a process started at another time), or it ran elsewhere (or
+    says not where) and has been silent for longer than ``stale_after_s``."""
+    job = tags.get(SLURM_JOB_TAG)
+    state = slurm_job_state(job) if job else None
+    if state is not None and state not in SLURM_LIVE_STATES:  # SLURM's word, from any machine
+        return f"its SLURM job {job} ended {state}"
     host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
     alive = is_alive(host, pid, tags.get(PID_STARTED_TAG))
     if alive is not None:  # its process is on this host: seen, not guessed from silence

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from conftest import closed_port as free_port
-from support.runs import child_env
+from support.runs import child_env, train_args
 
 
 def postgres_bin() -> Path | None:
@@ -90,3 +90,11 @@ def tracking_server(backend_store_uri: str, artifacts: Path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+
+
+def train_command(url: str, folder: Path, *overrides: str) -> list[str]:
+    """`svmlab train ...` with its outputs under ``folder`` and tracking.uri the server's."""
+    folder.mkdir(exist_ok=True)
+    args = [a for a in train_args(folder / "unused.db", *overrides)
+            if not a.startswith("tracking.uri=")]
+    return [sys.executable, "-m", "svmlab.app.cli", *args, f"tracking.uri={url}"]

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 STATE_DIR = ".svmlab"
 KEY_METRIC = "test_accuracy"
-STATUSES = ("FINISHED", "FAILED", "SKIPPED")
+STATUSES = ("FINISHED", "FAILED", "KILLED", "SKIPPED")
 EXIT_FAILED, EXIT_USAGE, EXIT_STORE = 1, 2, 3
 
 
@@ -91,7 +91,8 @@ def progress_line(outcome: dict, done: int, total: int | None) -> str:
     metric = outcome["metrics"].get(KEY_METRIC)
     detail = {"FINISHED": f"{KEY_METRIC}={metric:.4f}" if metric is not None else "",
               "SKIPPED": f"FINISHED before as run {outcome['run_id']}",
-              "FAILED": outcome["error"] or ""}[outcome["status"]]
+              "FAILED": outcome["error"] or "",
+              "KILLED": outcome["error"] or ""}[outcome["status"]]
     return (f"{count} #{outcome['job_num']} {outcome['name']}  {outcome['status']}  {detail}  "
             f"{outcome['time_s']:.1f}s")
 
@@ -122,7 +123,8 @@ def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
 
 
 def summary(outcomes: list[dict], total: int | None) -> dict[str, int]:
-    """Counts per status, and ``missing``: jobs that never reported (a crashed worker)."""
+    """Counts per status (KILLED: a job its cluster ended, ``svmlab.app.slurm``), and
+    ``missing``: jobs that never reported (a crashed worker)."""
     counts = {status.lower(): sum(o["status"] == status for o in outcomes) for status in STATUSES}
     counts["missing"] = max(0, (total or len(outcomes)) - len(outcomes))
     counts["total"] = total or len(outcomes)
@@ -232,7 +234,7 @@ class SweepCallback(Callback):
         outcomes = read_outcomes(sweep_dir)
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
         run_id = self.parent.run_id
-        failed = counts["failed"] + counts["missing"]
+        failed = counts["failed"] + counts["killed"] + counts["missing"]
         if counts["total"] and counts["skipped"] == counts["total"] and not self.parent.nested:
             atexit.unregister(self._stopped)
             stored = self._quietly(self.parent.discard)
@@ -244,11 +246,13 @@ class SweepCallback(Callback):
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
               f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"
+              + (f", {counts['killed']} killed" if counts["killed"] else "")
               + (f", {counts['missing']} never reported" if counts["missing"] else "")
               + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
         for o in outcomes:
-            if o["status"] == "FAILED":
-                print(f"  failed: #{o['job_num']} {o['name']}: {o['error']}", flush=True)
+            if o["status"] in ("FAILED", "KILLED"):
+                print(f"  {o['status'].lower()}: #{o['job_num']} {o['name']}: {o['error']}",
+                      flush=True)
         print(ui_line(self.parent.uri), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)

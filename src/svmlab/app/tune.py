@@ -396,14 +396,20 @@ def open_study(setup: Setup):
     (the grid sampler's is the config's seed alone: its grid's order must be the same in every
     process).
     """
+    import sqlalchemy
+
     from svmlab.app.search_space import grid
+    from svmlab.tracking.store import again_if_duplicate
 
     url = storage_url(setup.args.storage)
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite:") else {}
     with warnings.catch_warnings():  # Optuna calls its trial heartbeat experimental
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=60,
-                                             grace_period=int(setup.cfg.tracking.stale_after_s))
+        storage = again_if_duplicate(  # workers opening a new database at once
+            lambda: optuna.storages.RDBStorage(
+                url, engine_kwargs=engine, heartbeat_interval=60,
+                grace_period=int(setup.cfg.tracking.stale_after_s)),
+            errors=(sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError))
     n_steps = len(setup.folds) * CHECKPOINTS
     pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
               "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),

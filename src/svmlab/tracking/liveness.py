@@ -92,3 +92,18 @@ def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
     for run in list(running_runs(client, [parent.info.experiment_id],
                                  f"tags.`mlflow.parentRunId` = '{parent_run_id}'")):
         kill(client, run, reason, time.time())
+
+
+def end_job_run(uri: str | None, parent_run_id: str, job_num: int, reason: str) -> Run | None:
+    """The run of job ``job_num`` of a sweep, ended KILLED with ``reason`` if it was still
+    RUNNING (its job ended without ending it); None when the job left no run."""
+    client = MlflowClient(resolved_uri(uri))
+    parent = client.get_run(parent_run_id)
+    found = client.search_runs([parent.info.experiment_id],
+                               f"tags.`mlflow.parentRunId` = '{parent_run_id}' and "
+                               f"tags.`svmlab.job_num` = '{job_num}'", ViewType.ACTIVE_ONLY)
+    if not found:
+        return None
+    if found[0].info.status == "RUNNING":
+        kill(client, found[0], reason, time.time())
+    return client.get_run(found[0].info.run_id)

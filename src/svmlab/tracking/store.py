@@ -169,21 +169,26 @@ def ensure_experiment(uri: str | None, name: str) -> str:
             return client.get_experiment_by_name(name).experiment_id
 
 
-def again_if_duplicate(call, attempts: int = 3):
-    """``call()``, tried again when a concurrent writer inserted the same row first.
+def again_if_duplicate(call, attempts: int = 3, errors: tuple = (MlflowException,)):
+    """``call()``, tried again when a concurrent writer inserted the same row (or created the
+    same schema object) first.
 
     MLflow looks a dataset up and inserts it if missing, in one transaction: two jobs logging
     the same dataset at once (solver=a,b with the same seed, in parallel) both miss it, and the
     second insert fails on the unique key (SQLite: "UNIQUE constraint failed", PostgreSQL:
-    "duplicate key value"). The transaction is rolled back; tried again, it finds the row.
+    "duplicate key value"). Optuna's storage creates its schema when first opened: two workers
+    opening a new database at once both create it, and the second fails on what the first made
+    ("already exists", "duplicate key"). The transaction is rolled back; tried again, it finds
+    the row. ``errors``: the exception types to look at (MLflow's by default).
     """
     for attempt in range(attempts):
         try:
             return call()
-        except MlflowException as exc:
+        except errors as exc:
             text = str(exc).lower()
             if attempt == attempts - 1 or not ("unique constraint" in text
-                                               or "duplicate key" in text):
+                                               or "duplicate key" in text
+                                               or "already exists" in text):
                 raise
             time.sleep(0.2 * (attempt + 1))
 
