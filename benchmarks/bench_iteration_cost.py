@@ -1,8 +1,8 @@
 """Time per iteration of each solver family against the memory-traffic floor of that iteration.
 
 The floor is what the iteration must read and compute, timed with numpy/scipy on the same data
-in the same run (medians of --repeats), each primitive in bulk so that no per-call overhead
-enters it:
+in the same run (medians of at least 7 repeats), each primitive in bulk so that no per-call
+overhead enters it:
 * NESVM (linear, C = 1, mu = 5): X @ w and X.T @ u.
 * SVM-ALM (p = 1, 1 CG step): X.T @ r (the e-step's A^T r), then X @ d and X.T @ q (the CG
   step's normal product); X @ w every refresh_every = 50 iterations.
@@ -52,7 +52,8 @@ BLOCK = 1000  # rows per bulk kernel block
 
 
 def timed(fn, repeats: int) -> float:
-    return median_time(fn, repeats)[0]
+    """Median seconds of a primitive (cheap: at least 7 repeats)."""
+    return median_time(fn, max(repeats, 7))[0]
 
 
 def per_iteration(model, X, y, repeats: int) -> tuple[float, object]:
