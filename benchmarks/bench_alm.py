@@ -59,11 +59,16 @@ def load(data_dir: Path, name: str):
     return X, np.where(y > 0, 1.0, -1.0)
 
 
-def judge(X, y, p, w, b, duals=()) -> float:
-    """The certified relative gap of (w, b) for the free-bias problem (C = 1)."""
+def certificate(X, y, p, w, b, duals=()):
+    """The certificate of (w, b) for the free-bias problem (C = 1)."""
     form = Formulation(LOSS[p], "l2", "free")
     return certify(form, 1.0, y * (X @ w + b), 0.5 * float(w @ w), LinearImage(X, y, w, b),
-                   duals).rel_gap
+                   duals)
+
+
+def judge(X, y, p, w, b, duals=()) -> float:
+    """The certified relative gap of (w, b) for the free-bias problem (C = 1)."""
+    return certificate(X, y, p, w, b, duals).rel_gap
 
 
 def median_time(fn, repeats: int) -> tuple[float, object]:
