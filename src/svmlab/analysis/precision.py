@@ -71,7 +71,8 @@ def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     """Values of the derived measures ``names`` for every run (rows of ``runs``, the layout of
     :func:`svmlab.tracking.queries.search_runs`), and notes on how they were obtained.
 
-    ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run."""
+    ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run for the
+    ``*_to_gap_*`` measures and once for the ``*_to_obj_*`` ones."""
     gaps = [n for n in names if PATTERN.match(n)[2] == "gap"]
     values, notes = _to_gap(runs, gaps, tracking_uri, load_trace) if gaps else ({}, [])
     objectives = [n for n in names if n not in gaps]
@@ -93,12 +94,12 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     references, notes = {}, []
     for i, (_, run) in enumerate(runs.iterrows()):
         column = objective[i]
-        if column is None or f"metrics.{column}" not in runs:
+        if column is None or pd.isna(run.get(f"metrics.{column}")):
             continue
         key = (groups.iloc[i], column)
         if key not in references:
             peers = runs.loc[(groups == groups.iloc[i]).to_numpy(), f"metrics.{column}"]
-            best = peers.astype(float).idxmin()
+            best = peers.astype(float).dropna().idxmin()  # the run's own value is among them
             references[key] = float(peers[best])
             notes.append(f"reference optimum {column} = {references[key]:.10g} for "
                          f"{key[0].replace('|', ', C = ')}: the final value of run "
