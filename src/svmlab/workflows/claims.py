@@ -160,8 +160,9 @@ def _side(measure: str, where: dict, runs: pd.DataFrame, over: str | None = None
         means = values.groupby(_key_values(runs, over).loc[values.index].astype(str)).mean()
         if len(means) < 2:
             return _Side(f"{label} (one value of {over})", 0, math.nan)
-        return _Side(label, len(values), float(means.max() / means.min()), n_inf,
-                     float(means.min()), float(means.max()), over)
+        spread = math.inf if n_inf else float(means.max() / means.min())
+        return _Side(label, len(values), spread, n_inf, float(means.min()), float(means.max()),
+                     over)
     return _Side(label, len(values), float(values.mean()), n_inf,
                  float(values.min()), float(values.max()))
 
