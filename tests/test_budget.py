@@ -603,10 +603,8 @@ def test_the_solver_files_state_the_defaults(solver, cls):
     from omegaconf import OmegaConf
 
     cfg = composed(f"solver={solver}")
-    params = {k: v for k, v in OmegaConf.to_container(cfg.solver, resolve=True).items()
-              if k != "_target_"}
+    params = {k: v for k, v in OmegaConf.to_container(cfg.solver).items() if k != "_target_"}
     assert params == {k: cls().get_params()[k] for k in params}
-    assert composed(f"solver={solver}", "+budget_epochs=2").solver.epochs == 2  # a sweep's epochs
 
 
 def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
