@@ -523,13 +523,14 @@ def test_the_preset_composes_into_the_paper_sweep():
 
     cfg = composed("+experiment=alm_paper", hydra=True)
     sweep = cfg.hydra.sweeper.params
-    assert (sweep.solver, sweep.dataset, sweep.seed) == (
-        "alm,alm_l2,liblinear_hinge,liblinear,pegasos", "ijcnn1,w8a", "range(5)")
+    assert (sweep.solver, sweep.dataset, sweep["solver.C"], sweep.seed) == (
+        "alm_paper,alm_l2_paper,liblinear_hinge_paper,liblinear_paper,pegasos", "ijcnn1,w8a",
+        "1.0,10.0", "range(5)")
     assert cfg.tracking.experiment == "alm_paper" and cfg.solver.C == 1.0
     for solver in sweep.solver.split(","):
         build_estimator(composed("+experiment=alm_paper", f"solver={solver}"))
-    lp = build_estimator(composed("+experiment=alm_paper", "solver=alm", "solver.p=1.3"))
-    assert (lp.p, lp.inner_steps, lp.tol, lp.tol_gap) == (1.3, 1, 0.0, 1e-2)
+    lp = build_estimator(composed("+experiment=alm_paper", "solver=alm_paper", "solver.p=1.3"))
+    assert (lp.p, lp.inner_steps, lp.tol, lp.tol_gap) == (1.3, 1, 1e-4, None)
     for name, p in (("alm_paper", 1.0), ("alm_l2_paper", 2.0)):
         paper = build_estimator(composed(f"solver={name}"))
         assert (paper.p, paper.max_iter, paper.tol, paper.tol_gap) == (p, 100, 1e-4, None)

@@ -117,7 +117,7 @@ def test_unknown_solver_key_in_a_yaml_is_named_with_the_allowed_ones():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["solver=libsvn"], "unknown solver 'libsvn'; allowed: alm, "),
+    (["solver=libsvn"], "unknown solver 'libsvn'; "),
     (["kernel=gaussian"], "unknown kernel 'gaussian'; allowed: linear, poly, rbf."),
     (["dataset=a10a"], "unknown dataset 'a10a'; "),
     (["sed=1"], "unknown key 'sed'; allowed: seed, "),
@@ -183,9 +183,12 @@ def test_top_level_help_imports_no_subcommand_module():
 
 def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):
     with pytest.raises(SystemExit):
+        train(tmp_path / "mlflow.db", "kernel=gaussian")
+    assert "allowed: linear, poly, rbf" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # more than MANY_OPTIONS: the command that lists them
         train(tmp_path / "mlflow.db", "solver=libsvn")
     err = capsys.readouterr().err
-    assert "allowed: " in err and "liblinear" in err and "Did you mean 'libsvm'?" in err
+    assert "`svmlab train --help` names them" in err and "Did you mean 'libsvm'?" in err
 
 
 def test_the_solver_options_are_read_from_the_source_with_inherited_defaults(tmp_path, monkeypatch):

@@ -124,3 +124,13 @@ def test_a_solver_that_stops_on_a_certified_gap_is_not_refined_beyond_it():
     assert model.converged_ and model._certificate_tol() == 1e-2
     assert model.certificate_.rel_gap <= 1e-2
     assert not model.certificate_.refined
+
+
+def test_a_solver_that_counts_its_passes_over_the_data_reports_them():
+    from svmlab.solvers.l1_newton import L1NewtonSVM
+
+    dataset = split(*problem(sparse=False))
+    model = L1NewtonSVM().fit(dataset.X_train, dataset.y_train)
+    assert evaluate(model, dataset)["n_passes"] == model.n_passes_ > 0
+    assert "n_passes" not in evaluate(Libsvm(kernel="linear").fit(dataset.X_train,
+                                                                 dataset.y_train), dataset)

@@ -501,5 +501,6 @@ def test_the_preset_builds_every_job():
         job = composed("+experiment=l1_newton_paper", f"solver={solver}", f"dataset={dataset}")
         estimator = build_estimator(job)
         if solver.startswith("l1_newton"):
-            assert estimator.mu == (0.0 if solver == "l1_newton_l2" else 1e-2)
+            assert estimator.mu == (0.0 if solver == "l1_newton_l2_paper" else 1e-2)
+            assert estimator.tol == 0.0  # the paper's stopping rule alone
     assert datasets == ["australian", "colon-cancer", "synthetic_tall", "synthetic_wide"]

@@ -134,3 +134,22 @@ def test_trace_has_one_row_passed_once_to_the_callback(data, estimator, objectiv
     assert rows[0]["iteration"] == model.n_iter_ > 0
     assert 0.0 < rows[0]["time_s"] < 10.0
     assert {name: rows[0][name] for name in objectives} == model.objectives(X, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_tolerance_path_records_one_row_per_fit_and_keeps_the_last_model(data):
+    X, y = data
+    path = [1e-1, 1e-3]
+    model = Liblinear(loss="hinge", dual=True, tol=1e-6, tol_path=path, random_state=0).fit(X, y)
+    rows = model.trace_.columns()
+    assert len(rows["time_s"]) == 3 and np.all(np.diff(rows["iteration"]) >= 0)
+    for k, tol in enumerate([*path, 1e-6]):  # each row: that tolerance's own fit and objective
+        alone = Liblinear(loss="hinge", dual=True, tol=tol, random_state=0).fit(X, y)
+        assert rows["objective_hinge_l2"][k] == pytest.approx(
+            alone.objectives(X, y)["objective_hinge_l2"], rel=1e-12)
+        assert 0.0 < rows["time_s"][k] <= model.fit_time_s_
+    np.testing.assert_array_equal(model.coef_, alone.coef_)
+    assert model.fit_time_s_ >= rows["time_s"].sum() * 0.99
+    with pytest.raises(ConfigError, match="tol_path must list positive tolerances"):
+        Liblinear(tol_path=[0.1, -1.0]).fit(X, y)
+

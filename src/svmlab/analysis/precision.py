@@ -9,6 +9,14 @@ by its end, so its fit time and iteration count are reported (an upper bound, li
 notes; a solver's final point can be better than its last traced one). A run that never reached
 ``tol`` gets +inf, which the performance profiles count as a failure and the significance tests
 as a missing cell. The names are MLflow-safe (no parentheses), e.g. ``time_to_gap_1e-3``.
+
+``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` are the same for a measure that needs no
+certificate, the one of Nie et al. (ICML 2014): the first trace row whose objective is within
+``tol`` of the reference optimum, (obj - obj*) / |obj*| <= tol. The objective is the run's loss
+and penalty with a free bias (``objective_hinge_l2`` for every hinge-loss run, however it treats
+its bias), and obj* is the least final value of that objective among the runs of the same
+dataset and C: the tight solve the selection holds (e.g. LIBLINEAR's last fit of a
+``tol_path``) sets it, and the notes give each reference and the run it came from.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ import pandas as pd
 
 from svmlab.errors import SvmlabError
 
-PATTERN = re.compile(r"^(time|iters)_to_gap_(.+)$")
+PATTERN = re.compile(r"^(time|iters)_to_(gap|obj)_(.+)$")
 FORMULATION_TAG = "tags.svmlab.formulation"
+REFERENCE_KEYS = ("tags.dataset", "params.solver.C")  # runs that share a reference optimum
 
 
 def parse(name: str) -> tuple[str, float] | None:
@@ -30,13 +39,21 @@ def parse(name: str) -> tuple[str, float] | None:
     if not found:
         return None
     try:
-        tol = float(found[2])
+        tol = float(found[3])
     except ValueError:
         tol = float("nan")
     if not 0 < tol < 1:
-        raise SvmlabError(f"measure {name!r}: the tolerance after '{found[1]}_to_gap_' must be "
-                          f"a relative gap in (0, 1), e.g. {found[1]}_to_gap_1e-3")
+        what = "gap" if found[2] == "gap" else "distance to the optimum"
+        raise SvmlabError(f"measure {name!r}: the tolerance after '{found[1]}_to_{found[2]}_' "
+                          f"must be a relative {what} in (0, 1), e.g. "
+                          f"{found[1]}_to_{found[2]}_1e-3")
     return found[1], tol
+
+
+def objective_of(formulation: str) -> str:
+    """The objective of the paper's measure for a formulation: its loss and penalty with a
+    free bias ('squared_hinge_l2_penalised_bias' -> 'objective_squared_hinge_l2')."""
+    return "objective_" + formulation.removesuffix("_penalised_bias").removesuffix("_bias")
 
 
 def first_reach(trace: pd.DataFrame, column: str, tol: float) -> tuple[float, float]:
@@ -54,7 +71,52 @@ def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     """Values of the derived measures ``names`` for every run (rows of ``runs``, the layout of
     :func:`svmlab.tracking.queries.search_runs`), and notes on how they were obtained.
 
-    ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run."""
+    ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run for the
+    ``*_to_gap_*`` measures and once for the ``*_to_obj_*`` ones."""
+    gaps = [n for n in names if PATTERN.match(n)[2] == "gap"]
+    values, notes = _to_gap(runs, gaps, tracking_uri, load_trace) if gaps else ({}, [])
+    objectives = [n for n in names if n not in gaps]
+    if objectives:
+        more, more_notes = _to_objective(runs, objectives, tracking_uri, load_trace)
+        values |= more
+        notes += more_notes
+    return values, notes
+
+
+def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
+                  load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
+    """``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` (module docstring)."""
+    wanted = {name: parse(name) for name in names}
+    values = {name: np.full(len(runs), np.nan) for name in names}
+    objective = [objective_of(f) if isinstance(f, str) else None
+                 for f in runs.get(FORMULATION_TAG, pd.Series([None] * len(runs)))]
+    groups = runs[[k for k in REFERENCE_KEYS if k in runs]].astype(str).agg("|".join, axis=1)
+    references, notes = {}, []
+    for i, (_, run) in enumerate(runs.iterrows()):
+        column = objective[i]
+        if column is None or pd.isna(run.get(f"metrics.{column}")):
+            continue
+        key = (groups.iloc[i], column)
+        if key not in references:
+            peers = runs.loc[(groups == groups.iloc[i]).to_numpy(), f"metrics.{column}"]
+            best = peers.astype(float).dropna().idxmin()  # the run's own value is among them
+            references[key] = float(peers[best])
+            notes.append(f"reference optimum {column} = {references[key]:.10g} for "
+                         f"{key[0].replace('|', ', C = ')}: the final value of run "
+                         f"{runs.loc[best, 'run_id']} (solver {runs.loc[best].get('tags.solver')})")
+        reference = references[key]
+        trace = load_trace(tracking_uri, run["run_id"])
+        distance = ((trace[column] - reference) / abs(reference) if column in trace
+                    else pd.Series(np.nan, index=trace.index))
+        for name, (kind, tol) in wanted.items():
+            time_s, iteration = first_reach(trace.assign(distance=distance), "distance", tol)
+            values[name][i] = time_s if kind == "time" else iteration
+    return values, notes
+
+
+def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
+            load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
+    """``time_to_gap_<tol>`` and ``iters_to_gap_<tol>`` (module docstring)."""
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in names}
     fallback, uncertified = [], []

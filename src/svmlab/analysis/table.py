@@ -22,7 +22,8 @@ AGGREGATES = ("mean", "median")
 #: (a relative ROPE applies to log-ratios, the only scale on which 0.5 s and 2.5e5 s compare).
 ROPES = {"test_accuracy": "0.01", "train_accuracy": "0.01", "n_iter": "10%",
          "n_support": "10%"}
-DERIVED = ("time_to_gap_", "iters_to_gap_")  # svmlab.analysis.precision: lower is better
+#: Measures of svmlab.analysis.precision: lower is better.
+DERIVED = ("time_to_gap_", "iters_to_gap_", "time_to_obj_", "iters_to_obj_")
 RELATIVE_SUFFIXES = ("time_s",)  # fit_time_s, predict_time_s, time_s
 
 

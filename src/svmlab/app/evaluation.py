@@ -38,6 +38,8 @@ def evaluate(estimator, dataset) -> dict[str, float]:
     }
     if hasattr(estimator, "n_support_"):
         metrics["n_support"] = float(np.sum(estimator.n_support_))
+    if hasattr(estimator, "n_passes_"):  # passes over the data, a solver's cost in its paper
+        metrics["n_passes"] = float(estimator.n_passes_)
     if getattr(estimator, "gamma_", None) is not None:  # a gamma rule's value on this data
         metrics["kernel_gamma"] = float(estimator.gamma_)
     if estimator.certificate_ is not None:

@@ -266,11 +266,17 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer) -> list:
                                        workflow.analysis.filter, uri)
     except SvmlabError:  # nothing finished yet: every claim is untestable
         runs = pd.DataFrame()
-    judged = claims_table.judge_all(
-        workflow.claims, runs, lambda wanted: precision.derive(runs, wanted, uri,
-                                                                queries.load_trace)[0])
+    notes = []
+
+    def derive(wanted):
+        values, more = precision.derive(runs, wanted, uri, queries.load_trace)
+        notes.extend(more)
+        return values
+
+    judged = claims_table.judge_all(workflow.claims, runs, derive)
     with tempfile.TemporaryDirectory() as folder:
-        claims_table.write(Path(folder), workflow, scale, judged, outer.artifacts(folder="figures"))
+        claims_table.write(Path(folder), workflow, scale, judged, outer.artifacts(folder="figures"),
+                           notes)
         outer.log(folder, {f"claims_{v.replace(' ', '_')}": n
                            for v, n in claims_table.counts(judged).items()})
     return judged

@@ -54,9 +54,9 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
     """One claim on runs that carry its measure as ``metrics.<measure>``."""
     if claim.untestable is not None:
         return Judged(claim, None, "", UNTESTABLE, claim.untestable)
-    sides = [_side(claim.measure, claim.value, runs)]
+    sides = [_side(claim.measure, claim.value, runs, claim.spread_over)]
     if claim.relative_to is not None:
-        sides.append(_side(claim.measure, claim.relative_to, runs))
+        sides.append(_side(claim.measure, claim.relative_to, runs, claim.spread_over))
     (rule, bound), = claim.decide.items()
     test = _test_text(rule, bound, claim.paper)
     empty = [s for s in sides if s.n == 0]
@@ -91,16 +91,18 @@ def markdown(frame: pd.DataFrame) -> str:
 
 
 def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
-          figures: list[str] = ()) -> None:
+          figures: list[str] = (), notes: list[str] = ()) -> None:
     """``claims.md``, ``claims.csv`` and ``claims.html``, a styled page that also shows
-    ``figures`` (paths relative to the page) in ``folder``."""
+    ``figures`` (paths relative to the page) in ``folder``; ``notes`` say how derived measures
+    were obtained (e.g. the reference optimum of a distance to it), below the table."""
     frame = table(judged)
     title = f"{workflow.name} ({scale} scale): {workflow.paper}"
     summary = ", ".join(f"{n} {v}" for v, n in counts(judged).items())
     command = f"svmlab workflow {workflow.name} --scale {scale}"
+    noted = "".join(f"\n- {n}" for n in notes)
     (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
                                       f"Claims: {summary}. Regenerate: `{command}`\n\n"
-                                      + markdown(frame))
+                                      + markdown(frame) + (f"\n\nNotes:{noted}\n" if notes else ""))
     frame.to_csv(folder / "claims.csv", index=False)
     cells = page.table(frame, index=False)
     for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
@@ -108,7 +110,8 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
     shown = "".join(page.figure(p, p) for p in figures)
     (folder / "claims.html").write_text(page.render(
         title, f"{workflow.description}\n{summary}\n{command}",
-        [("claims", "Claims", cells)] + ([("figures", "Figures", shown)] if shown else [])))
+        [("claims", "Claims", cells + (page.conclusions(list(notes)) if notes else ""))]
+        + ([("figures", "Figures", shown)] if shown else [])))
 
 
 def counts(judged: list[Judged]) -> dict[str, int]:
@@ -125,15 +128,23 @@ class _Side:
     low: float = math.nan
     high: float = math.nan
 
+    over: str | None = None  # the largest over the smallest mean across this key's values
+
     def text(self, measure: str) -> str:
         spread = f" (range {_number(self.low)} to {_number(self.high)})" if self.n > 1 else ""
         never = f", {self.n_inf} never reached the target" if self.n_inf else ""
+        if self.over:
+            return (f"{measure}: largest / smallest mean across {self.over} = "
+                    f"{_number(self.mean)} ({_number(self.high)} / {_number(self.low)}) over "
+                    f"{self.n} run(s) of {self.label}{never}")
         return (f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}"
                 f"{spread}{never}")
 
 
-def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
-    """The mean (and range) of ``measure`` over the runs matching every key of ``where``."""
+def _side(measure: str, where: dict, runs: pd.DataFrame, over: str | None = None) -> _Side:
+    """The mean (and range) of ``measure`` over the runs matching every key of ``where``; with
+    ``over``, the ratio of the largest to the smallest mean across the values of that key (how
+    sensitive the measure is to it)."""
     label = ", ".join(f"{k}={v}" for k, v in where.items())
     column = f"metrics.{measure}"
     if column not in runs or runs.empty:
@@ -144,7 +155,15 @@ def _side(measure: str, where: dict, runs: pd.DataFrame) -> _Side:
     values = runs.loc[chosen, column].astype(float).dropna()
     if not len(values):
         return _Side(label, 0, math.nan)
-    return _Side(label, len(values), float(values.mean()), int(np.isinf(values).sum()),
+    n_inf = int(np.isinf(values).sum())
+    if over is not None:
+        means = values.groupby(_key_values(runs, over).loc[values.index].astype(str)).mean()
+        if len(means) < 2:
+            return _Side(f"{label} (one value of {over})", 0, math.nan)
+        spread = math.inf if n_inf else float(means.max() / means.min())
+        return _Side(label, len(values), spread, n_inf, float(means.min()), float(means.max()),
+                     over)
+    return _Side(label, len(values), float(values.mean()), n_inf,
                  float(values.min()), float(values.max()))
 
 

@@ -26,7 +26,7 @@ ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypoth
 REPORT_KEYS = {"notebook": True}
 CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
-              "decide": False, "why": False, "untestable": False}
+              "decide": False, "why": False, "untestable": False, "spread_over": False}
 
 
 class WorkflowError(SvmlabError):
@@ -43,7 +43,9 @@ class Claim:
     DECISIONS: the svmlab value within ``tolerance`` (absolute) or ``relative_tolerance`` of
     the paper's number, or ``below`` / ``above`` a bound; ``why`` justifies that bound from the
     paper's wording. ``untestable`` says why svmlab cannot test the claim at all (a solver or
-    dataset it does not have)."""
+    dataset it does not have). With ``spread_over`` (a tag or param, e.g. ``solver.C``) each
+    side's number is the largest over the smallest mean of the measure across that key's values:
+    how sensitive the measure is to it."""
 
     claim: str
     source: str
@@ -56,6 +58,7 @@ class Claim:
     decide: dict = field(default_factory=dict)
     why: str | None = None
     untestable: str | None = None
+    spread_over: str | None = None
 
 
 @dataclass(frozen=True)
