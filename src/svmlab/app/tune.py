@@ -10,7 +10,7 @@ cross-validation on the training set (or one stratified hold-out split), and log
 scores, traces and certified gaps on its nested run. After each fold the trial reports the mean
 score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED).
 
-Pruning inside a fit: a solver whose ``fit`` takes ``eval_set`` traces its accuracy on the
+Pruning inside a fit: a solver that ``traces_eval_set`` traces its accuracy on the
 fold's validation rows once per epoch, off its clock; with ``--metric accuracy`` its first trace
 rows are checkpoints (``fit_fold``), and the trace callback stops the fit when the pruner says
 so. The reported value is that validation score, a forecast of the trial's final score that the
@@ -62,7 +62,7 @@ RUN_ATTR = "mlflow_run_id"
 #: (the first trace rows of its fit), then the fold's end
 CHECKPOINTS = 8
 #: the trace column that holds a metric's validation score at a checkpoint: a solver whose
-#: ``fit`` takes ``eval_set`` traces the accuracy on it, off its clock, once per epoch
+#: ``traces_eval_set`` traces the accuracy on it, off its clock, once per epoch
 CHECKPOINT_COLUMNS = {"accuracy": "test_accuracy"}
 
 
@@ -261,20 +261,18 @@ def fit_fold(setup: Setup, trial, estimator, k: int) -> tuple[object, dict, list
     """Fit fold k: (the fitted estimator, or None when pruned mid-fit; its trace columns; the
     (step, value) reports of its checkpoints; the iteration it was pruned at, or None).
 
-    Where the solver traces the validation score (its ``fit`` takes ``eval_set`` and the metric
+    Where the solver traces the validation score (it ``traces_eval_set`` and the metric
     has a column in ``CHECKPOINT_COLUMNS``), the fit's first ``CHECKPOINTS - 1`` trace rows are
     checkpoints: each reports its score at step ``k * CHECKPOINTS + row`` and the fit stops when
     the pruner says so.
     """
-    import inspect
-
     import numpy as np
     from sklearn.base import clone
 
     data, (train, valid) = setup.dataset, setup.folds[k]
     column = CHECKPOINT_COLUMNS.get(setup.args.metric)
     fold = clone(estimator)
-    traced = column is not None and "eval_set" in inspect.signature(fold.fit).parameters
+    traced = column is not None and fold.traces_eval_set
     rows, reports = [], []
 
     def checkpoint(row: dict) -> None:
