@@ -18,10 +18,10 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import tempfile
-import time
 from pathlib import Path
+
+from commands import timed
 
 JOBS = ["-m", "solver=liblinear,libsvm,nesvm", "dataset=a1a,a2a,a3a,w1a", "seed=0,1,2,3"]
 LAUNCHERS = {"basic": [], "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]}
@@ -33,12 +33,7 @@ def run_sweep(folder: Path, launcher: str, data_dir: str) -> tuple[float, list[d
     command = [shutil.which("svmlab"), "train", *JOBS, *LAUNCHERS[launcher],
                f"tracking.uri=sqlite:///{folder}/mlflow.db", f"paths.data_dir={data_dir}",
                f"hydra.sweep.dir={sweep_dir}"]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if done.returncode:
-        raise SystemExit(f"{launcher} sweep failed ({done.returncode}):\n{done.stdout[-3000:]}"
-                         f"\n{done.stderr[-3000:]}")
+    wall, _ = timed(command, folder, f"{launcher} sweep")
     outcomes = [json.loads(p.read_text()) for p in (sweep_dir / ".svmlab/jobs").glob("*.json")]
     return wall, outcomes
 

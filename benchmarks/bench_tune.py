@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from mlflow import MlflowClient
+
+from commands import timed
 
 
 def log2_values(start: float, stop: float, step: float) -> list[float]:
@@ -44,12 +44,7 @@ def search(folder: Path, fixed: list[str], space: list[str], *options: str) -> d
     command = [sys.executable, "-m", "svmlab.app.cli", "tune", "--no-refit", "--study", "bench",
                "--storage", f"sqlite:///{folder}/optuna.db", *options, *fixed, *space,
                f"tracking.uri=sqlite:///{folder}/mlflow.db", "tracking.log_model=false"]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if done.returncode:
-        raise SystemExit(f"svmlab tune failed ({done.returncode}):\n{done.stdout[-3000:]}"
-                         f"\n{done.stderr[-3000:]}")
+    wall, _ = timed(command, folder, "svmlab tune")
     client = MlflowClient(f"sqlite:///{folder}/mlflow.db")
     experiment = client.get_experiment_by_name("svmlab").experiment_id
     runs = client.search_runs([experiment], "tags.`svmlab.role` = 'trial'", max_results=5000)
