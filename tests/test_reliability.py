@@ -243,7 +243,7 @@ def test_sigterm_to_a_submitit_launcher_stops_its_jobs(store, tmp_path):
 
 @pytest.mark.parametrize("overrides, status, message", [
     (("tracking.uri=nosuchscheme://x",), 3, "not a tracking URI MLflow knows"),
-    (("dataset=../solver/libsvm",), 2, "dataset=../solver/libsvm is not a dataset"),
+    (("dataset=../solver/libsvm",), 2, "unknown dataset '../solver/libsvm'"),
     (("seed=4294967296",), 2, "seed must be an integer from 0 to 2**32 - 1"),
     (("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "seed=0,1"), 2,
      "hydra.launcher.n_jobs must be a number of worker processes"),

@@ -236,7 +236,9 @@ def composition_error_line(exc: Exception, args: list[str]) -> str | None:
     from omegaconf.errors import OmegaConfBaseException
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
-        group, _, name = exc.missing_cfg_file.rpartition("/")
+        head, out_of_group, tail = exc.missing_cfg_file.partition("/../")  # dataset=../solver/x
+        group, name = (head, f"../{tail}") if out_of_group else \
+            exc.missing_cfg_file.rsplit("/", 1)
         return _unknown_option(group, name, exc.options)
     if not isinstance(exc, HydraException | OmegaConfBaseException):
         return None
