@@ -166,6 +166,12 @@ def pytest_terminal_summary(terminalreporter, config):
                                     f"{'; '.join(filling.errors) or 'none'}")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first, in their order, then the rest: pytest-xdist's workers start the
+    longest tests early and the short ones fill in at the end, so the workers end together."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_configure(config):
     """Import the test-only toy solver (support/toy.py): declared on its class, it is then a
     registered solver, and the conformance suite runs over it like over every solver of svmlab."""
