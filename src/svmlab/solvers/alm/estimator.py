@@ -194,7 +194,7 @@ class SVMALM(LinearSVMClassifier):
                     with trace.paused() if self.tol_gap is None else nullcontext():
                         point = -y * state.lam
                         bound = dual_bound(form, self.C, point, image)
-                    if bound > dual:
+                    if bound > dual or self._dual_point is None:
                         dual, self._dual_point = bound, point
                 if self._dual_point is not None:
                     row |= self._gap_row(form, step.objective, dual)
