@@ -7,9 +7,9 @@ model's own dual candidates, plus the solver's own dual point where it exposes o
 multipliers; scikit-learn exposes none of LIBLINEAR's).
 
 * SVM-ALM (inexact, mu = 0.1 C): 1 CG step per iteration (the paper's Algorithm 2) and 5 steps;
-  stopped by its certified gap (tol_gap, computed on the solver's clock at every iteration), so
+  stopped by its certified gap (tol_gap, computed on the solver's clock on its schedule), so
   the time to a precision is a usable stopping rule's time; the time to 1e-2 is read from the
-  trace of the run to 1e-4. Solver time only (numba compiled beforehand).
+  trace of the run to 1e-4 (its first certified row within 1e-2). Solver time only (numba compiled beforehand).
 * LIBLINEAR through LinearSVC, its own bias (intercept_scaling = 1, `-B 1`): dual CD (p = 1, 2)
   and primal Newton/TRON (p = 2), at tol = 1e-1, 1e-2, ...; the time to a precision is the
   median fit time of the loosest tol whose model is certified to it (">" when none is).

@@ -498,6 +498,7 @@ def test_stopping_rules_and_trace_columns():
     np.testing.assert_allclose(columns[f"gap_{name}"], columns["objective_hinge_p1.5_l2"]
                                - columns[f"dual_{name}"], rtol=1e-12, atol=1e-12)
     assert np.all(columns[f"gap_{name}"] >= -1e-9)
+    assert np.all(np.diff(columns[f"dual_{name}"]) >= 0)  # the best bound so far
     assert np.all(np.diff(columns["time_s"]) >= 0)
     np.testing.assert_array_equal(columns["iteration"], np.arange(1, model.n_iter_ + 1))
     with pytest.warns(ConvergenceWarning, match=r"it stopped on: paper's rule \|\|grad obj"):
@@ -514,6 +515,41 @@ def test_stopping_rules_and_trace_columns():
     quiet = SVMALM(trace_certificate=False, tol_gap=None, max_iter=5).fit(A, y)
     assert not any(name.startswith("rel_gap") for name in quiet.trace_.columns())
     assert "objective_hinge_p1.5_l2" in model.objectives(A, y)
+
+
+def test_the_dual_bound_runs_on_a_growing_schedule_and_converged_means_certified(monkeypatch):
+    from svmlab.solvers.alm import estimator
+
+    calls = []  # the bounds computed on the whole data (not on the warm-up's few rows)
+
+    def counted(form, C, a, image):
+        if len(a) == len(y):
+            calls.append(len(a))
+        return dual_bound(form, C, a, image)
+
+    dual_bound = estimator.dual_bound
+    monkeypatch.setattr(estimator, "dual_bound", counted)
+    A, y = make_problem(300, 8, seed=18)
+    name = "hinge_l2_bias"
+    model = SVMALM(tol_gap=1e-5, max_iter=5000).fit(A, y)
+    columns = model.trace_.columns()
+    gaps, bounds = columns[f"rel_gap_{name}"], columns[f"dual_{name}"]
+    assert model.n_iter_ >= 300 and len(calls) <= model.n_iter_ / 5  # 2286 iterations, 72 bounds
+    assert model.converged_ and gaps[-1] <= 1e-5 and gaps[:-1].min() > 1e-5
+    assert model.stop_reason_ == "certified gap <= tol_gap"
+    assert model.certificate_.rel_gap <= 1e-5 * (1 + 1e-9)  # the final one has that bound too
+    assert np.all(np.diff(bounds) >= 0) and len(np.unique(bounds)) <= len(calls)
+    np.testing.assert_allclose(columns[f"gap_{name}"], columns["objective_hinge_l2"] - bounds,
+                               rtol=1e-12, atol=1e-12)
+    # asked for, the bound is computed at every iteration, and stops the fit no later
+    calls.clear()
+    every = SVMALM(tol_gap=1e-5, max_iter=5000, trace_certificate=True).fit(A, y)
+    assert len(calls) == every.n_iter_ <= model.n_iter_ and every.converged_
+    # a fit ended by max_iter bounds its last iterate, and did not converge
+    calls.clear()
+    short = SVMALM(tol_gap=1e-5, max_iter=37).fit(A, y)
+    assert calls and short.trace_.columns()[f"rel_gap_{name}"][-1] > 1e-5
+    assert not short.converged_ and short.stop_reason_ == "max_iter=37 iterations"
 
 
 # -- configs and the paper preset -----------------------------------------------------------
