@@ -174,6 +174,7 @@ class SVMALM(LinearSVMClassifier):
         previous = self._objective(state, y)
         grad0 = self._gradient_norm(rows, y, state) if self.grad_rel else 1.0
         dual, self._dual_point, next_check = -math.inf, None, 1
+        objective_name = self._objective_name()
         with trace.buffered() as rows_out:
             for step in iterate(rows, y, state, settings):
                 paper = None
@@ -184,7 +185,7 @@ class SVMALM(LinearSVMClassifier):
                         self._gradient_norm(rows, y, state) <= self.eps_grad * grad0):
                     paper = f"paper's rule ||grad obj|| <= eps_grad={self.eps_grad}"
                 last = paper is not None or step.iteration >= self.max_iter
-                row = {self._objective_name(): step.objective,
+                row = {objective_name: step.objective,
                        "primal_residual": step.primal_residual,
                        "dual_residual": step.dual_residual, "mu": step.mu,
                        "cg_iterations": float(step.cg_iterations)}
