@@ -94,5 +94,13 @@ def test_server_refuses_an_unreachable_database_at_once(refused_url):
     done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
                            f"postgresql://mlflow@127.0.0.1:{port}/mlflow"],
                           capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode != 0
+    assert done.returncode == 3, done.stderr
     assert "cannot open the backend store" in done.stderr and "refused" in done.stderr
+
+
+def test_server_refuses_a_uri_that_is_not_a_database():
+    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
+                           "file:///tmp/mlruns"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 2, done.stderr
+    assert "must be a database URI" in done.stderr and done.stderr.count("\n") == 1

@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from svmlab.errors import SvmlabError
+from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
+from svmlab.errors import ConfigError, SvmlabError
 from svmlab.tracking import server
 
 
@@ -27,12 +28,13 @@ def add_parser(sub) -> None:
 
 
 def run_server(args: argparse.Namespace) -> int:
-    """Prepare the store, then replace this process by ``mlflow server``."""
+    """Prepare the store, then replace this process by ``mlflow server``; exit 2 for a URI that
+    is not a database's, 3 for a database that cannot be opened."""
     try:
         server.prepare_backend(args.backend_store_uri)
     except SvmlabError as exc:
         print(f"svmlab server: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_STORE
     command = server.server_command(args.backend_store_uri, args.artifacts_destination,
                                     args.host, args.port, args.workers)
     print(f"tracking server: http://{args.host}:{args.port}  "

@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from svmlab.errors import SvmlabError
+from svmlab.errors import ConfigError, SvmlabError
 from svmlab.tracking.store import store_lock
 
 SERVED_ARTIFACTS = "mlflow-artifacts:/"  # artifacts go through the server (--serve-artifacts)
@@ -38,15 +38,15 @@ def server_environment() -> dict[str, str]:
 
 
 def prepare_backend(backend_store_uri: str) -> None:
-    """Create or upgrade the store's schema now; SvmlabError if the URI is not a database's or
-    the database is unreachable."""
+    """Create or upgrade the store's schema now; ConfigError if the URI is not a database's,
+    SvmlabError if the database is unreachable."""
     import sqlalchemy
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
     from sqlalchemy.exc import SQLAlchemyError
 
     if not backend_store_uri.startswith(("postgresql", "sqlite", "mysql", "mssql")):
-        raise SvmlabError(f"--backend-store-uri must be a database URI "
+        raise ConfigError(f"--backend-store-uri must be a database URI "
                           f"(postgresql://user@host:port/db or sqlite:///file.db); "
                           f"got {backend_store_uri!r}")
     try:
