@@ -1,7 +1,8 @@
 """Sweeps on a real SLURM cluster (tests/cluster/slurm.sh: one node on this machine) into a real
 `svmlab server` on PostgreSQL: the jobs of a sweep as one job array, a job cancelled with
-`scancel` and the sweep resumed, the whole array cancelled, a run whose SLURM job ended reaped
-from any machine, a workflow's sweep, and `svmlab tune` workers as the tasks of an array.
+`scancel` and the sweep resumed, the whole array cancelled, a sweep stopped by Ctrl-C cancelling
+its jobs, a run whose SLURM job ended reaped from any machine, a workflow's sweep, and
+`svmlab tune` workers as the tasks of an array.
 
 Skipped where SLURM's commands are missing or no node is up; .ci/run installs Debian's packages
 and starts the cluster. The sweeps use the launcher preset of docs/sweeps.md
@@ -10,6 +11,7 @@ and starts the cluster. The sweeps use the launcher preset of docs/sweeps.md
 
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -180,6 +182,26 @@ def test_cancelling_the_whole_array_ends_every_job_killed(server, tmp_path):
     assert parent.info.status == "FAILED" and parent.data.metrics["jobs_killed"] == 2
     assert {r.info.status for r in children} == {"KILLED"}
     assert all(r.data.tags["svmlab.error"] for r in children)
+
+
+@pytest.mark.slow
+def test_stopping_the_sweep_cancels_its_jobs(server, tmp_path):
+    started = tmp_path / "started"
+    started.mkdir()
+    proc = sweep(server, tmp_path, "solver=slow", "seed=0,1",
+                 f"+solver.started_file={started}/" + "${seed}", "tracking.experiment=stopped",
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    wait_for(lambda: {p.name for p in started.iterdir()} == {"0", "1"}, "both fits to start")
+    _, children = sweep_runs(server, "stopped")
+    jobs = one_array(children).values()
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=SWEEP_S)[0]
+    assert proc.returncode != 0, out
+    assert wait_for(lambda: ended_states(jobs), "the jobs to end") == {"CANCELLED"}
+    (parent,), children = sweep_runs(server, "stopped")
+    assert parent.info.status == "KILLED"
+    wait_for(lambda: {r.info.status for r in sweep_runs(server, "stopped")[1]} == {"KILLED"},
+             "the jobs' runs to end KILLED")
 
 
 def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, tmp_path,

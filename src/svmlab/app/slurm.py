@@ -6,7 +6,8 @@ raises there and would abandon the jobs still running. This launcher waits the s
 counts such a job as KILLED with SLURM's word for it (``its SLURM job 7_3 ended CANCELLED``):
 its run, if it was left RUNNING, ends KILLED with that reason, its outcome goes where the jobs
 report theirs (``svmlab.app.sweep``), and the sweep goes on to its summary, where the parent run
-records it (metric ``jobs_killed``, the job's line in ``jobs.tsv``).
+records it (metric ``jobs_killed``, the job's line in ``jobs.tsv``). A sweep stopped by
+Ctrl-C or SIGTERM cancels its jobs that have not ended (the plugin leaves them running).
 """
 
 from __future__ import annotations
@@ -50,8 +51,14 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         jobs = executor.map_array(self, *zip(*[
             (list(overrides), "hydra.sweep.dir", num, f"job_id_for_{num}", Singleton.get_state())
             for num, overrides in zip(nums, job_overrides)]))
-        return [self._collect(job, num, list(overrides))
-                for job, num, overrides in zip(jobs, nums, job_overrides)]
+        try:
+            return [self._collect(job, num, list(overrides))
+                    for job, num, overrides in zip(jobs, nums, job_overrides)]
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep's jobs must not outlive it
+            for job in jobs:
+                if not job.done():
+                    job.cancel(check=False)
+            raise
 
     def _collect(self, job, job_num: int, overrides: list[str]) -> JobReturn:
         """The job's return; for a job that SLURM ended without one, a KILLED outcome,
