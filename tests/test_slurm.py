@@ -1,8 +1,8 @@
 """Sweeps on a real SLURM cluster (tests/cluster/slurm.sh: one node on this machine) into a real
 `svmlab server` on PostgreSQL: the jobs of a sweep as one job array, a job cancelled with
 `scancel` and the sweep resumed, the whole array cancelled, a sweep stopped by Ctrl-C cancelling
-its jobs, a run whose SLURM job ended reaped from any machine, a workflow's sweep, and
-`svmlab tune` workers as the tasks of an array.
+its jobs, a run whose SLURM job ended reaped from any machine, a workflow's sweep,
+`svmlab tune` workers as the tasks of an array, and a tune trial whose job ended trained again.
 
 Skipped where SLURM's commands are missing or no node is up; .ci/run installs Debian's packages
 and starts the cluster. The sweeps use the launcher preset of docs/sweeps.md
@@ -26,7 +26,7 @@ from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
 from support.waiting import wait_for
 from svmlab.app import cli
-from svmlab.app.tune import storage_url
+from svmlab.app.tune import RETRY_ATTR, recover, storage_url
 from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, SLURM_JOB_TAG,
                               SLURM_LIVE_STATES, iso_time, slurm_job_state)
 
@@ -301,3 +301,24 @@ def test_tune_workers_run_as_slurm_jobs_sharing_one_study(database, server, tmp_
     assert parent.info.status == "FINISHED"
     assert {r.data.tags["mlflow.parentRunId"] for r in trial_runs} == {parent.info.run_id}
     assert trials("FINISHED") == tasks and not trials("RUNNING")
+
+
+def test_a_trial_whose_slurm_job_ended_is_failed_and_queued_again(cluster, tmp_path):
+    """A RUNNING trial of another host, whose SLURM job has ended: only SLURM's word shows that
+    its process is gone, and the next invocation's recovery acts on it."""
+    submitted = subprocess.run(["sbatch", "--parsable", f"--output={tmp_path}/true.out",
+                                "--wrap", "true"], capture_output=True, text=True, timeout=60,
+                               check=True)
+    job = submitted.stdout.strip().split(";")[0]
+    wait_for(lambda: ended_states([job]), "the job to end", SWEEP_S)
+    study = optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path}/optuna.db")
+    trial = study.ask({"solver.C": optuna.distributions.FloatDistribution(0.5, 2.0)})
+    for key, value in {HOST_TAG: "another-host", PID_TAG: "1", PID_STARTED_TAG: iso_time(0.0),
+                       SLURM_JOB_TAG: job}.items():
+        trial.set_user_attr(key, value)
+    recover(study, None)
+    first, again = study.get_trials(deepcopy=False)
+    assert first.state == optuna.trial.TrialState.FAIL
+    assert again.state == optuna.trial.TrialState.WAITING  # queued with the failed trial's values
+    assert again.system_attrs["fixed_params"] == first.params
+    assert again.user_attrs[RETRY_ATTR] == first.number

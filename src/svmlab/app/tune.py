@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import math
 import os
 import subprocess
 import sys
@@ -454,19 +455,20 @@ def storage_url(url: str) -> str:
 
 
 def recover(study, uri: str | None) -> None:
-    """Trials left RUNNING by a process that is gone: FAIL in Optuna, FAILED in MLflow, and
-    their values queued to be trained again; one line each."""
-    from svmlab.lifecycle import HOST_TAG, PID_STARTED_TAG, PID_TAG, is_alive
+    """Trials left RUNNING by a process that is gone (on this host, or a SLURM job that SLURM
+    says has ended): FAIL in Optuna, FAILED in MLflow, and their values queued to be trained
+    again; one line each."""
+    from svmlab.lifecycle import why_dead
     from svmlab.tracking.study import fail_run
 
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        attrs = trial.user_attrs
-        if is_alive(attrs.get(HOST_TAG), attrs.get(PID_TAG), attrs.get(PID_STARTED_TAG)) is False:
+        started = trial.datetime_start.timestamp() if trial.datetime_start else time.time()
+        why = why_dead(trial.user_attrs, started, stale_after_s=math.inf, now=time.time())
+        if why:
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
             study.enqueue_trial(trial.params, user_attrs={RETRY_ATTR: trial.number})
-            print(f"svmlab: trial {trial.number} was left RUNNING by process "
-                  f"{attrs.get(PID_TAG)}, which is gone: marked FAIL, its values queued again",
-                  file=sys.stderr, flush=True)
+            print(f"svmlab: trial {trial.number} was left RUNNING ({why}): marked FAIL, its "
+                  f"values queued again", file=sys.stderr, flush=True)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         run_id = trial.user_attrs.get(RUN_ATTR)
         if run_id:
