@@ -34,15 +34,15 @@ def extra(folder: Path) -> list[str]:
 def by_hand(dataset: str) -> tuple[float, float]:
     """(C, validation accuracy) of the best C: LIBLINEAR fitted on 70 % of the training set (the
     split drawn with seed 0) and scored on the other 30 %; the best must be unique."""
+    cfg = composed(f"hydra.searchpath=[file://{SUPPORT_CONF}]", "+experiment=tiny",
+                   "solver=liblinear", f"dataset={dataset}", "seed=0")
+    loaded = data.load(**OmegaConf.to_container(cfg.dataset, resolve=True), seed=0,
+                       data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir)
+    (fit, valid), = StratifiedShuffleSplit(1, test_size=0.3, random_state=0).split(
+        loaded.X_train, loaded.y_train)
     scores = []
     for c in GRID:
-        cfg = composed(f"hydra.searchpath=[file://{SUPPORT_CONF}]", "+experiment=tiny",
-                       "solver=liblinear", f"dataset={dataset}", "seed=0", f"solver.C={c!r}")
-        if not scores:
-            loaded = data.load(**OmegaConf.to_container(cfg.dataset, resolve=True), seed=0,
-                               data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir)
-            (fit, valid), = StratifiedShuffleSplit(1, test_size=0.3, random_state=0).split(
-                loaded.X_train, loaded.y_train)
+        cfg.solver.C = c
         model = build_estimator(cfg).fit(loaded.X_train[fit], loaded.y_train[fit])
         scores.append(float(np.mean(model.predict(loaded.X_train[valid]) ==
                                     loaded.y_train[valid])))
