@@ -1,6 +1,7 @@
 """A workflow's selection step: one grid study per dataset on a seeded validation split, the
-best value checked against a fit by hand on the same split, an interrupted study continued
-without training a point twice, the sweep trained at each dataset's value, and bad input."""
+best value checked against fits by hand on the same split, an interrupted workflow that leaves
+nothing RUNNING and whose study continues without training a point twice, the sweep trained at
+each dataset's value, and bad input."""
 
 from pathlib import Path
 
@@ -19,8 +20,7 @@ from support.runs import SUPPORT_CONF
 from svmlab import data
 from svmlab.app import cli, selection, tune
 from svmlab.app.config import build_estimator
-from svmlab.app.workflow import experiment_name, sweep_arguments
-from svmlab.tracking.workflows import OuterRun
+from svmlab.app.workflow import sweep_arguments
 from svmlab.workflows import spec
 
 SELECT = Path(__file__).parent / "support" / "workflows" / "select.yaml"
@@ -58,13 +58,12 @@ def runs_of(store: Path, role: str | None = None) -> list:
     return [r for r in runs if r.data.tags.get("svmlab.role") == role]
 
 
-def test_the_best_validation_score_is_selected_per_dataset_and_a_study_resumes(
+def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_study_resumes(
         store, tmp_path, monkeypatch, capsys):
     workflow = spec.load(str(SELECT))
     uri, storage = f"sqlite:///{store}", f"sqlite:///{tmp_path / 'optuna.db'}"
     arguments = sweep_arguments(workflow, "quick", uri, "basic", None, extra(tmp_path))
     assert selection.datasets(arguments) == ["breast_cancer", "synthetic_gaussian"]
-    outer = OuterRun(uri, experiment_name(workflow, "quick"), "outer", {"svmlab.workflow": "t"})
 
     real, started = tune.fit_fold, []
 
@@ -75,13 +74,16 @@ def test_the_best_validation_score_is_selected_per_dataset_and_a_study_resumes(
         return real(setup, trial, estimator, k)
 
     monkeypatch.setattr(tune, "fit_fold", ctrl_c_in_the_second_fit)
-    assert selection.run(workflow, "quick", arguments, storage, outer.run_id) == ([], 130)
-    [killed] = runs_of(store, "study")
-    assert killed.info.status == "KILLED"
+    assert cli.main(["workflow", str(SELECT), "--launcher", "basic", "--tracking-uri", uri,
+                     "--storage", storage, *extra(tmp_path)]) == 130
+    [outer], [killed] = runs_of(store, "workflow"), runs_of(store, "study")
+    assert (outer.info.status, killed.info.status) == ("KILLED", "KILLED")
     assert [r.info.status for r in runs_of(store, "trial")] == ["FINISHED", "KILLED"]
+    assert not runs_of(store, "sweep")
     monkeypatch.undo()
+    outer_id = outer.info.run_id
 
-    chosen, status = selection.run(workflow, "quick", arguments, storage, outer.run_id)
+    chosen, status = selection.run(workflow, "quick", arguments, storage, outer_id)
     assert status == 0
     hand = {dataset: by_hand(dataset) for dataset in ("breast_cancer", "synthetic_gaussian")}
     assert [(p.dataset, p.values, p.score) for p in chosen] == [
@@ -102,9 +104,9 @@ def test_the_best_validation_score_is_selected_per_dataset_and_a_study_resumes(
     assert len(trials) == 6 and {r.data.tags["mlflow.parentRunId"] for r in trials} == {
         r.info.run_id for r in runs_of(store, "study")}
     assert [r.info.status for r in runs_of(store, "study")] == ["FINISHED", "FINISHED"]
-    assert {r.data.tags["mlflow.parentRunId"] for r in runs_of(store, "study")} == {outer.run_id}
+    assert {r.data.tags["mlflow.parentRunId"] for r in runs_of(store, "study")} == {outer_id}
 
-    assert selection.run(workflow, "quick", arguments, storage, outer.run_id) == (chosen, 0)
+    assert selection.run(workflow, "quick", arguments, storage, outer_id) == (chosen, 0)
     assert capsys.readouterr().out.count("finished before") == 2
     assert len(runs_of(store, "trial")) == 7
 
