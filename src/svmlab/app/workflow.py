@@ -283,10 +283,13 @@ def analysis_request(workflow: Workflow, scale: str, uri: str):
     from svmlab.analysis import compare, hypotheses, run, table
 
     a = workflow.analysis
+    # selected values are set per dataset: part of each block (w1a / 32), not a difference
+    # between the runs of a treatment
+    selected = [k for k in (workflow.select.grid if workflow.select else ()) if k not in a.blocks]
     request = run.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
                           measures=[table.parse_measure(m) for m in a.measures],
-                          blocks=a.blocks, treatments=a.treatments, tracking_uri=uri,
-                          objective=a.objective)
+                          blocks=[*a.blocks, *selected], treatments=a.treatments,
+                          tracking_uri=uri, objective=a.objective)
     options = compare.Options(hypotheses=tuple(hypotheses.parse(h) for h in a.hypotheses),
                               control=a.control)
     return request, options
