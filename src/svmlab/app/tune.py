@@ -56,6 +56,7 @@ SAMPLERS = ("tpe", "grid", "random")
 PRUNERS = ("median", "hyperband", "successive_halving", "none")
 STORAGE_SCHEMES = ("sqlite:", "postgresql", "mysql")
 RETRY_ATTR = "svmlab.retry_of"
+INTERRUPTED_ATTR = "svmlab.interrupted"  # a trial stopped by Ctrl-C or SIGTERM in its process
 REFIT_METRICS = ("test_accuracy", "train_accuracy", "fit_time_s")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)  # the trials --trials counts
 RUN_ATTR = "mlflow_run_id"
@@ -457,10 +458,18 @@ def storage_url(url: str) -> str:
 def recover(study, uri: str | None) -> None:
     """Trials left RUNNING by a process that is gone (on this host, or a SLURM job that SLURM
     says has ended): FAIL in Optuna, FAILED in MLflow, and their values queued to be trained
-    again; one line each."""
+    again; one line each. A trial interrupted in its process (FAIL in Optuna, KILLED in MLflow)
+    has its values queued again once, so that a grid sampler, which counts it as visited, still
+    trains its point."""
     from svmlab.lifecycle import why_dead
     from svmlab.tracking.study import fail_run
 
+    retried = {t.user_attrs.get(RETRY_ATTR) for t in study.get_trials(deepcopy=False)}
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        if trial.user_attrs.get(INTERRUPTED_ATTR) and trial.params and trial.number not in retried:
+            study.enqueue_trial(trial.params, user_attrs={RETRY_ATTR: trial.number})
+            print(f"svmlab: trial {trial.number} was interrupted: its values are queued again",
+                  file=sys.stderr, flush=True)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         started = trial.datetime_start.timestamp() if trial.datetime_start else time.time()
         why = why_dead(trial.user_attrs, started, stale_after_s=math.inf, now=time.time())
@@ -492,6 +501,9 @@ def optimize(setup: Setup, study) -> None:
                 return run_trial(setup, trial)
             except TrainingError as exc:  # its run holds the error and the traceback
                 print(f"trial {trial.number} FAIL: {exc}", flush=True)
+                raise
+            except KeyboardInterrupt:  # trained again by the next invocation (recover)
+                trial.set_user_attr(INTERRUPTED_ATTR, True)
                 raise
 
         study.optimize(objective, n_trials=remaining, callbacks=[done], catch=(TrainingError,),
@@ -551,8 +563,9 @@ def summarize(setup: Setup, study, parent) -> bool:
     return True
 
 
-def run_tune(args: argparse.Namespace) -> int:
-    """The command: check, open the study and its parent run, work, summarize."""
+def run_tune(args: argparse.Namespace, parent_run_id: str | None = None) -> int:
+    """The command: check, open the study and its parent run (nested under ``parent_run_id``,
+    a workflow's run, when given), work, summarize."""
     from svmlab.tracking.store import store_error_line
 
     try:
@@ -586,7 +599,8 @@ def run_tune(args: argparse.Namespace) -> int:
         # its trials must not resume that run
         project_run = os.environ.pop("MLFLOW_RUN_ID", None)
         parent = StudyRun(uri, setup.cfg.tracking.experiment, setup.name)
-        setup.parent_run_id = parent.open(_study_params(setup), args.storage, project_run)
+        setup.parent_run_id = parent.open(_study_params(setup), args.storage,
+                                          parent_run_id or project_run)
         reap_on_start(uri, setup.cfg.tracking.experiment, setup.cfg.tracking.stale_after_s)
         workers = [subprocess.Popen(worker_command(setup, i)) for i in range(1, args.jobs)]
         try:

@@ -2,6 +2,9 @@
 
 The steps, each a run nested under one outer run (experiment ``workflow-<name>-<scale>``):
 
+0. with a ``select`` block, the selection: one ``svmlab tune`` study per dataset over the
+   block's grid, scored on a validation split (``svmlab.app.selection``); the sweep then runs
+   once per dataset with that dataset's selected values;
 1. the sweep: ``svmlab train -m +experiment=<preset> <scale overrides> +resume=true`` as a
    child process, so that its exit status and Hydra's behaviour are those of the command
    itself; its parent run learns the outer run from ``SVMLAB_PARENT_RUN_ID``;
@@ -11,9 +14,9 @@ The steps, each a run nested under one outer run (experiment ``workflow-<name>-<
 4. the claims table (Markdown, HTML, CSV) on the outer run.
 
 Running a workflow again reopens its outer run (found by its tags) and completes what is
-missing: a step is done when its run finished (the sweep only while every run it listed still
-exists), and every step after one that had to run again runs again. The sweep resumes, so no
-configuration is trained twice.
+missing: a step is done when its run finished (a sweep only while every run it listed still
+exists), and every step after one that had to run again runs again. The studies and the sweep
+resume, so no configuration is trained twice.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from svmlab.errors import SvmlabError
+from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
 
@@ -52,6 +56,8 @@ def add_parser(subparsers) -> None:
                         help="Hydra launcher of the sweep (default: %(default)s)")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="worker processes of the joblib launcher (default: one per CPU)")
+    parser.add_argument("--storage", default="sqlite:///optuna.db", metavar="URL",
+                        help="Optuna storage of the selection studies (default: %(default)s)")
     parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
                         help="more Hydra overrides for the sweep, e.g. paths.data_dir=DIR")
     parser.set_defaults(func=command)
@@ -74,7 +80,7 @@ def command(args) -> int:
         print(f"svmlab: error: {exc}", file=sys.stderr)
         return 2
     return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
-               args.overrides)
+               args.overrides, args.storage)
 
 
 def listing() -> str:
@@ -83,8 +89,11 @@ def listing() -> str:
     for name in names():
         w = load(name)
         usage = f"svmlab workflow {name} --scale quick|paper"
+        selects = (f"selects {', '.join(w.select.grid)} per dataset by validation; "
+                   if w.select else "")
         lines += [f"{name}: {w.paper}", f"    {w.description}",
-                  f"    {len(w.claims)} claims; sweep +experiment={w.preset}; {usage}", ""]
+                  f"    {len(w.claims)} claims; {selects}sweep +experiment={w.preset}; {usage}",
+                  ""]
     return "\n".join(lines).rstrip()
 
 
@@ -104,25 +113,42 @@ def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "j
     if jobs is not None and launcher == "joblib":
         defaults.append(f"hydra.launcher.n_jobs={jobs}")
     own = workflow.sweep_overrides(scale)
-    own += [o for o in defaults if _key(o) not in {_key(w) for w in own}]
-    given = {_key(o) for o in extra}
-    return [o for o in own if _key(o) not in given] + list(extra)
+    own += [o for o in defaults if override_key(o) not in {override_key(w) for w in own}]
+    return replaced(own, extra)
 
 
-def _key(override: str) -> str:
+def replaced(overrides: list[str], new: list[str]) -> list[str]:
+    """``overrides`` less those that set a key of ``new``, then ``new``."""
+    keys = {override_key(o) for o in new}
+    return [o for o in overrides if override_key(o) not in keys] + list(new)
+
+
+def override_key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
 
 
+def override_value(overrides: list[str], key: str) -> str:
+    return [o.split("=", 1)[1] for o in overrides if override_key(o) == key][-1]
+
+
 def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = "joblib",
-        jobs: int | None = None, extra: list[str] = ()) -> int:
-    """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 130 when
-    interrupted."""
+        jobs: int | None = None, extra: list[str] = (),
+        storage: str = "sqlite:///optuna.db") -> int:
+    """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 2 for a
+    selection that cannot run, 130 when interrupted."""
+    from svmlab.app import selection
     from svmlab.lifecycle import sigterm_interrupts
     from svmlab.tracking.store import absolute_uri, ui_line
     from svmlab.tracking.workflows import OuterRun
 
     uri = absolute_uri(uri)
     arguments = sweep_arguments(workflow, scale, uri, launcher, jobs, extra)
+    if workflow.select:
+        try:
+            selection.check(workflow, scale, arguments, storage)
+        except SvmlabError as exc:
+            print(f"svmlab: error: {workflow.path}: select: {exc}", file=sys.stderr)
+            return 2
     # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
     # (but not where the store is)
     identity = [workflow.path.read_text(), scale,
@@ -135,7 +161,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
           + (" (reopened: completing it)" if outer.reused else ""), flush=True)
     try:
         with sigterm_interrupts():
-            failed = _steps(workflow, scale, uri, arguments, outer)
+            failed = _steps(workflow, scale, uri, arguments, outer, storage)
     except KeyboardInterrupt:
         outer.end("KILLED")
         print(f"workflow {workflow.name}: interrupted; run the same command again to complete it",
@@ -149,50 +175,91 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
     return 1 if failed else 0
 
 
-def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer) -> list[str]:
+def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer,
+           storage: str) -> list[str]:
     """Run every step that is not done; returns the names of the steps that failed."""
-    failed = []
-    sweep_run = outer.done("sweep")
-    missing = outer.missing_jobs(sweep_run) if sweep_run else []
-    redo = sweep_run is None or bool(missing)
-    if redo:
-        if missing:
-            print(f"[1/{STEPS}] sweep: {len(missing)} run(s) it listed are gone; resuming it")
-        print(f"[1/{STEPS}] sweep: svmlab train -m {' '.join(arguments)}", flush=True)
-        before = outer.latest("sweep")
-        status = _sweep(arguments, outer.run_id)
-        after = outer.latest("sweep")
-        if status and (after in (None, before) or after[1] != "FAILED"):
-            print(f"[1/{STEPS}] sweep: stopped before its end (exit status {status})",
-                  file=sys.stderr)
-            raise SystemExit(status if status > 0 else 1)
-        if status:  # some jobs failed: the others are analysed, and the next run retries them
+    failed, first = [], int(workflow.select is not None)
+    steps = STEPS + first
+    title = f"[{first + 1}/{steps}] sweep"
+    sweeps, chosen = [(title, arguments)], []
+    if workflow.select:  # one sweep per dataset, with its values, in a folder of its own
+        chosen = _select(workflow, scale, arguments, storage, outer, f"[1/{steps}] select")
+        folder = override_value(arguments, "hydra.sweep.dir")
+        sweeps = [(f"{title} {c.dataset}", replaced(
+            arguments, [f"hydra.sweep.dir={folder}/{c.dataset}", *c.overrides()]))
+            for c in chosen]
+    redo = False
+    for title, part in sweeps:
+        ran, part_failed = _sweep_step(part, outer, title)
+        redo |= ran
+        if part_failed:  # some jobs failed: the others are analysed, the next run retries them
             failed.append("sweep")
-    else:
-        print(f"[1/{STEPS}] sweep: finished before (run {sweep_run})")
 
     request, options = analysis_request(workflow, scale, uri)
     for number, role, step in ((2, "analysis", _analysis), (3, "report", _report)):
+        number += first
         if role == "report" and workflow.notebook is None:
             continue
         done = None if redo else outer.done(role)
         if done:
-            print(f"[{number}/{STEPS}] {role}: finished before (run {done})")
+            print(f"[{number}/{steps}] {role}: finished before (run {done})")
             continue
         redo = True
         try:
             run_id = step(workflow, scale, request, options, outer)
         except SvmlabError as exc:
-            print(f"[{number}/{STEPS}] {role}: failed: {exc}", file=sys.stderr)
+            print(f"[{number}/{steps}] {role}: failed: {exc}", file=sys.stderr)
             failed.append(role)
             break
-        print(f"[{number}/{STEPS}] {role}: run {run_id}", flush=True)
+        print(f"[{number}/{steps}] {role}: run {run_id}", flush=True)
 
-    judged = _claims(workflow, scale, uri, outer)
+    judged = _claims(workflow, scale, uri, outer, chosen)
     counts = claims_table.counts(judged)
-    print(f"[4/{STEPS}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    print(f"[{steps}/{steps}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     print(claims_table.markdown(claims_table.table(judged)))
     return failed
+
+
+def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, outer,
+            title: str) -> list:
+    """The selection step: every dataset's study, its values logged on the outer run (params
+    ``selected.<dataset>.<key>``, metrics ``selected.<dataset>.validation_<metric>``)."""
+    from svmlab.app import selection
+
+    print(f"{title}: {', '.join(workflow.select.grid)} per dataset by validation, storage "
+          f"{storage}", flush=True)
+    chosen, status = selection.run(workflow, scale, arguments, storage, outer.run_id)
+    if status == 130:
+        raise KeyboardInterrupt
+    if status:
+        print(f"{title}: a study did not finish (exit status {status})", file=sys.stderr)
+        raise SystemExit(status)
+    metric = workflow.select.metric
+    outer.log_values({f"selected.{c.dataset}.{k}": v for c in chosen for k, v in c.values.items()},
+                     {f"selected.{c.dataset}.validation_{metric}": c.score for c in chosen})
+    print(claims_table.selection_markdown(workflow.select, chosen), flush=True)
+    return chosen
+
+
+def _sweep_step(arguments: list[str], outer, title: str) -> tuple[bool, bool]:
+    """One sweep, unless a FINISHED sweep in the same folder still has all its runs: (whether
+    it ran, whether some of its jobs failed)."""
+    tags = {SWEEP_DIR_TAG: str(Path(override_value(arguments, "hydra.sweep.dir")).resolve())}
+    sweep_run = outer.done("sweep", tags)
+    missing = outer.missing_jobs(sweep_run) if sweep_run else []
+    if sweep_run and not missing:
+        print(f"{title}: finished before (run {sweep_run})")
+        return False, False
+    if missing:
+        print(f"{title}: {len(missing)} run(s) it listed are gone; resuming it")
+    print(f"{title}: svmlab train -m {' '.join(arguments)}", flush=True)
+    before = outer.latest("sweep", tags)
+    status = _sweep(arguments, outer.run_id)
+    after = outer.latest("sweep", tags)
+    if status and (after in (None, before) or after[1] != "FAILED"):
+        print(f"{title}: stopped before its end (exit status {status})", file=sys.stderr)
+        raise SystemExit(status if status > 0 else 1)
+    return True, bool(status)
 
 
 def _sweep(arguments: list[str], parent_run_id: str) -> int:
@@ -216,10 +283,13 @@ def analysis_request(workflow: Workflow, scale: str, uri: str):
     from svmlab.analysis import compare, hypotheses, run, table
 
     a = workflow.analysis
+    # selected values are set per dataset: part of each block (w1a / 32), not a difference
+    # between the runs of a treatment
+    selected = [k for k in (workflow.select.grid if workflow.select else ()) if k not in a.blocks]
     request = run.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
                           measures=[table.parse_measure(m) for m in a.measures],
-                          blocks=a.blocks, treatments=a.treatments, tracking_uri=uri,
-                          objective=a.objective)
+                          blocks=[*a.blocks, *selected], treatments=a.treatments,
+                          tracking_uri=uri, objective=a.objective)
     options = compare.Options(hypotheses=tuple(hypotheses.parse(h) for h in a.hypotheses),
                               control=a.control)
     return request, options
@@ -256,7 +326,7 @@ def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     return tracker.run_id
 
 
-def _claims(workflow: Workflow, scale: str, uri: str, outer) -> list:
+def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list) -> list:
     """Judge the claims on the workflow's finished runs; log the table to the outer run."""
     from svmlab.analysis import precision, select
     from svmlab.tracking import queries
@@ -276,7 +346,7 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer) -> list:
     judged = claims_table.judge_all(workflow.claims, runs, derive)
     with tempfile.TemporaryDirectory() as folder:
         claims_table.write(Path(folder), workflow, scale, judged, outer.artifacts(folder="figures"),
-                           notes)
+                           notes, chosen)
         outer.log(folder, {f"claims_{v.replace(' ', '_')}": n
                            for v, n in claims_table.counts(judged).items()})
     return judged

@@ -13,19 +13,21 @@ from mlflow.exceptions import MlflowException
 from svmlab.errors import SvmlabError
 from svmlab.tracking.runs import TRACE_ARTIFACT
 from svmlab.tracking.store import resolved_uri
+from svmlab.tracking.sweeps import ROLE_TAG
 
 
 def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str]) -> str | None:
-    """The id of a FINISHED run of ``experiment`` carrying all ``tags``, or None."""
+    """The id of a FINISHED training run of ``experiment`` carrying all ``tags``, or None. Runs
+    with a role (a study's trials, scored on part of the training set; its refit) are not
+    training runs of their config: the analysis leaves them out, so resume does too."""
     client = MlflowClient(resolved_uri(uri))
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
     conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
     runs = client.search_runs([found.experiment_id],
-                              " and ".join([*conditions, "attributes.status = 'FINISHED'"]),
-                              max_results=1)
-    return runs[0].info.run_id if runs else None
+                              " and ".join([*conditions, "attributes.status = 'FINISHED'"]))
+    return next((r.info.run_id for r in runs if ROLE_TAG not in r.data.tags), None)
 
 
 def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:

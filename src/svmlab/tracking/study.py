@@ -47,6 +47,12 @@ class StudyRun:
         return self.client.search_runs([self.experiment_id], query,
                                        order_by=["attributes.start_time ASC"])
 
+    def finished(self) -> bool:
+        """Whether the parent run exists and the last invocation of the study ended it
+        FINISHED."""
+        found = self._find()
+        return bool(found) and found[0].info.status == "FINISHED"
+
     def open(self, params: dict, storage: str, parent_run_id: str | None = None) -> str:
         """Find or create the parent run (nested under ``parent_run_id`` when given), mark it
         RUNNING in this process; returns its id."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, RunStatus, RunTag
+from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.tracking.store import ensure_experiment, resolved_uri
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG
@@ -51,18 +51,20 @@ class OuterRun:
                                        max_results=1, order_by=["attributes.start_time DESC"])
         return runs[0].info.run_id if runs else None
 
-    def latest(self, role: str) -> tuple[str, str] | None:
+    def latest(self, role: str, tags: dict[str, str] | None = None) -> tuple[str, str] | None:
         """(run id, status) of the latest child run with the role ``role`` (sweep, analysis,
-        report), or None."""
+        report) and ``tags``, or None."""
+        conditions = {PARENT_TAG: self.run_id, ROLE_TAG: role, **(tags or {})}
         runs = self.client.search_runs(
-            [self.experiment_id],
-            f"tags.`{PARENT_TAG}` = '{self.run_id}' and tags.`{ROLE_TAG}` = '{role}'",
+            [self.experiment_id], " and ".join(f"tags.`{k}` = '{v}'" for k, v in
+                                               conditions.items()),
             max_results=1, order_by=["attributes.start_time DESC"])
         return (runs[0].info.run_id, runs[0].info.status) if runs else None
 
-    def done(self, role: str) -> str | None:
-        """The id of the latest child run with the role ``role`` if it FINISHED, else None."""
-        latest = self.latest(role)
+    def done(self, role: str, tags: dict[str, str] | None = None) -> str | None:
+        """The id of the latest child run with the role ``role`` (and ``tags``) if it
+        FINISHED, else None."""
+        latest = self.latest(role, tags)
         return latest[0] if latest and latest[1] == "FINISHED" else None
 
     def missing_jobs(self, sweep_run_id: str) -> list[str]:
@@ -105,9 +107,13 @@ class OuterRun:
     def log(self, folder: str | os.PathLike, metrics: dict[str, float]) -> None:
         """Log the files of ``folder`` as artifacts and ``metrics`` (step 0)."""
         self.client.log_artifacts(self.run_id, str(folder))
+        self.log_values({}, metrics)
+
+    def log_values(self, params: dict, metrics: dict[str, float]) -> None:
+        """Log ``params`` and ``metrics`` (step 0) on the run."""
         now = int(time.time() * 1000)
-        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0)
-                                                    for k, v in metrics.items()])
+        self.client.log_batch(self.run_id, params=[Param(k, str(v)) for k, v in params.items()],
+                              metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
 
     def end(self, status: str) -> None:
         """End the run FINISHED, FAILED or KILLED."""

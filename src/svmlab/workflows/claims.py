@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from svmlab.analysis import page, report
-from svmlab.workflows.spec import Claim, Workflow
+from svmlab.workflows.spec import Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED, UNTESTABLE = "reproduced", "not reproduced", "not testable here"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNTESTABLE)
@@ -90,27 +90,56 @@ def markdown(frame: pd.DataFrame) -> str:
     return report.markdown(frame)
 
 
+def selection_table(chosen: list, metric: str) -> pd.DataFrame:
+    """One row per dataset: the selected values, their validation score and the study
+    (``chosen``: the selection step's results, with dataset, values, score and study)."""
+    return pd.DataFrame([{"dataset": c.dataset, **{k: _number(v) if isinstance(v, float) else v
+                                                      for k, v in c.values.items()},
+                          f"validation {metric}": _number(c.score), "study": c.study}
+                         for c in chosen])
+
+
+def selection_text(select: Select) -> str:
+    """How the values were selected, in one sentence."""
+    grid = "; ".join(f"{k} = {v}" for k, v in select.grid.items())
+    by = f", trained with {' '.join(select.overrides)}" if select.overrides else ""
+    return (f"Selected by validation, per {select.per}, before the sweep: the values with the "
+            f"best {select.metric} on a {select.validation * 100:g} % validation split of the "
+            f"training set (seed {select.seed}){by}, over {grid}; ties go to the smallest "
+            f"values. Every run of the sweep trains with its dataset's values.")
+
+
+def selection_markdown(select: Select, chosen: list) -> str:
+    return f"{selection_text(select)}\n\n{markdown(selection_table(chosen, select.metric))}"
+
+
 def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
-          figures: list[str] = (), notes: list[str] = ()) -> None:
+          figures: list[str] = (), notes: list[str] = (), chosen: list = ()) -> None:
     """``claims.md``, ``claims.csv`` and ``claims.html``, a styled page that also shows
     ``figures`` (paths relative to the page) in ``folder``; ``notes`` say how derived measures
-    were obtained (e.g. the reference optimum of a distance to it), below the table."""
+    were obtained (e.g. the reference optimum of a distance to it), below the table; ``chosen``
+    are the values the selection step chose, above it."""
     frame = table(judged)
     title = f"{workflow.name} ({scale} scale): {workflow.paper}"
     summary = ", ".join(f"{n} {v}" for v, n in counts(judged).items())
     command = f"svmlab workflow {workflow.name} --scale {scale}"
     noted = "".join(f"\n- {n}" for n in notes)
+    selected = selection_markdown(workflow.select, chosen) + "\n\n" if chosen else ""
     (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
                                       f"Claims: {summary}. Regenerate: `{command}`\n\n"
-                                      + markdown(frame) + (f"\n\nNotes:{noted}\n" if notes else ""))
+                                      + selected + markdown(frame)
+                                      + (f"\n\nNotes:{noted}\n" if notes else ""))
     frame.to_csv(folder / "claims.csv", index=False)
     cells = page.table(frame, index=False)
     for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
         cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
     shown = "".join(page.figure(p, p) for p in figures)
+    selection = ([("selection", "Selection", page.conclusions([selection_text(workflow.select)])
+                   + page.table(selection_table(chosen, workflow.select.metric), index=False))]
+                 if chosen else [])
     (folder / "claims.html").write_text(page.render(
         title, f"{workflow.description}\n{summary}\n{command}",
-        [("claims", "Claims", cells + (page.conclusions(list(notes)) if notes else ""))]
+        selection + [("claims", "Claims", cells + (page.conclusions(list(notes)) if notes else ""))]
         + ([("figures", "Figures", shown)] if shown else [])))
 
 

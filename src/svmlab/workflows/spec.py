@@ -18,7 +18,10 @@ SCALES = ("quick", "paper")
 DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
 COMBINATIONS = ("ratio", "difference")
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
-            "analysis": True, "report": False, "claims": True}
+            "analysis": True, "report": False, "claims": True, "select": False}
+SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": False,
+               "per": False, "seed": False}
+SELECT_PER = ("dataset",)
 SWEEP_KEYS = {"preset": True, "overrides": False}
 SCALE_KEYS = {"overrides": False, "description": False}
 ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypotheses": False,
@@ -62,6 +65,22 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Select:
+    """The selection step: before the sweep, one ``svmlab tune`` study per dataset scores every
+    point of ``grid`` (parameter: values in Hydra's sweep syntax, e.g. ``choice(2^0, 2^1)``) on
+    one hold-out split of the training set (``validation``: its fraction, drawn with ``seed``),
+    trained with the sweep's config and ``overrides`` (the solver that selects); that dataset's
+    sweep then uses the values with the best ``metric``."""
+
+    grid: dict[str, str]
+    validation: float
+    overrides: list[str] = field(default_factory=list)
+    metric: str = "accuracy"
+    per: str = "dataset"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The analysis step: the arguments of ``svmlab analyze`` that the workflow fixes."""
 
@@ -89,6 +108,7 @@ class Workflow:
     analysis: Analysis
     notebook: str | None
     claims: list[Claim]
+    select: Select | None = None
 
     def sweep_overrides(self, scale: str) -> list[str]:
         """The preset and the overrides of both scales' common part and of ``scale``."""
@@ -138,7 +158,35 @@ def parse(data: Any, path: Path) -> Workflow:
                 for s in SCALES},
         analysis=_analysis(data["analysis"], f"{where}: analysis"),
         notebook=notebook,
-        claims=[_claim(c, f"{where}: claims[{i}]") for i, c in enumerate(claims)])
+        claims=[_claim(c, f"{where}: claims[{i}]") for i, c in enumerate(claims)],
+        select=_select(data["select"], f"{where}: select") if "select" in data else None)
+
+
+def _select(data: Any, where: str) -> Select:
+    data = _mapping(data, where, SELECT_KEYS)
+    grid = data["grid"]
+    if not isinstance(grid, dict) or not grid:
+        raise WorkflowError(f"{where}.grid: a mapping of each parameter to its values, e.g. "
+                            f"{{solver.C: 'choice(2^0, 2^1, 2^2)'}}; got {grid!r}")
+    for key, values in grid.items():
+        if not isinstance(values, str) or not values.strip():
+            raise WorkflowError(f"{where}.grid.{key}: the values in Hydra's sweep syntax, e.g. "
+                                f"'choice(2^0, 2^1, 2^2)'; got {values!r}")
+    fraction = data["validation"]
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+            or not 0 < fraction < 1:
+        raise WorkflowError(f"{where}.validation: the fraction of the training set held out, "
+                            f"between 0 and 1; got {fraction!r}")
+    per = data.get("per", "dataset")
+    if per not in SELECT_PER:
+        raise WorkflowError(f"{where}.per: {per!r}; allowed: {', '.join(SELECT_PER)}")
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise WorkflowError(f"{where}.seed: an integer (the split's seed); got {seed!r}")
+    return Select(grid={str(k): v.strip() for k, v in grid.items()}, validation=float(fraction),
+                  overrides=_overrides(data.get("overrides"), f"{where}.overrides"),
+                  metric=_text(data.get("metric", "accuracy"), f"{where}.metric"), per=per,
+                  seed=seed)
 
 
 def _analysis(data: Any, where: str) -> Analysis:

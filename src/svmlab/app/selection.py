@@ -1,0 +1,158 @@
+"""The selection step of a workflow (its ``select`` block), run before the sweep.
+
+For each dataset of the sweep, one ``svmlab tune`` study (run in this process, its parent run
+nested under the workflow's outer run) trains every point of the grid once, with Optuna's grid
+sampler and no pruner, on one seeded stratified hold-out split of the training set, with the
+sweep's config and the selecting overrides (``solver=cvm``). The dataset's sweep then trains
+with the values of the best validation score; ties go to the smallest values, in the order of
+the grid's keys.
+
+A study is named by the workflow, the scale, the dataset and a digest of what it trains (its
+overrides, grid, split and metric): running the workflow again finds it. A study whose parent run
+FINISHED is read back from its Optuna storage and trains nothing; an interrupted one continues
+(``svmlab tune`` resumes: finished trials are kept, an interrupted or dead trial's point is
+trained again). Trials run one at a time: several workers would train the grid's last points
+twice (Optuna's grid sampler re-runs unfinished points once every point has started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from dataclasses import dataclass
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from svmlab.app import search_space, tune
+from svmlab.app.workflow import override_key, override_value, replaced
+from svmlab.errors import ConfigError
+from svmlab.workflows.spec import Select, Workflow
+
+#: overrides of the sweep that a study does not take: where and how the sweep runs
+SWEEP_ONLY = ("hydra/launcher", "hydra.launcher", "hydra.sweep", "resume")
+
+
+@dataclass(frozen=True)
+class Selected:
+    """The values a study chose for one dataset, their validation score, and the study."""
+
+    dataset: str
+    values: dict
+    score: float
+    study: str
+
+    def overrides(self) -> list[str]:
+        """The overrides of this dataset's sweep."""
+        return [f"dataset={self.dataset}",
+                *(search_space.as_override(k, v) for k, v in self.values.items())]
+
+
+def _single(arguments: list[str]) -> list[str]:
+    """The single-valued overrides of the sweep, but not where or how it runs."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(arguments)
+    except Exception as exc:  # Hydra's grammar error, a readable sentence
+        raise ConfigError(f"cannot parse the sweep's overrides: {str(exc).splitlines()[0]}"
+                          ) from exc
+    return [a for a, o in zip(arguments, parsed)
+            if not o.is_sweep_override() and not override_key(a).startswith(SWEEP_ONLY)]
+
+
+def datasets(arguments: list[str]) -> list[str]:
+    """The datasets the sweep of ``arguments`` trains on, in order: its last ``dataset`` override
+    after the preset's ``hydra.sweeper.params`` (as Hydra's basic sweeper reads them), else the
+    config's dataset."""
+    parser = OverridesParser.create()
+    _, choices, params = tune.compose_config(_single(arguments))
+    found = [choices["dataset"]]
+    for override in parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + arguments):
+        if override.get_key_element() == "dataset":
+            found = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                     else [override.get_value_element_as_str()])
+    return found
+
+
+def study_overrides(select: Select, arguments: list[str], dataset: str) -> list[str]:
+    """The overrides of a dataset's study: the sweep's single-valued overrides (not where or
+    how it runs), the selecting overrides, the dataset, the split's seed, none of the preset's
+    sweep (``hydra.sweeper.params=null``), then the grid."""
+    fixed = replaced(_single(arguments), [*select.overrides, f"dataset={dataset}",
+                                          f"seed={select.seed}", "hydra.sweeper.params=null"])
+    return fixed + [f"{key}={values}" for key, values in select.grid.items()]
+
+
+def tune_args(workflow: Workflow, scale: str, arguments: list[str], dataset: str,
+              storage: str) -> argparse.Namespace:
+    """``svmlab tune``'s arguments for the dataset's study, through its own parser."""
+    select = workflow.select
+    overrides = study_overrides(select, arguments, dataset)
+    identity = [o for o in overrides if not o.startswith("tracking.uri=")]
+    digest = hashlib.sha256("\n".join(
+        [*identity, str(select.validation), select.metric]).encode()).hexdigest()[:8]
+    space, _ = search_space.parse(overrides)
+    trials = 1
+    for values in search_space.grid(space).values():
+        trials *= len(values)
+    parser = argparse.ArgumentParser()
+    tune.add_parser(parser.add_subparsers())
+    return parser.parse_args([
+        "tune", "--trials", str(trials), "--sampler", "grid", "--pruner", "none",
+        "--validation", str(select.validation), "--metric", select.metric,
+        "--storage", storage, "--study", f"workflow-{workflow.name}-{scale}-select-{dataset}-"
+        f"{digest}", "--no-refit", "--", *overrides])
+
+
+def check(workflow: Workflow, scale: str, arguments: list[str], storage: str) -> None:
+    """Refuse a selection that cannot run (an empty or infinite grid, a parameter the solver does
+    not have, an unknown metric or dataset) before any run is created: ConfigError, DataError."""
+    args = tune_args(workflow, scale, arguments, datasets(arguments)[0], storage)
+    tune.prepare(args)
+
+
+def best(study, metric: str) -> tuple[dict, float]:
+    """The values of the complete trial with the best score (ties: the smallest values) and its
+    score."""
+    from optuna.trial import TrialState
+
+    sign = 1 if tune.METRICS[metric] == "minimize" else -1
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    keys = list(study.trials[0].distributions) if study.trials else []
+    chosen = min(complete, key=lambda t: (sign * t.value, [t.params[k] for k in keys]))
+    return dict(chosen.params), float(chosen.value)
+
+
+def run(workflow: Workflow, scale: str, arguments: list[str], storage: str,
+        outer_run_id: str) -> tuple[list[Selected], int]:
+    """Run (or read back) every dataset's study; (the selections so far, and 0, or the exit
+    status of the study that did not finish: the workflow stops there)."""
+    from svmlab.tracking.study import StudyRun
+
+    chosen = []
+    for dataset in datasets(arguments):
+        args = tune_args(workflow, scale, arguments, dataset, storage)
+        uri = override_value(args.overrides, "tracking.uri")
+        experiment = override_value(args.overrides, "tracking.experiment")
+        done = StudyRun(uri, experiment, args.study).finished()
+        study = _load(args.study, storage) if done else None
+        if study is None:
+            status = tune.run_tune(args, parent_run_id=outer_run_id)
+            if status:
+                return chosen, status
+            study = _load(args.study, storage)
+        else:
+            print(f"select {dataset}: study {args.study} finished before", flush=True)
+        values, score = best(study, workflow.select.metric)
+        chosen.append(Selected(dataset, values, score, args.study))
+    return chosen, 0
+
+
+def _load(name: str, storage: str):
+    """The study ``name`` of the storage, or None when it has no complete trial (or is gone)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    try:
+        study = optuna.load_study(study_name=name, storage=tune.storage_url(storage))
+    except KeyError:  # not in this storage
+        return None
+    return study if study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) else None
