@@ -4,7 +4,7 @@ solvers, closed forms): D(a) <= P* <= P(w) always, and the gap closes at the opt
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import linprog, minimize
+from scipy.optimize import linprog, lsq_linear, minimize
 from sklearn.datasets import make_classification
 
 from svmlab.estimator.certificates import (
@@ -13,7 +13,9 @@ from svmlab.estimator.certificates import (
     KernelImage,
     LinearImage,
     certify,
+    dual_bound,
 )
+from svmlab.estimator.formulations import L2
 from svmlab.estimator.kernels import Kernel
 from svmlab.solvers.baselines import Liblinear, Libsvm
 
@@ -163,3 +165,37 @@ def test_zero_c_and_relative_gap_conventions():
         "primal_f": 2.0, "dual_f": 1.5, "gap_f": 0.5, "rel_gap_f": 0.25}
     with pytest.raises(ValueError, match="unknown formulation"):
         Formulation("logistic")
+
+
+def test_a_wide_free_set_gives_the_exact_fit_of_largest_sum(problem):
+    """60 free points in 5 dimensions: the optimality condition v(a) = w is met by many a in
+    the box; the refinement takes the one of largest sum, a bound at least as tight as any
+    other exact fit's (here scipy's bounded least squares), and still below P*."""
+    X, y = problem
+    C = 0.7
+    Z = X * y[:, None]
+    a_star = exact_dual(Z @ Z.T, C)
+    p_star = hinge_primal(X, y, Z.T @ a_star, 0.0, C)
+    w = Z.T @ a_star + 0.05 * np.random.default_rng(1).normal(size=X.shape[1])
+    form, image = Formulation("hinge"), LinearImage(X, y, w)
+    base, free = form.loss_term.dual_candidate(y * (X @ w), C), np.arange(len(y))
+    refined = image.fit_free(base, free, C, L2(), balanced=False)
+    assert np.all((refined >= 0.0) & (refined <= C))
+    np.testing.assert_allclose(image.vector(refined), w, atol=1e-8)
+    other = lsq_linear(Z.T, w, bounds=(0.0, C), method="bvls", tol=1e-14).x
+    np.testing.assert_allclose(Z.T @ other, w, atol=1e-8)
+    assert refined.sum() >= other.sum() - 1e-9
+    assert dual_bound(form, C, other, image) <= dual_bound(form, C, refined, image) <= p_star
+
+
+def test_a_free_set_that_cannot_meet_the_condition_gets_the_least_squares_fit(problem):
+    X, y = problem
+    C = 0.7
+    Z = X * y[:, None]
+    w = 100.0 * np.ones(X.shape[1])  # beyond the reach of a in [0, C]^60
+    image = LinearImage(X, y, w)
+    fit = image.fit_free(np.zeros(len(y)), np.arange(len(y)), C, L2(), balanced=False)
+    exact = lsq_linear(Z.T, w, bounds=(0.0, C), method="bvls", tol=1e-14).x
+    cost = lambda a: np.sum((Z.T @ a - w) ** 2)
+    assert np.all((fit >= 0.0) & (fit <= C))
+    assert cost(fit) == pytest.approx(cost(exact), rel=1e-6)

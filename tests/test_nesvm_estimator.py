@@ -266,10 +266,10 @@ def test_paper_settings_on_a1a_match_liblinear_accuracy(shared_libsvm, C):
     assert F_ref <= F <= F_ref + C * 5.0 / 2 * d.X_train.shape[0]  # a_i = 1: binary features
 
 
-@pytest.mark.parametrize("max_iter, eps", [(30, 1e-3), (1000, 1e-3), (1000, 2e-3)])
+@pytest.mark.parametrize("max_iter, eps", [(30, 1e-3), (1000, 5e-4), (1000, 1e-3)])
 def test_gap_rule_converges_exactly_when_the_final_certificate_meets_eps(data, max_iter, eps):
     """stop='gap': converged_ states the certified gap of the returned iterate, refined where
-    the quick in-loop certificates fell short (at 1000 updates the refined gap is about 1.2e-3,
+    the quick in-loop certificates fell short (at 1000 updates the refined gap is about 6.5e-4,
     the quick ones never below 2.8e-2)."""
     X, y = data
     with warnings.catch_warnings():
@@ -278,4 +278,4 @@ def test_gap_rule_converges_exactly_when_the_final_certificate_meets_eps(data, m
                     lipschitz="paper").fit(X, y)
     quick = est.trace_.columns()["rel_gap_hinge_l2"]
     assert est.converged_ == (est.certificate_.rel_gap <= eps)
-    assert est.converged_ == (eps == 2e-3) and np.nanmin(quick) > eps
+    assert est.converged_ == ((max_iter, eps) == (1000, 1e-3)) and np.nanmin(quick) > eps
