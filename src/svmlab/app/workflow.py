@@ -1,4 +1,4 @@
-"""``svmlab workflow NAME [--scale quick|paper]``: a paper's reproduction in one command.
+"""``svmlab workflow NAME [--scale quick|medium|paper]``: a paper's reproduction in one command.
 
 The steps, each a run nested under one outer run (experiment ``workflow-<name>-<scale>``):
 
@@ -44,7 +44,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("name", help="a workflow (see 'svmlab workflow list'), the path of a "
                                      "workflow file (*.yaml), or 'list'")
     parser.add_argument("--scale", choices=SCALES, default="quick",
-                        help="quick: minutes on a laptop; paper: the paper's experiment "
+                        help="quick: minutes on a laptop; medium: the paper's datasets and "
+                             "protocol with fewer seeds or values of C; paper: the paper's "
+                             "experiment "
                              "(default: %(default)s)")
     parser.add_argument("--tracking-uri", metavar="URI",
                         help="MLflow store (default: $MLFLOW_TRACKING_URI, else MLflow's default)")
@@ -82,7 +84,7 @@ def listing() -> str:
     lines = []
     for name in names():
         w = load(name)
-        usage = f"svmlab workflow {name} --scale quick|paper"
+        usage = f"svmlab workflow {name} --scale quick|medium|paper"
         lines += [f"{name}: {w.paper}", f"    {w.description}",
                   f"    {len(w.claims)} claims; sweep +experiment={w.preset}; {usage}", ""]
     return "\n".join(lines).rstrip()

@@ -14,7 +14,7 @@ from svmlab.errors import SvmlabError
 
 #: The workflow files shipped with svmlab.
 WORKFLOW_DIR = Path(__file__).resolve().parent
-SCALES = ("quick", "paper")
+SCALES = ("quick", "medium", "paper")
 DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
 COMBINATIONS = ("ratio", "difference")
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
