@@ -27,8 +27,7 @@ class OuterRun:
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, tags: dict[str, str]):
-        # the workflow prints a line per step; MLflow's bars per copied file would bury them
-        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        _quiet_downloads()
         self.uri = resolved_uri(uri)
         self.experiment_id = ensure_experiment(self.uri, experiment)
         self.client = MlflowClient(self.uri)
@@ -113,6 +112,11 @@ class OuterRun:
         self.client.set_terminated(self.run_id, RunStatus.to_string(getattr(RunStatus, status)))
 
 
+def _quiet_downloads() -> None:
+    """No MLflow progress bar per copied file: it would bury the lines the commands print."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
 def _outer_filter(tags: dict[str, str]) -> str:
     """The search filter of the outer runs carrying ``tags``."""
     return " and ".join(f"tags.`{k}` = '{v}'" for k, v in {**tags, ROLE_TAG: "workflow"}.items())
@@ -121,6 +125,7 @@ def _outer_filter(tags: dict[str, str]) -> str:
 def latest_claims(uri: str | None, experiment: str, tags: dict[str, str]) -> tuple[str, str] | None:
     """(run id, text of ``claims.csv``) of the outer run carrying ``tags`` in ``experiment`` that
     FINISHED last, or None when there is none."""
+    _quiet_downloads()
     client = MlflowClient(resolved_uri(uri))
     found = client.get_experiment_by_name(experiment)
     if found is None:
