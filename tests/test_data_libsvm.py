@@ -146,6 +146,19 @@ def test_split_is_seeded_and_stratified(shared_libsvm):
 
 
 @pytest.mark.shared_data
+def test_a_test_fraction_splits_the_training_file_and_leaves_the_official_test_file(
+        shared_libsvm, tmp_path):
+    (tmp_path / "a1a").mkdir()  # the training file alone, as w8a and cod-rna are here
+    shutil.copy(shared_libsvm / "a1a" / "a1a", tmp_path / "a1a" / "a1a")
+    split = data.load("a1a", seed=3, test_fraction=0.5, data_dir=tmp_path)
+    assert (len(split.y_train), len(split.y_test)) == (802, 803)  # of a1a's 1605 rows
+    assert split.source == str(tmp_path / "a1a" / "a1a")
+    official = data.load("a1a", data_dir=shared_libsvm)
+    assert (len(official.y_train), len(official.y_test)) == (1605, 30956)
+    assert official.params["test_fraction"] is None
+
+
+@pytest.mark.shared_data
 def test_max_abs_scale_keeps_sparsity_and_uses_training_statistics(shared_libsvm):
     raw = data.load("german.numer", data_dir=shared_libsvm)
     scaled = data.load("german.numer", data_dir=shared_libsvm, max_abs_scale=True)

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from svmlab import data
 from svmlab.app.config import register_configs
 from svmlab.data.libsvm import LibsvmEntry
-from svmlab.data.registry import REGISTRY
+from svmlab.data.registry import REGISTRY, get_entry
 from svmlab.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")
@@ -101,9 +101,11 @@ def test_valid_parameters_pass_without_loading_anything(tmp_path):
     assert not any(tmp_path.rglob("*.*"))
 
 
-def test_datasets_with_a_test_file_have_no_test_fraction():
-    with pytest.raises(DataError, match=r"official test file \(a9a\.t\).*max_abs_scale"):
-        data.validate("a9a", test_fraction=0.3)
+def test_datasets_with_a_test_file_read_it_unless_given_a_test_fraction():
+    assert get_entry("a9a").resolve({})["test_fraction"] is None
+    assert get_entry("a9a").resolve({"test_fraction": 0.3})["test_fraction"] == 0.3
+    with pytest.raises(DataError, match=r"test_fraction=1.5 .*or null for the official test"):
+        data.validate("a9a", test_fraction=1.5)
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, 2**32, True])
@@ -124,7 +126,8 @@ def test_every_libsvm_dataset_has_one_training_file_and_consistent_rows():
             assert file.sha256 is None or re.fullmatch(r"[0-9a-f]{64}", file.sha256), file
             assert file.n_rows is None or file.n_rows > 0, file
         has_test = entry.file("test") is not None
-        assert ("test_fraction" in [p.name for p in entry.params]) is not has_test, name
+        fraction = next(p for p in entry.params if p.name == "test_fraction")
+        assert (fraction.default is None) is has_test, name  # null: the official test file
 
 
 def test_the_requested_official_datasets_are_in_the_catalogue():

@@ -22,13 +22,13 @@ from support.configs import composed
 from support.runs import SUPPORT_CONF, TESTS_DIR
 from svmlab.app import cli
 from svmlab.app.config import build_estimator
-from svmlab.app.workflow import experiment_name, sweep_arguments
+from svmlab.app.workflow import experiment_name, outer_tags, sweep_arguments
 from svmlab.workflows import claims, spec
 
 pytestmark = pytest.mark.filterwarnings("ignore:\\s*'hydra/launcher/joblib' is validated:UserWarning")
 
 TINY = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
-SHIPPED = [(name, scale) for name in spec.names() for scale in spec.SCALES]
+SHIPPED = [(name, scale) for name in spec.names() for scale in spec.SCALES]  # each has all three
 
 
 def jobs(arguments: list[str]) -> list[list[str]]:
@@ -57,6 +57,28 @@ def test_every_workflow_loads_and_its_sweep_composes(name, scale):
                 for key in set(side) & {"solver", "dataset"}:
                     named = side[key] if isinstance(side[key], list) else [side[key]]
                     assert set(named) & swept, (claim.claim, named)
+
+
+def swept(batch: list[list[str]], keys=("solver", "dataset", "bsca_problem")) -> set[str]:
+    """The solvers, datasets and problems of a sweep's jobs; a seeded split of the training file
+    (``w8a_split``, where the official test file is missing) counts as its dataset."""
+    return {o.split("=", 1)[1].removesuffix("_split") for job in batch for o in job
+            if o.split("=")[0].lstrip("+") in keys}
+
+
+@pytest.mark.parametrize("name", spec.names())
+def test_the_medium_scale_keeps_the_papers_solvers_and_datasets_and_says_its_size(name):
+    workflow = spec.load(name)
+    medium, paper = (jobs(sweep_arguments(workflow, scale, "sqlite:///x.db"))
+                     for scale in ("medium", "paper"))
+    assert swept(medium) == swept(paper) and len(medium) <= len(paper)
+    description = yaml.safe_load(workflow.path.read_text())["scales"]["medium"]["description"]
+    assert f"({len(medium)} runs" in description
+
+
+def test_a_scale_the_workflow_does_not_define_is_refused(capsys):
+    assert cli.main(["workflow", str(TINY), "--scale", "medium"]) == 2
+    assert "workflow tiny has no medium scale; its scales: quick, paper" in capsys.readouterr().err
 
 
 def test_overrides_given_replace_the_workflows_own_for_the_same_key():
@@ -303,3 +325,47 @@ def test_an_interrupted_workflow_completes_when_run_again(store, tmp_path):
     assert [(r.info.run_id, r.info.status) for r in outers] == [(outer.info.run_id, "FINISHED")]
     sweeps = [r for r in again if r.data.tags.get("svmlab.role") == "sweep"]
     assert [r.info.status for r in sweeps] == ["KILLED", "FINISHED"]
+
+
+def finished_outer(store: Path, workflow: spec.Workflow, runs: pd.DataFrame,
+                   status: str = "FINISHED") -> str:
+    """An outer run of ``workflow`` (quick scale) whose claims are judged on ``runs``."""
+    from svmlab.tracking.workflows import OuterRun
+
+    outer = OuterRun(f"sqlite:///{store}", experiment_name(workflow, "quick"), "outer",
+                     outer_tags(workflow, "quick") | {"svmlab.workflow.digest": status})
+    judged = claims.judge_all(workflow.claims, runs, lambda names: {})
+    folder = store.parent / status
+    folder.mkdir()
+    claims.write(folder, workflow, "quick", judged)
+    outer.log(folder, {})
+    outer.end(status)
+    return outer.run_id
+
+
+def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store, capfd):
+    tiny = spec.load(str(TINY))
+    runs = pd.DataFrame({"tags.solver": ["liblinear", "libsvm"],
+                         "tags.dataset": ["breast_cancer"] * 2,
+                         "metrics.test_accuracy": [0.97, 0.9995]})
+    finished_outer(store, tiny, runs)
+    finished_outer(store, tiny, runs.assign(**{"metrics.test_accuracy": [0.5, 0.5]}), "FAILED")
+    uri = ["--tracking-uri", f"sqlite:///{store}"]
+    assert cli.main(["workflow", "table", str(TINY), *uri]) == 0
+    lines = capfd.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "| workflow | claim (source) | paper | svmlab (quick scale) | verdict |",
+        "|---|---|---|---|---|",
+        "| `tiny` | LIBLINEAR's accuracy on breast cancer is LIBSVM's (Table 1) | 0 | -0.0295 "
+        "| reproduced |"]
+    assert lines[3:] == [
+        "| `tiny` | LIBSVM reaches 99.9 % on breast cancer (Table 1) | 0.999 | 0.9995 | reproduced |",
+        "| `tiny` | LIBLINEAR's accuracy on a9a (Table 2) | 0.85 |  | not testable here |",
+        "| `tiny` | LIBLINEAR is faster than SVM-Light (Table 3) |  |  | not testable here |"]
+
+    assert cli.main(["workflow", "table", str(TINY), "shootout", *uri]) == 1
+    out, err = capfd.readouterr()
+    assert out.count("| `tiny` |") == 4 and "shootout" not in out
+    assert ("workflow shootout has no finished run at scale quick in sqlite:///"
+            in err) and "run 'svmlab workflow shootout --scale quick'" in err
+    assert cli.main(["workflow", "table", "fw_papr", *uri]) == 2

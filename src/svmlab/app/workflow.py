@@ -1,4 +1,4 @@
-"""``svmlab workflow NAME [--scale quick|paper]``: a paper's reproduction in one command.
+"""``svmlab workflow NAME [--scale quick|medium|paper]``: a paper's reproduction in one command.
 
 The steps, each a run nested under one outer run (experiment ``workflow-<name>-<scale>``):
 
@@ -17,11 +17,15 @@ Running a workflow again reopens its outer run (found by its tags) and completes
 missing: a step is done when its run finished (a sweep only while every run it listed still
 exists), and every step after one that had to run again runs again. The studies and the sweep
 resume, so no configuration is trained twice.
+
+``svmlab workflow table NAME... --scale S`` prints the claims of each workflow's latest finished
+outer run at scale S as one Markdown table (the README's tables).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import signal
 import subprocess
@@ -44,11 +48,16 @@ FIGURES = ("cd_diagram.png", "performance_profile.png", "data_profile.png")
 def add_parser(subparsers) -> None:
     """Register ``workflow`` on an argparse subparsers object."""
     parser = subparsers.add_parser(
-        "workflow", epilog="svmlab workflow list: the workflows and what they reproduce")
+        "workflow", epilog="svmlab workflow list: the workflows and what they reproduce; "
+                           "svmlab workflow table NAME... --scale medium: their claims tables")
     parser.add_argument("name", help="a workflow (see 'svmlab workflow list'), the path of a "
-                                     "workflow file (*.yaml), or 'list'")
+                                     "workflow file (*.yaml), 'list', or 'table' followed by "
+                                     "workflow names (default: all): the claims tables of "
+                                     "their latest finished runs at --scale, as Markdown")
     parser.add_argument("--scale", choices=SCALES, default="quick",
-                        help="quick: minutes on a laptop; paper: the paper's experiment "
+                        help="quick: minutes on a laptop; medium: the paper's datasets and "
+                             "protocol with fewer seeds or values of C; paper: the paper's "
+                             "experiment "
                              "(default: %(default)s)")
     parser.add_argument("--tracking-uri", metavar="URI",
                         help="MLflow store (default: $MLFLOW_TRACKING_URI, else MLflow's default)")
@@ -75,7 +84,11 @@ def command(args) -> int:
         if args.name == "list":
             print(listing())
             return 0
+        if args.name == "table":
+            return table_command([load(n) for n in args.overrides or names()], args.scale,
+                                 args.tracking_uri)
         workflow = load(args.name)
+        workflow.sweep_overrides(args.scale)  # the scale exists
     except SvmlabError as exc:
         print(f"svmlab: error: {exc}", file=sys.stderr)
         return 2
@@ -88,7 +101,7 @@ def listing() -> str:
     lines = []
     for name in names():
         w = load(name)
-        usage = f"svmlab workflow {name} --scale quick|paper"
+        usage = f"svmlab workflow {name} --scale quick|medium|paper"
         selects = (f"selects {', '.join(w.select.grid)} per dataset by validation; "
                    if w.select else "")
         lines += [f"{name}: {w.paper}", f"    {w.description}",
@@ -97,8 +110,47 @@ def listing() -> str:
     return "\n".join(lines).rstrip()
 
 
+def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int:
+    """Print the claims of each workflow's latest finished run at ``scale`` as one Markdown
+    table; 1 when a workflow has none (named on stderr), 3 when the store fails."""
+    from svmlab.tracking.store import resolved_uri, store_error_line
+    from svmlab.tracking.workflows import latest_claims
+
+    uri = resolved_uri(uri)
+    rows, missing = [], []
+    try:
+        for workflow in workflows:
+            found = latest_claims(uri, experiment_name(workflow, scale),
+                                  outer_tags(workflow, scale))
+            if found is None:
+                missing.append(workflow.name)
+                continue
+            frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
+            rows += [{"workflow": f"`{workflow.name}`",
+                      "claim (source)": f"{row.claim} ({row.source})", "paper": row.paper,
+                      f"svmlab ({scale} scale)": row.svmlab, "verdict": row.verdict}
+                     for row in frame.itertuples()]
+    except Exception as exc:
+        line = store_error_line(exc, uri)
+        if line is None:
+            raise
+        print(f"svmlab: error: {line}", file=sys.stderr)
+        return 3
+    for name in missing:
+        print(f"svmlab: workflow {name} has no finished run at scale {scale} in {uri}; run "
+              f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
+    if rows:
+        print(claims_table.markdown(pd.DataFrame(rows)), end="")
+    return 1 if missing else 0
+
+
 def experiment_name(workflow: Workflow, scale: str) -> str:
     return f"workflow-{workflow.name}-{scale}"
+
+
+def outer_tags(workflow: Workflow, scale: str) -> dict[str, str]:
+    """The tags that identify a workflow's outer runs at ``scale``."""
+    return {"svmlab.workflow": workflow.name, "svmlab.workflow.scale": scale}
 
 
 def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "joblib",
@@ -155,8 +207,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
                 *(a for a in arguments if not a.startswith("tracking.uri="))]
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()
     outer = OuterRun(uri, experiment_name(workflow, scale), f"workflow {workflow.name} ({scale})",
-                     {"svmlab.workflow": workflow.name, "svmlab.workflow.scale": scale,
-                      "svmlab.workflow.digest": digest})
+                     outer_tags(workflow, scale) | {"svmlab.workflow.digest": digest})
     print(f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
           + (" (reopened: completing it)" if outer.reused else ""), flush=True)
     try:

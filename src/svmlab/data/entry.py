@@ -48,18 +48,23 @@ def yaml_value(value: Any) -> str:
     return str(value)
 
 
-def number(name: str, default: float, low: float, high: float = math.inf, *,
-           low_open: bool = False, high_open: bool = False) -> Param:
-    """A float in an interval, e.g. ``number("test_fraction", 0.25, 0, 1, low_open=True, ...)``."""
+def number(name: str, default: float | None, low: float, high: float = math.inf, *,
+           low_open: bool = False, high_open: bool = False,
+           null_means: str | None = None) -> Param:
+    """A float in an interval, e.g. ``number("test_fraction", 0.25, 0, 1, low_open=True, ...)``;
+    with ``null_means``, also null (None), meaning what it says."""
 
     def accepts(value: Any) -> bool:
+        if value is None:
+            return null_means is not None
         return (_is_number(value)
                 and (low < value if low_open else low <= value)
                 and (value < high if high_open else value <= high))
 
     upper = f"{high:g}{')' if high_open else ']'}" if high < math.inf else "inf)"
     interval = f"{'(' if low_open else '['}{low:g}, {upper}"
-    return Param(name, default, f"a number in {interval}", accepts, float)
+    allowed = f"a number in {interval}" + (f", or null for {null_means}" if null_means else "")
+    return Param(name, default, allowed, accepts, float)
 
 
 def integer(name: str, default: int | None, minimum: int, *,
@@ -80,6 +85,10 @@ def flag(name: str, default: bool) -> Param:
 
 
 TEST_FRACTION = number("test_fraction", 0.25, 0, 1, low_open=True, high_open=True)
+#: For a dataset with an official test file: null reads it; a fraction splits the training file
+#: with the seed instead (where the test file is missing, e.g. w8a.t, cod-rna.t).
+OPTIONAL_TEST_FRACTION = number("test_fraction", None, 0, 1, low_open=True, high_open=True,
+                                null_means="the official test file")
 
 
 def describe_params(declared: tuple[Param, ...]) -> str:

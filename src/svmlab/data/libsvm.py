@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from svmlab.data.dataset import Dataset, DatasetInfo
 from svmlab.data.download import download, remove_stale_parts
-from svmlab.data.entry import TEST_FRACTION, Entry, describe_params, flag
+from svmlab.data.entry import OPTIONAL_TEST_FRACTION, TEST_FRACTION, Entry, flag
 from svmlab.data.libsvm_format import OPENERS, Content, read_libsvm_file
 from svmlab.data.prepare import (
     as_csr32,
@@ -109,18 +109,11 @@ class LibsvmEntry(Entry):
     def file(self, role: str) -> CatalogueFile | None:
         return next((file for file in self.files if file.role == role), None)
 
-    def used_files(self) -> list[CatalogueFile]:
-        """The files ``load`` reads: the training file, then the test file if there is one."""
-        return [file for file in (self.file("train"), self.file("test")) if file is not None]
-
-    def resolve(self, given) -> dict:
-        test = self.file("test")
-        if "test_fraction" in given and test is not None:
-            raise DataError(f"dataset {self.name!r} comes with an official test file "
-                            f"({test.name}), so it is not split and has no parameter "
-                            f"'test_fraction'. "
-                            f"Its parameters: {describe_params(self.params)}")
-        return super().resolve(given)
+    def used_files(self, split: bool = False) -> list[CatalogueFile]:
+        """The files ``load`` reads: the training file, then the test file if there is one and
+        the training file is not ``split``."""
+        test = None if split else self.file("test")
+        return [file for file in (self.file("train"), test) if file is not None]
 
     def fetch(self, data_dir=None, cache_dir=None, base_url=None) -> list[Path]:
         """Paths of all official files, verified; those not found locally or in the cache are
@@ -176,7 +169,7 @@ class LibsvmEntry(Entry):
                         f"verify=false (dataset.verify=false in a run's config).")
 
     def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
-        used = self.used_files()
+        used = self.used_files(split=params["test_fraction"] is not None)
         copies = [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
                   for file in used]
         paths = [path for path, _ in copies]
@@ -263,7 +256,7 @@ def _entry(name: str, rows: list[dict]) -> LibsvmEntry:
     description = f"LIBSVM {name}: {size}{split} (file{'s' if len(used) > 1 else ''} {names})"
     return LibsvmEntry(
         name=name, description=description, files=catalogue_files, n_features=n_features,
-        params=(MAX_ABS_SCALE, VERIFY) if "test" in roles
+        params=(OPTIONAL_TEST_FRACTION, MAX_ABS_SCALE, VERIFY) if "test" in roles
         else (TEST_FRACTION, MAX_ABS_SCALE, VERIFY))
 
 

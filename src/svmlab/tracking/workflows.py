@@ -27,8 +27,7 @@ class OuterRun:
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, tags: dict[str, str]):
-        # the workflow prints a line per step; MLflow's bars per copied file would bury them
-        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        _quiet_downloads()
         self.uri = resolved_uri(uri)
         self.experiment_id = ensure_experiment(self.uri, experiment)
         self.client = MlflowClient(self.uri)
@@ -46,8 +45,7 @@ class OuterRun:
                                                  {**tags, ROLE_TAG: "workflow"}.items()])
 
     def _find(self, tags: dict[str, str]) -> str | None:
-        conditions = [f"tags.`{k}` = '{v}'" for k, v in {**tags, ROLE_TAG: "workflow"}.items()]
-        runs = self.client.search_runs([self.experiment_id], " and ".join(conditions),
+        runs = self.client.search_runs([self.experiment_id], _outer_filter(tags),
                                        max_results=1, order_by=["attributes.start_time DESC"])
         return runs[0].info.run_id if runs else None
 
@@ -118,3 +116,31 @@ class OuterRun:
     def end(self, status: str) -> None:
         """End the run FINISHED, FAILED or KILLED."""
         self.client.set_terminated(self.run_id, RunStatus.to_string(getattr(RunStatus, status)))
+
+
+def _quiet_downloads() -> None:
+    """No MLflow progress bar per copied file: it would bury the lines the commands print."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def _outer_filter(tags: dict[str, str]) -> str:
+    """The search filter of the outer runs carrying ``tags``."""
+    return " and ".join(f"tags.`{k}` = '{v}'" for k, v in {**tags, ROLE_TAG: "workflow"}.items())
+
+
+def latest_claims(uri: str | None, experiment: str, tags: dict[str, str]) -> tuple[str, str] | None:
+    """(run id, text of ``claims.csv``) of the outer run carrying ``tags`` in ``experiment`` that
+    FINISHED last, or None when there is none."""
+    _quiet_downloads()
+    client = MlflowClient(resolved_uri(uri))
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    runs = client.search_runs([found.experiment_id],
+                              f"{_outer_filter(tags)} and attributes.status = 'FINISHED'",
+                              max_results=1, order_by=["attributes.end_time DESC"])
+    if not runs:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        path = client.download_artifacts(runs[0].info.run_id, "claims.csv", folder)
+        return runs[0].info.run_id, Path(path).read_text()

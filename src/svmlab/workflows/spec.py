@@ -14,7 +14,9 @@ from svmlab.errors import SvmlabError
 
 #: The workflow files shipped with svmlab.
 WORKFLOW_DIR = Path(__file__).resolve().parent
-SCALES = ("quick", "paper")
+SCALES = ("quick", "medium", "paper")
+#: Whether a workflow file must define each scale (medium: where the paper scale is too long).
+SCALE_REQUIRED = {"quick": True, "medium": False, "paper": True}
 DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
 COMBINATIONS = ("ratio", "difference")
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
@@ -111,7 +113,10 @@ class Workflow:
     select: Select | None = None
 
     def sweep_overrides(self, scale: str) -> list[str]:
-        """The preset and the overrides of both scales' common part and of ``scale``."""
+        """The preset and the overrides of every scale's common part and of ``scale``."""
+        if scale not in self.scales:
+            raise WorkflowError(f"workflow {self.name} has no {scale} scale; its scales: "
+                                f"{', '.join(self.scales)}")
         return [f"+experiment={self.preset}", *self.overrides, *self.scales[scale]]
 
 
@@ -138,7 +143,7 @@ def parse(data: Any, path: Path) -> Workflow:
     where = str(path)
     data = _mapping(data, where, TOP_KEYS)
     sweep = _mapping(data["sweep"], f"{where}: sweep", SWEEP_KEYS)
-    scales = _mapping(data["scales"], f"{where}: scales", dict.fromkeys(SCALES, True))
+    scales = _mapping(data["scales"], f"{where}: scales", SCALE_REQUIRED)
     report = _mapping(data.get("report") or {"notebook": None}, f"{where}: report", REPORT_KEYS)
     notebook = report["notebook"]
     shipped = sorted(p.stem for p in notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
@@ -155,7 +160,7 @@ def parse(data: Any, path: Path) -> Workflow:
         overrides=_overrides(sweep.get("overrides"), f"{where}: sweep.overrides"),
         scales={s: _overrides(_mapping(scales[s] or {}, f"{where}: scales.{s}", SCALE_KEYS)
                             .get("overrides"), f"{where}: scales.{s}.overrides")
-                for s in SCALES},
+                for s in SCALES if s in scales},
         analysis=_analysis(data["analysis"], f"{where}: analysis"),
         notebook=notebook,
         claims=[_claim(c, f"{where}: claims[{i}]") for i, c in enumerate(claims)],
