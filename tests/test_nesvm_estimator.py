@@ -140,12 +140,13 @@ def test_permutation_sign_flip_and_sparse_input_invariances(data, params):
     flipped = fixed_iterations(-X, -y, **params)  # same Z = YX; the bias changes sign
     np.testing.assert_allclose(flipped.coef_, base.coef_, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(flipped.intercept_, -base.intercept_, atol=1e-12)
-    # the data pass is bitwise the same; a 'tight' L (scipy vs NumPy products) may differ by ulps
+    # the data pass is bitwise the same; a 'tight' L (scipy vs NumPy products) may differ by ulps,
+    # which the adaptive step's curvature estimates carry on (to ~1e-10 in 60 updates)
     sparse = fixed_iterations(sp.csr_matrix(X), y, **params)
-    np.testing.assert_allclose(sparse.coef_, base.coef_, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(sparse.coef_, base.coef_, rtol=1e-9, atol=1e-12)
     for name, values in base.trace_.columns().items():
         if name != "time_s":
-            np.testing.assert_allclose(sparse.trace_.columns()[name], values, rtol=1e-12,
+            np.testing.assert_allclose(sparse.trace_.columns()[name], values, rtol=1e-9,
                                        atol=1e-12)
 
 
@@ -229,10 +230,11 @@ def test_lipschitz_auto_is_the_tight_constant_and_the_paper_preset_keeps_eq21():
 def test_solver_configs_build_estimators():
     estimator = build_estimator(composed("solver=nesvm", "kernel=rbf", "kernel.gamma=0.5"))
     assert isinstance(estimator, NESVM) and (estimator.kernel, estimator.gamma) == ("rbf", 0.5)
-    assert (estimator.mu, estimator.eps, estimator.stop, estimator.homotopy) == (
-        5.0, 1e-2, "gap", "geometric")
+    assert (estimator.mu, estimator.eps, estimator.stop, estimator.homotopy, estimator.step) == (
+        5.0, 1e-2, "gap", "geometric", "adaptive")
     paper = build_estimator(composed("solver=nesvm_paper"))
-    assert (paper.mu, paper.eps, paper.stop, paper.homotopy) == (5.0, 1e-3, "paper", "off")
+    assert (paper.mu, paper.eps, paper.stop, paper.homotopy, paper.step) == (
+        5.0, 1e-3, "paper", "off", "fixed")
     preset = build_estimator(composed("solver=nesvm_homotopy", "solver.C=10"))
     assert (preset.homotopy, preset.mu, preset.mu_target, preset.C) == ("geometric", 5.0, 1e-2,
                                                                         10.0)
@@ -254,8 +256,9 @@ def test_experiment_preset_composes_the_paper_sweep():
 def test_paper_settings_on_a1a_match_liblinear_accuracy(shared_libsvm, C):
     d = load_dataset("a1a", data_dir=shared_libsvm)
     with pytest.warns(ConvergenceWarning, match="stop='paper' rule on F_mu"):
-        model = NESVM(C=C, stop="paper", eps=1e-3, homotopy="off", lipschitz="paper").fit(
-            d.X_train, d.y_train)  # mu = 5, eps = 1e-3: the paper's L and rule
+        model = NESVM(C=C, stop="paper", eps=1e-3, homotopy="off", lipschitz="paper",
+                      step="fixed").fit(d.X_train, d.y_train)  # mu = 5, eps = 1e-3: the paper's
+        # L, step and rule
     reference = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-6,
                           max_iter=10**5).fit(d.X_train, d.y_train)
     accuracy, ref_accuracy = model.score(d.X_test, d.y_test), reference.score(d.X_test, d.y_test)
@@ -275,7 +278,7 @@ def test_gap_rule_converges_exactly_when_the_final_certificate_meets_eps(data, m
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = NESVM(C=1.0, eps=eps, max_iter=max_iter, homotopy="off", mu=0.01,
-                    lipschitz="paper").fit(X, y)
+                    lipschitz="paper", step="fixed").fit(X, y)
     quick = est.trace_.columns()["rel_gap_hinge_l2"]
     assert est.converged_ == (est.certificate_.rel_gap <= eps)
     assert est.converged_ == ((max_iter, eps) == (1000, 1e-3)) and np.nanmin(quick) > eps

@@ -1,6 +1,8 @@
 """The NESVM iteration, spec 000 §7 properties 7 (first iterate), 8 (Theorem 3), 9 (rate bound),
 12 (stopping rule) and 13 (homotopy)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -181,3 +183,38 @@ def test_homotopy_reaches_the_direct_solution_at_the_target_mu():
         assert not continued.converged_  # a rule on F_mu certifies no gap of the problem
         final = continued.trace_.columns()["objective_smoothed"][-1]
         assert abs(final - direct.trace_.columns()["objective_smoothed"][-1]) <= 1e-9
+
+
+@pytest.mark.parametrize("model", ["csvm", "lssvm"])
+def test_adaptive_step_grows_from_too_small_an_l_and_reaches_the_same_optimum(model):
+    X, y = make_problem(n=200, p=8)
+    problem = SmoothedSVM(X, y, 1.0, model, 0.05)
+    L = problem.lipschitz("tight")
+    fixed, _, converged = nesterov(problem.evaluate, np.zeros(problem.dim), L, 1e-12, "grad")
+    assert converged
+    local = nesvm.LocalStep(L / 1e4)  # far too small: the first steps overshoot
+    adaptive, _, converged = nesterov(problem.evaluate, np.zeros(problem.dim), L, 1e-12, "grad",
+                                      local=local)
+    assert converged
+    assert L / 1e4 < local.L <= L  # raised from the curvature it met, never above the bound
+    # stop='grad' certifies F_mu - F_mu* <= 1e-12 for a 1-strongly convex F_mu: both are within
+    # sqrt(2e-12) of the unique minimiser
+    np.testing.assert_allclose(adaptive, fixed, atol=3e-6)
+
+
+def test_default_adaptive_step_certifies_and_the_paper_preset_keeps_the_fixed_step():
+    X, y = make_problem(n=300, p=10)
+    adaptive = NESVM(C=1.0).fit(X, y)
+    fixed = NESVM(C=1.0, step="fixed").fit(X, y)
+    for model in (adaptive, fixed):
+        assert model.converged_ and model.certificate_.rel_gap <= 1e-2
+    assert adaptive.n_iter_ < fixed.n_iter_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the paper's rule certifies nothing
+        paper = NESVM(mu=5.0, eps=1e-3, stop="paper", homotopy="off", lipschitz="paper",
+                      step="fixed").fit(X, y)
+    # step='fixed' is the paper's iteration with its constant step 1/L
+    problem = SmoothedSVM(X, np.where(y > 0, 1.0, -1.0), 1.0, "csvm", 5.0)
+    expected, _, _ = nesterov(problem.evaluate, np.zeros(problem.dim),
+                              problem.lipschitz("paper"), 1e-3, "paper")
+    np.testing.assert_array_equal(paper.coef_[0], expected)

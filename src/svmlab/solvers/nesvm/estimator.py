@@ -21,7 +21,13 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Certificate, Formulation, KernelImage, LinearImage
+from svmlab.estimator.certificates import (
+    Certificate,
+    Formulation,
+    KernelImage,
+    LinearImage,
+    relative_gap,
+)
 from svmlab.estimator.formulations import SmoothedHinge
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
@@ -39,6 +45,9 @@ STOP_RULES = ("gap", "paper", "rel", "grad")
 GAP_CHECK_GROWTH = 1.1  # stop='gap': iterations between certificates grow by this factor
 ITERATES = ("w", "y", "best")
 SCHEDULES = ("off", "harmonic", "geometric")
+STEPS = ("adaptive", "fixed")
+LOCAL_L_FIRST = 1 / 16  # step='adaptive': the first stage starts at L / 16 (L: the global bound)
+LOCAL_L_NEXT = 0.5  # and each next one at half the last stage's L, times mu_previous / mu
 GIB = 2**30
 
 
@@ -59,19 +68,34 @@ def should_stop(rule: str, eps: float, ev: Evaluation, previous: float) -> bool:
     return change < eps if rule == "paper" else change <= eps * max(1.0, abs(ev.smoothed))
 
 
+@dataclass
+class LocalStep:
+    """The adaptive step of `nesterov` (not in the paper): the constant L in use, at most the
+    global bound, updated in place so that the next homotopy stage can start from it."""
+
+    L: float
+
+
 def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
-             max_iter: int = 100_000, return_iterate: str = "w", on_iterate=None):
+             max_iter: int = 100_000, return_iterate: str = "w", on_iterate=None,
+             local: LocalStep | None = None):
     """Minimise F_mu from theta0 = w* (the prox-centre) with step 1/L.
 
     `evaluate(theta)` returns an Evaluation; `on_iterate(k, theta, ev)` sees every evaluated
     iterate w^k, k = 0, 1, ..., after its stopping test. `stop` is a rule of `should_stop` or a
     test `stop(k, theta, ev, previous)`; it runs from k = 1 on, so there is at least one
-    update. Returns (theta, k, converged): the chosen iterate ('w': w^k, 'y': y^k = w^k - g^k/L,
-    'best': the evaluated w^j of least F_mu), the number of updates k and whether the rule held
-    before max_iter updates.
+    update. `local` (not in the paper): step 1/local.L with local.L < L, and, once the
+    gradient's change between w^{k-1} and w^k shows a curvature above local.L, local.L set to
+    twice that curvature (at most L) and the scheme restarted at w^k (prox-centre w* = w^k,
+    weights from i = 0): with few samples in the quadratic zone, F_mu is far flatter than its
+    global bound L says. Returns (theta, k, converged): the chosen iterate ('w': w^k, 'y':
+    y^k = w^k - g^k/L, 'best': the evaluated w^j of least F_mu), the number of updates k and
+    whether the rule held before max_iter updates.
     """
     theta, wstar, G = theta0.copy(), theta0.copy(), np.zeros_like(theta0)
     best, best_value, previous = theta, math.inf, math.nan
+    step = L if local is None else min(local.L, L)
+    i = 0  # the scheme's own index: 0 at the start and at each restart
     for k in range(max_iter + 1):
         ev = evaluate(theta)
         converged = k >= 1 and (stop(k, theta, ev, previous) if callable(stop)
@@ -82,11 +106,18 @@ def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
             best, best_value = theta, ev.smoothed
         if converged or k == max_iter:
             break
-        previous = ev.smoothed
-        y = theta - ev.grad / L
-        G += 0.5 * (k + 1) * ev.grad
-        theta = (2.0 / (k + 3)) * (wstar - G / L) + ((k + 1) / (k + 3)) * y
-    chosen = {"w": theta, "y": theta - ev.grad / L, "best": best}[return_iterate]
+        if step < L and k >= 1:
+            moved = float(np.linalg.norm(theta - theta_previous))
+            curvature = float(np.linalg.norm(ev.grad - grad_previous)) / moved if moved else 0.0
+            if curvature > step:
+                step = local.L = min(L, 2.0 * curvature)
+                wstar, G, i = theta.copy(), np.zeros_like(theta0), 0
+        previous, theta_previous, grad_previous = ev.smoothed, theta, ev.grad
+        y = theta - ev.grad / step
+        G += 0.5 * (i + 1) * ev.grad
+        theta = (2.0 / (i + 3)) * (wstar - G / step) + ((i + 1) / (i + 3)) * y
+        i += 1
+    chosen = {"w": theta, "y": theta - ev.grad / step, "best": best}[return_iterate]
     return chosen, k, converged
 
 
@@ -120,18 +151,21 @@ class NESVM(KernelSVMClassifier):
     refuses 'paper': Eq.56 is not a Lipschitz constant); return_iterate
     ('w', 'y', 'best'); max_iter (updates per NESVM run); homotopy ('off', 'harmonic',
     'geometric'), mu_target, nu_target, rho (geometric ratio), inner_eps ('fixed': eps at every
-    stage; 'scaled': eps mu_t/mu_target before the last stage); kernel, gamma, degree, coef0;
-    max_kernel_gib (refuse an n x n kernel matrix above this size).
+    stage; 'scaled': eps mu_t/mu_target before the last stage); step ('adaptive', the default,
+    not in the paper: start each stage with a fraction of L and double the local estimate, with a
+    restart, when the gradient shows more curvature; 'fixed': the paper's step 1/L throughout,
+    as in nesvm_paper.yaml); kernel, gamma, degree, coef0; max_kernel_gib (refuse an n x n
+    kernel matrix above this size).
 
     Fitted: with kernel='linear', the model is the one-vector expansion f(x) = 1 * (w . x) + b
     (support_vectors_ = [w], dual_coef_ = [[1]]), so coef_ = w; with other kernels
     support_vectors_ are the training rows with alpha_j != 0 and dual_coef_ their alpha_j.
     converged_ (stop='gap': the certified gap held; never for the rules on F_mu, which certify
-    nothing of the problem), stop_reason_ (the rule that ended the fit), lipschitz_ (L of the last
-    stage), mu_stages_.
+    nothing of the problem), stop_reason_ (the rule that ended the fit), lipschitz_ (the global
+    bound L of the last stage), mu_stages_.
     The trace has per iteration the smoothed objective, the true objective (named by
     formulation), grad_norm, mu (and nu), and for linear C-SVM without bias dual_gap =
-    F(w) - D(C u(w)), an upper bound on F(w) - F*.
+    F(w) - D(t C u(w)) (best t in [0, 1]), an upper bound on F(w) - F*.
     """
 
     name = "nesvm"
@@ -158,6 +192,7 @@ class NESVM(KernelSVMClassifier):
         "nu_target": [Interval(Real, 0.0, None, closed="neither")],
         "rho": [Interval(Real, 0.0, 1.0, closed="neither")],
         "inner_eps": [StrOptions({"fixed", "scaled"})],
+        "step": [StrOptions(set(STEPS))],
         "max_kernel_gib": [Interval(Real, 0.0, None, closed="neither")],
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2}
@@ -165,7 +200,8 @@ class NESVM(KernelSVMClassifier):
     def __init__(self, C=1.0, *, model="csvm", mu=5.0, nu=5.0, eps=1e-2, fit_intercept=False,
                  lipschitz="auto", stop="gap", return_iterate="w", max_iter=100_000,
                  homotopy="geometric", mu_target=0.01, nu_target=0.01, rho=0.5, inner_eps="fixed",
-                 kernel="linear", gamma="scale", degree=3, coef0=0.0, max_kernel_gib=4.0):
+                 step="adaptive", kernel="linear", gamma="scale", degree=3, coef0=0.0,
+                 max_kernel_gib=4.0):
         self.C = C
         self.model = model
         self.mu = mu
@@ -181,6 +217,7 @@ class NESVM(KernelSVMClassifier):
         self.nu_target = nu_target
         self.rho = rho
         self.inner_eps = inner_eps
+        self.step = step
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -258,6 +295,9 @@ class NESVM(KernelSVMClassifier):
         nus += [nus[-1]] * (stages - len(nus))
         theta, done, self.converged_ = np.zeros(problem.dim), 0, True
         gap = GapState()
+        problem.mu, problem.nu = mus[0], nus[0]
+        local = LocalStep(problem.combine_lipschitz(reg, loss) * LOCAL_L_FIRST) if (
+            self.step == "adaptive") else None
         image = LinearImage(X, y, np.zeros(X.shape[1])) if self.kernel == "linear" else None
 
         for stage in range(stages):
@@ -271,8 +311,10 @@ class NESVM(KernelSVMClassifier):
             if stop == "gap":
                 gap.checked_at = -1
                 stop = self._gap_test(X, y, problem, image, last, done, gap)
+            if local is not None and stage > 0:
+                local.L *= mus[stage - 1] / problem.mu * LOCAL_L_NEXT
             theta, k, converged = nesterov(problem.evaluate, theta, L, eps, stop,
-                                           self.max_iter, self.return_iterate, record)
+                                           self.max_iter, self.return_iterate, record, local)
             done += k + 1
             if self.stop == "gap":
                 self.converged_ = gap.rel_gap <= self.eps
@@ -302,14 +344,19 @@ class NESVM(KernelSVMClassifier):
         most the stage's smoothing error F(w) - F_mu(w) at the iterate: the stage is solved as
         far as its mu allows (at the smoothed optimum the smoothed dual point certifies exactly
         that much, since F_mu <= F and D_mu <= D), so the homotopy moves on with an accuracy
-        proportional to mu. It is certified (on the solver's clock: the test is part of the
-        solver) at iterations 1, 2, 3, ... of the fit, spaced by a factor GAP_CHECK_GROWTH.
-        These are the quick certificates (`certificates.certify` with refine=False): the
-        smoothed problem's dual point is among their candidates, and it is tight as mu gets
-        small; the free-set refinement would cost a bounded least-squares fit each time, so it is
-        tried once, on the last iterate, when the quick ones never met eps."""
+        proportional to mu. The test is on the solver's clock (it is part of the solver).
+        Linear C-SVM without bias: at every iteration, with the oracle's own dual_gap (the
+        smoothed dual point, from the sums of the pass that computed the gradient: free).
+        Otherwise at iterations 1, 2, 3, ... of the fit, spaced by a factor GAP_CHECK_GROWTH,
+        with the quick certificates (`certificates.certify` with refine=False): the smoothed
+        problem's dual point is among their candidates, and it is tight as mu gets small; the
+        free-set refinement would cost a bounded least-squares fit each time, so it is tried
+        once, on the last iterate, when the quick ones never met eps."""
 
         def test(k, theta, ev, previous):
+            if ev.dual_gap is not None:  # the oracle's own bound: free at every iteration
+                gap.checked_at, gap.rel_gap = k, relative_gap(ev.true, ev.true - ev.dual_gap)
+                return gap.rel_gap <= self.eps or not last and ev.dual_gap <= ev.true - ev.smoothed
             if offset + k < gap.next_check:
                 return False
             gap.next_check = max(offset + k + 1, int((offset + k) * GAP_CHECK_GROWTH))

@@ -98,9 +98,11 @@ class SmoothedSVM:
             grad[-1] = -factor * sum_yc
         dual_gap = None
         if self.model == "csvm" and not (self.bias or self.kernel):
-            # F(w) - D(C u), D(alpha) = e'alpha - 1/2 ||Z'alpha||^2 (spec §1.9): a bound on F - F*
-            dual = self.C * sum_c - 0.5 * self.C ** 2 * float(self._s @ self._s)
-            dual_gap = reg_true + self.C * exact_loss - dual
+            # F(w) - D(t C u), D(alpha) = e'alpha - 1/2 ||Z'alpha||^2 (spec §1.9), at the best
+            # t in [0, 1] (t C u stays in the box): a bound on F - F* from this pass's sums
+            linear, quadratic = self.C * sum_c, self.C ** 2 * float(self._s @ self._s)
+            t = min(1.0, linear / quadratic) if quadratic > 0.0 else 1.0
+            dual_gap = reg_true + self.C * exact_loss - (t * linear - 0.5 * t * t * quadratic)
         return Evaluation(reg_smoothed + self.C * smoothed_loss, reg_true + self.C * exact_loss,
                           grad, dual_gap)
 
