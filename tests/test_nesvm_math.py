@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from svmlab.numerics.losses import huber, smoothed_hinge
 from svmlab.estimator.kernels import Kernel
-from svmlab.solvers.nesvm.problem import SmoothedSVM
+from svmlab.solvers.nesvm.problem import SmoothedSVM, lambda_max_gram
 
 MODELS = ("csvm", "lpsvm", "lssvm")
 
@@ -251,3 +251,15 @@ def test_numba_kernel_oracle_equals_the_numpy_reference():
     ev = SmoothedSVM(K, y, 0.6, "csvm", 0.9, bias=True, kernel=True).evaluate(theta)
     np.testing.assert_allclose([ev.smoothed, ev.true], expected[:2], rtol=1e-12)
     np.testing.assert_allclose(ev.grad, expected[2], rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [6, 120, 600])  # full eigvalsh, Lanczos on the Gram matrix, matrix-free
+@pytest.mark.parametrize("bias", [False, True])
+def test_lambda_max_of_the_weighted_gram_matrix_is_the_dense_eigenvalue(p, bias):
+    rng = np.random.default_rng(p)
+    X = sp.random(400, p, density=0.05, random_state=p, format="csr")
+    weights = rng.uniform(0.5, 2.0, 400)
+    Xh = np.hstack([X.toarray(), np.ones((400, 1))]) if bias else X.toarray()
+    expected = np.linalg.eigvalsh(Xh.T @ (Xh * weights[:, None]))[-1]
+    for data in (X, X.toarray()):
+        assert lambda_max_gram(data, weights, bias) == pytest.approx(expected, rel=1e-8)
