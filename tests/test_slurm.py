@@ -164,16 +164,21 @@ def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_on
         [killed.info.experiment_id], "attributes.status = 'RUNNING'")]
 
 
+def two_slow_jobs(server: str, folder: Path, experiment: str) -> tuple[subprocess.Popen, dict]:
+    """A sweep of two slow fits, once both train: its process and its jobs (one_array)."""
+    started = folder / "started"
+    started.mkdir()
+    proc = sweep(server, folder, "solver=slow", "seed=0,1",
+                 f"+solver.started_file={started}/" + "${seed}",
+                 f"tracking.experiment={experiment}", stdout=subprocess.PIPE,
+                 stderr=subprocess.STDOUT)
+    wait_for(lambda: {p.name for p in started.iterdir()} == {"0", "1"}, "both fits to start")
+    return proc, one_array(sweep_runs(server, experiment)[1])
+
+
 @pytest.mark.slow
 def test_cancelling_the_whole_array_ends_every_job_killed(server, tmp_path):
-    started = tmp_path / "started"
-    started.mkdir()
-    proc = sweep(server, tmp_path, "solver=slow", "seed=0,1",
-                 f"+solver.started_file={started}/" + "${seed}", "tracking.experiment=whole",
-                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_for(lambda: {p.name for p in started.iterdir()} == {"0", "1"}, "both fits to start")
-    _, children = sweep_runs(server, "whole")
-    jobs = one_array(children)
+    proc, jobs = two_slow_jobs(server, tmp_path, "whole")
     subprocess.run(["scancel", jobs["0"].split("_")[0]], check=True, timeout=60)
     out = proc.communicate(timeout=SWEEP_S)[0]
     assert proc.returncode == 1, out
@@ -186,19 +191,12 @@ def test_cancelling_the_whole_array_ends_every_job_killed(server, tmp_path):
 
 @pytest.mark.slow
 def test_stopping_the_sweep_cancels_its_jobs(server, tmp_path):
-    started = tmp_path / "started"
-    started.mkdir()
-    proc = sweep(server, tmp_path, "solver=slow", "seed=0,1",
-                 f"+solver.started_file={started}/" + "${seed}", "tracking.experiment=stopped",
-                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_for(lambda: {p.name for p in started.iterdir()} == {"0", "1"}, "both fits to start")
-    _, children = sweep_runs(server, "stopped")
-    jobs = one_array(children).values()
+    proc, jobs = two_slow_jobs(server, tmp_path, "stopped")
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=SWEEP_S)[0]
     assert proc.returncode != 0, out
-    assert wait_for(lambda: ended_states(jobs), "the jobs to end") == {"CANCELLED"}
-    (parent,), children = sweep_runs(server, "stopped")
+    assert wait_for(lambda: ended_states(jobs.values()), "the jobs to end") == {"CANCELLED"}
+    (parent,), _ = sweep_runs(server, "stopped")
     assert parent.info.status == "KILLED"
     wait_for(lambda: {r.info.status for r in sweep_runs(server, "stopped")[1]} == {"KILLED"},
              "the jobs' runs to end KILLED")
