@@ -194,7 +194,14 @@ def _fetch_process(name: str, cache: Path, url: str) -> subprocess.Popen:
     this one's)."""
     return subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", "datasets", "fetch", name,
                              "--cache-dir", str(cache), "--base-url", url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT's default action in the child, as a shell's foreground command has it: a test
+    worker may run with SIGINT ignored, which its children would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _parts(folder: Path) -> list[Path]:

@@ -1,7 +1,7 @@
 """Sweeps on a real SLURM cluster (tests/cluster/slurm.sh: one node on this machine) into a real
 `svmlab server` on PostgreSQL: the jobs of a sweep as one job array, a job cancelled with
-`scancel` and the sweep resumed, the whole array cancelled, a sweep stopped by Ctrl-C cancelling
-its jobs, a run whose SLURM job ended reaped from any machine, a workflow's sweep,
+`scancel` and the sweep resumed, the whole array cancelled, a sweep stopped (SIGTERM, as Ctrl-C)
+cancelling its jobs, a run whose SLURM job ended reaped from any machine, a workflow's sweep,
 `svmlab tune` workers as the tasks of an array, and a tune trial whose job ended trained again.
 
 Skipped where SLURM's commands are missing or no node is up; .ci/run installs Debian's packages
@@ -192,7 +192,7 @@ def test_cancelling_the_whole_array_ends_every_job_killed(server, tmp_path):
 @pytest.mark.slow
 def test_stopping_the_sweep_cancels_its_jobs(server, tmp_path):
     proc, jobs = two_slow_jobs(server, tmp_path, "stopped")
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)  # as Ctrl-C (a test worker's children may ignore SIGINT)
     out = proc.communicate(timeout=SWEEP_S)[0]
     assert proc.returncode != 0, out
     assert wait_for(lambda: ended_states(jobs.values()), "the jobs to end") == {"CANCELLED"}
