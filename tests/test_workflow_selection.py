@@ -119,6 +119,30 @@ def write_select(folder: Path, **changes) -> Path:
     return path
 
 
+def test_a_scales_select_grid_replaces_the_values_at_that_scale_only(tmp_path):
+    content = yaml.safe_load(SELECT.read_text())
+    content["scales"]["paper"]["select_grid"] = {"solver.C": "choice(2^-6, 2^2)"}
+    workflow = spec.parse(content, tmp_path / "select.yaml")
+    assert workflow.at_scale("quick") is workflow
+    assert workflow.at_scale("paper").select == workflow.select.__class__(
+        **{**vars(workflow.select), "grid": {"solver.C": "choice(2^-6, 2^2)"}})
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    args = {scale: selection.tune_args(workflow.at_scale(scale), scale, sweep_arguments(
+        workflow, scale, "sqlite:///x.db", "basic", None, extra(tmp_path)), "breast_cancer",
+        storage) for scale in ("quick", "paper")}
+    assert (args["quick"].trials, args["paper"].trials) == (3, 2)
+    assert args["quick"].overrides[-1] == "solver.C=choice(2^-12, 2^-6, 2^2)"
+    assert args["paper"].overrides[-1] == "solver.C=choice(2^-6, 2^2)"
+
+    content["scales"]["paper"]["select_grid"] = {"solver.gamma": "choice(1, 2)"}
+    with pytest.raises(spec.WorkflowError, match=r"scales.paper.select_grid: other values of "
+                       r"the select block's parameters \(solver.C\); got solver.gamma"):
+        spec.parse(content, tmp_path / "select.yaml")
+    del content["select"]
+    with pytest.raises(spec.WorkflowError, match="there is no select block"):
+        spec.parse(content, tmp_path / "select.yaml")
+
+
 @pytest.mark.parametrize("changes, words", [
     ({"grid": {}}, "select.grid: a mapping of each parameter to its values"),
     ({"grid": {"solver.C": "range(4, 1)"}}, "holds no value (empty or inverted range)"),

@@ -194,6 +194,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
     from svmlab.tracking.workflows import OuterRun
 
     uri = absolute_uri(uri)
+    workflow = workflow.at_scale(scale)
     arguments = sweep_arguments(workflow, scale, uri, launcher, jobs, extra)
     if workflow.select:
         try:

@@ -3,7 +3,7 @@ mistake names the file, the key, what was found and what is allowed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": F
                "per": False, "seed": False}
 SELECT_PER = ("dataset",)
 SWEEP_KEYS = {"preset": True, "overrides": False}
-SCALE_KEYS = {"overrides": False, "description": False}
+SCALE_KEYS = {"overrides": False, "description": False, "select_grid": False}
 ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypotheses": False,
                  "control": False, "filter": False, "objective": False}
 REPORT_KEYS = {"notebook": True}
@@ -111,6 +111,14 @@ class Workflow:
     notebook: str | None
     claims: list[Claim]
     select: Select | None = None
+    select_grids: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def at_scale(self, scale: str) -> Workflow:
+        """This workflow with the selection grid of ``scale`` (its ``select_grid``, e.g. fewer
+        values of C at medium scale), else the ``select`` block's."""
+        if scale not in self.select_grids:
+            return self
+        return replace(self, select=replace(self.select, grid=self.select_grids[scale]))
 
     def sweep_overrides(self, scale: str) -> list[str]:
         """The preset and the overrides of every scale's common part and of ``scale``."""
@@ -150,6 +158,17 @@ def parse(data: Any, path: Path) -> Workflow:
     if notebook is not None and notebook not in shipped:
         raise WorkflowError(f"{where}: report.notebook: unknown notebook {notebook!r}; "
                             f"available: {', '.join(shipped)}")
+    scale_data = {s: _mapping(scales[s] or {}, f"{where}: scales.{s}", SCALE_KEYS)
+                  for s in SCALES if s in scales}
+    select = _select(data["select"], f"{where}: select") if "select" in data else None
+    grids = {s: _grid(scale["select_grid"], f"{where}: scales.{s}.select_grid")
+             for s, scale in scale_data.items() if "select_grid" in scale}
+    for s, grid in grids.items():
+        if select is None or set(grid) != set(select.grid):
+            raise WorkflowError(
+                f"{where}: scales.{s}.select_grid: other values of the select block's "
+                f"parameters ({', '.join(select.grid) if select else 'there is no select block'})"
+                f"; got {', '.join(grid)}")
     claims = data["claims"]
     if not isinstance(claims, list) or not claims:
         raise WorkflowError(f"{where}: claims must be a non-empty list of claims")
@@ -158,25 +177,17 @@ def parse(data: Any, path: Path) -> Workflow:
         description=_text(data["description"], f"{where}: description"),
         preset=_text(sweep["preset"], f"{where}: sweep.preset"),
         overrides=_overrides(sweep.get("overrides"), f"{where}: sweep.overrides"),
-        scales={s: _overrides(_mapping(scales[s] or {}, f"{where}: scales.{s}", SCALE_KEYS)
-                            .get("overrides"), f"{where}: scales.{s}.overrides")
-                for s in SCALES if s in scales},
+        scales={s: _overrides(scale.get("overrides"), f"{where}: scales.{s}.overrides")
+                for s, scale in scale_data.items()},
         analysis=_analysis(data["analysis"], f"{where}: analysis"),
         notebook=notebook,
         claims=[_claim(c, f"{where}: claims[{i}]") for i, c in enumerate(claims)],
-        select=_select(data["select"], f"{where}: select") if "select" in data else None)
+        select=select, select_grids=grids)
 
 
 def _select(data: Any, where: str) -> Select:
     data = _mapping(data, where, SELECT_KEYS)
-    grid = data["grid"]
-    if not isinstance(grid, dict) or not grid:
-        raise WorkflowError(f"{where}.grid: a mapping of each parameter to its values, e.g. "
-                            f"{{solver.C: 'choice(2^0, 2^1, 2^2)'}}; got {grid!r}")
-    for key, values in grid.items():
-        if not isinstance(values, str) or not values.strip():
-            raise WorkflowError(f"{where}.grid.{key}: the values in Hydra's sweep syntax, e.g. "
-                                f"'choice(2^0, 2^1, 2^2)'; got {values!r}")
+    grid = _grid(data["grid"], f"{where}.grid")
     fraction = data["validation"]
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
             or not 0 < fraction < 1:
@@ -188,10 +199,21 @@ def _select(data: Any, where: str) -> Select:
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise WorkflowError(f"{where}.seed: an integer (the split's seed); got {seed!r}")
-    return Select(grid={str(k): v.strip() for k, v in grid.items()}, validation=float(fraction),
+    return Select(grid=grid, validation=float(fraction),
                   overrides=_overrides(data.get("overrides"), f"{where}.overrides"),
                   metric=_text(data.get("metric", "accuracy"), f"{where}.metric"), per=per,
                   seed=seed)
+
+
+def _grid(grid: Any, where: str) -> dict[str, str]:
+    if not isinstance(grid, dict) or not grid:
+        raise WorkflowError(f"{where}: a mapping of each parameter to its values, e.g. "
+                            f"{{solver.C: 'choice(2^0, 2^1, 2^2)'}}; got {grid!r}")
+    for key, values in grid.items():
+        if not isinstance(values, str) or not values.strip():
+            raise WorkflowError(f"{where}.{key}: the values in Hydra's sweep syntax, e.g. "
+                                f"'choice(2^0, 2^1, 2^2)'; got {values!r}")
+    return {str(k): v.strip() for k, v in grid.items()}
 
 
 def _analysis(data: Any, where: str) -> Analysis:
