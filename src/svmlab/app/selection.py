@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 from dataclasses import dataclass
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -90,9 +91,7 @@ def tune_args(workflow: Workflow, scale: str, arguments: list[str], dataset: str
     digest = hashlib.sha256("\n".join(
         [*identity, str(select.validation), select.metric]).encode()).hexdigest()[:8]
     space, _ = search_space.parse(overrides)
-    trials = 1
-    for values in search_space.grid(space).values():
-        trials *= len(values)
+    trials = math.prod(len(values) for values in search_space.grid(space).values())
     parser = argparse.ArgumentParser()
     tune.add_parser(parser.add_subparsers())
     return parser.parse_args([
