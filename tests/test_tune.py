@@ -115,6 +115,29 @@ def by_role(runs: list, role: str) -> list:
     return [r for r in runs if r.data.tags.get("svmlab.role") == role]
 
 
+@pytest.mark.parametrize("metric, scores, chosen", [
+    ("accuracy", [0.9, 0.95, 0.95, 0.8], 2.0),   # a tie: the smaller C, not the first trial
+    ("accuracy", [0.9, 0.95, 0.96, 0.8], 2.0),
+    ("accuracy", [0.99, 0.95, 0.95, 0.8], 8.0),
+    ("roc_auc", [0.7, 0.7, 0.7, 0.7], 1.0),
+    ("fit_time_s", [0.5, 0.9, 0.5, 0.9], 2.0),   # minimised
+])
+def test_the_best_trial_has_the_best_score_and_among_ties_the_smallest_values(
+        metric, scores, chosen):
+    from svmlab.app.tune import best_trial
+
+    study = optuna.create_study(direction="maximize")
+    distribution = {"solver.C": FloatDistribution(0.5, 16)}
+    for c, score in zip([8.0, 4.0, 2.0, 1.0], scores):
+        study.add_trial(optuna.trial.create_trial(params={"solver.C": c},
+                                                  distributions=distribution, value=score))
+    study.add_trial(optuna.trial.create_trial(params={"solver.C": 0.5}, distributions=distribution,
+                                              state=TrialState.FAIL))
+    assert best_trial(study, metric).params["solver.C"] == chosen
+    with pytest.raises(ValueError, match="no trial completed"):
+        best_trial(optuna.create_study(), metric)
+
+
 # -- end to end ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -147,9 +170,11 @@ def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path,
 
     study = study_of(tmp_path)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3 + [TrialState.PRUNED]
-    assert parent.data.metrics["best_cv_accuracy"] == pytest.approx(study.best_value)
-    assert parent.data.tags["svmlab.refit_trial"] == str(study.best_trial.number)
-    assert float(refit.data.params["solver.C"]) == study.best_params["solver.C"]
+    best = min(study.get_trials(states=(TrialState.COMPLETE,)),
+               key=lambda t: (-t.value, t.params["solver.C"]))  # ties: the smallest C
+    assert parent.data.metrics["best_cv_accuracy"] == pytest.approx(best.value)
+    assert parent.data.tags["svmlab.refit_trial"] == str(best.number)
+    assert float(refit.data.params["solver.C"]) == best.params["solver.C"]
     assert parent.data.metrics["refit_test_accuracy"] == refit.data.metrics["test_accuracy"]
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)} | {
         a.path for a in client.list_artifacts(parent.info.run_id, "plots")}

@@ -109,14 +109,9 @@ def check(workflow: Workflow, scale: str, arguments: list[str], storage: str) ->
 
 
 def best(study, metric: str) -> tuple[dict, float]:
-    """The values of the complete trial with the best score (ties: the smallest values) and its
-    score."""
-    from optuna.trial import TrialState
-
-    sign = 1 if tune.METRICS[metric] == "minimize" else -1
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    keys = list(study.trials[0].distributions) if study.trials else []
-    chosen = min(complete, key=lambda t: (sign * t.value, [t.params[k] for k in keys]))
+    """The values and the score of the study's best trial (``tune.best_trial``: ties go to the
+    smallest values)."""
+    chosen = tune.best_trial(study, metric)
     return dict(chosen.params), float(chosen.value)
 
 

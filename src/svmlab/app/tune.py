@@ -20,6 +20,9 @@ model's accuracy (a large C converges slowly and may win), and the objective's s
 with C. Solvers whose rows carry no validation score are pruned at fold ends only. The
 invocation that opened the study ends with the best trial's config, a refit on the whole
 training set (an ordinary ``svmlab train`` run, nested too) and Optuna's plots on the parent.
+The best trial has the best score; among equal scores (common on a grid), the smallest values,
+in the order of the parameters (Optuna's own best trial is the first to finish, which depends
+on the order the trials ran in).
 
 ``--trials N`` is the number of finished (complete or pruned) trials the study should have: a
 second invocation with the same ``--study`` continues it and trains no finished trial again;
@@ -522,6 +525,17 @@ def worker_command(setup: Setup, index: int) -> list[str]:
             "--", *args.overrides]
 
 
+def best_trial(study, metric: str):
+    """The complete trial with the best score, ties to the smallest values (module docstring);
+    ValueError when no trial completed."""
+    sign = 1 if METRICS[metric] == "minimize" else -1
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not complete:
+        raise ValueError("no trial completed")
+    keys = list(complete[0].distributions)
+    return min(complete, key=lambda t: (sign * t.value, [t.params[k] for k in keys]))
+
+
 def summarize(setup: Setup, study, parent) -> bool:
     """The best trial's config, its refit on the whole training set and Optuna's plots, on the
     parent run; False when no trial completed."""
@@ -532,7 +546,7 @@ def summarize(setup: Setup, study, parent) -> bool:
     states = [t.state.name for t in study.trials]
     counts = {f"trials_{s.lower()}": states.count(s) for s in ("COMPLETE", "PRUNED", "FAIL")}
     try:
-        best = study.best_trial
+        best = best_trial(study, setup.args.metric)
     except ValueError:
         print(f"study {setup.name}: no trial completed", flush=True)
         parent.log_summary(counts, {}, {}, None)
