@@ -3,6 +3,7 @@ best value checked against fits by hand on the same split, an interrupted workfl
 nothing RUNNING and whose study continues without training a point twice, the sweep trained at
 each dataset's value, and bad input."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import mlflow
@@ -124,8 +125,8 @@ def test_a_scales_select_grid_replaces_the_values_at_that_scale_only(tmp_path):
     content["scales"]["paper"]["select_grid"] = {"solver.C": "choice(2^-6, 2^2)"}
     workflow = spec.parse(content, tmp_path / "select.yaml")
     assert workflow.at_scale("quick") is workflow
-    assert workflow.at_scale("paper").select == workflow.select.__class__(
-        **{**vars(workflow.select), "grid": {"solver.C": "choice(2^-6, 2^2)"}})
+    assert workflow.at_scale("paper").select == replace(
+        workflow.select, grid={"solver.C": "choice(2^-6, 2^2)"})
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     args = {scale: selection.tune_args(workflow.at_scale(scale), scale, sweep_arguments(
         workflow, scale, "sqlite:///x.db", "basic", None, extra(tmp_path)), "breast_cancer",
