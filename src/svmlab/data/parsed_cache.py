@@ -14,7 +14,8 @@ files' own sha256, so the entry keeps it. The key is a sha256 over ``PARSER_VERS
 records it too, so no file is read twice). A changed file gets a new entry, and so does a copy
 that differs from the official file. A copy of the same content under another path or
 compression uses the same entry once its content is recorded (a copy checked against the
-catalogue is measured before it is parsed).
+catalogue is measured before it is parsed). After a change of ``PARSER_VERSION`` the older
+entries are no longer read (their keys differ) and new ones are written beside them.
 
 An entry is written into a temporary folder, then renamed into place: nobody sees half of one,
 and of two processes writing the same entry, the one that renames second discards its copy. A
