@@ -90,7 +90,7 @@ def test_model_reloads_and_predicts_what_the_run_measured(libsvm_run):
     uri = f"runs:/{run.info.run_id}/model"
     info = mlflow.models.get_model_info(uri)
     assert info.signature is not None
-    assert info.signature.inputs.to_dict()[0]["tensor-spec"]["shape"] == [-1, 30]
+    assert tuple(info.signature.inputs.to_dict()[0]["tensor-spec"]["shape"]) == (-1, 30)
     dataset = data.load("breast_cancer", seed=3)
     pyfunc_pred = np.asarray(mlflow.pyfunc.load_model(uri).predict(dataset.X_test))
     sklearn_pred = mlflow.sklearn.load_model(uri).predict(dataset.X_test)

@@ -15,6 +15,7 @@ test's) is an option once its module is imported (`imported_nodes`).
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 from pathlib import Path
@@ -28,10 +29,19 @@ FROM_OTHER_GROUPS = ("kernel", "gamma", "degree", "coef0", "random_state")
 
 def source_classes(source: Path) -> tuple[dict[str, tuple[str, ast.ClassDef]], dict[str, str]]:
     """Every class defined under ``source`` (class name: (module, definition)), and the family
-    package that imports each one (class name: package)."""
+    package that imports each one (class name: package); parsed again only when a file changed
+    (parsing costs a tenth of a second, and a sweep's every job reads the declarations)."""
+    paths = sorted(source.rglob("*.py"))
+    return _parsed(source, tuple((path, path.stat().st_mtime_ns, path.stat().st_size)
+                                 for path in paths))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(source: Path, files: tuple) -> tuple[dict[str, tuple[str, ast.ClassDef]],
+                                                 dict[str, str]]:
     classes: dict[str, tuple[str, ast.ClassDef]] = {}
     exported: dict[str, str] = {}
-    for path in sorted(source.rglob("*.py")):
+    for path, *_ in files:
         module = ".".join(path.relative_to(source.parents[1]).with_suffix("").parts)
         module = module.removesuffix(".__init__")
         for node in ast.parse(path.read_text(), str(path)).body:

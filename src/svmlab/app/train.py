@@ -323,7 +323,8 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
         error = store_error_line(exc, cfg.tracking.uri) or f"{type(exc).__name__}: {exc}"
         outcome |= {"status": "FAILED", "run_id": context.run_id, "error": error}
     return outcome | {"name": context.run_name or " ".join(context.overrides),
-                      "metrics": context.metrics, "time_s": time.perf_counter() - start}
+                      "metrics": context.metrics, "phases": context.phases,
+                      "time_s": time.perf_counter() - start}
 
 
 def main() -> None:
