@@ -192,9 +192,8 @@ def test_unknown_group_option_lists_the_available_ones(tmp_path, capsys):
 
 
 def test_the_solver_options_are_read_from_the_source_with_inherited_defaults(tmp_path, monkeypatch):
-    """A subclass declaring a name takes its base class's ``__init__``; a default that is not a
-    literal is refused with the class named (the conformance suite compares the reading of
-    svmlab's own solvers with the imported classes)."""
+    """A subclass declaring a name takes its base class's ``__init__`` (the conformance suite
+    compares the reading of svmlab's own solvers with the imported classes)."""
     from svmlab.app import options
 
     family = tmp_path / "svmlab" / "solvers" / "mine"
@@ -205,11 +204,31 @@ def test_the_solver_options_are_read_from_the_source_with_inherited_defaults(tmp
         "    def __init__(self, C=1.0, *, kernel='rbf', tol=1e-3):\n        pass\n\n\n"
         "class Yours(Mine):\n    name = 'yours'\n")
     (family / "__init__.py").write_text("from svmlab.solvers.mine.estimator import Mine\n")
-    assert options.source_nodes() == {
+    assert options.source_nodes() == ({
         "mine": {"_target_": "svmlab.solvers.mine.Mine", "C": 1.0, "tol": 1e-3},
-        "yours": {"_target_": "svmlab.solvers.mine.estimator.Yours", "C": 1.0, "tol": 1e-3}}
-    (family / "estimator.py").write_text(
-        "TOL = 1e-3\n\n\nclass Mine(Base):\n    name = 'mine'\n\n"
-        "    def __init__(self, C=1.0, tol=TOL):\n        pass\n")
-    with pytest.raises(ValueError, match=r"Mine.__init__: the defaults of a solver are literals"):
-        options.source_nodes()
+        "yours": {"_target_": "svmlab.solvers.mine.estimator.Yours", "C": 1.0, "tol": 1e-3}}, [])
+
+
+def test_a_solver_the_source_reading_cannot_follow_is_left_out_in_one_line(tmp_path,
+                                                                          monkeypatch):
+    """A default that is not a literal costs that solver its option, named with its file, and
+    no other; a class of the same name in another family does not stand in for a solver's
+    base class."""
+    from svmlab.app import options
+
+    solvers = tmp_path / "svmlab" / "solvers"
+    for family in ("mine", "other"):
+        (solvers / family).mkdir(parents=True)
+        (solvers / family / "__init__.py").write_text("")
+    monkeypatch.setattr(options, "SOURCE", solvers)
+    (solvers / "mine" / "estimator.py").write_text(
+        "TOL = 1e-3\n\n\nclass Base:\n    def __init__(self, C=1.0):\n        pass\n\n\n"
+        "class Mine(Base):\n    name = 'mine'\n\n\n"
+        "class Bad(Base):\n    name = 'bad'\n\n    def __init__(self, tol=TOL):\n        pass\n")
+    (solvers / "other" / "estimator.py").write_text(
+        "class Base:\n    def __init__(self, C=99.0, other=True):\n        pass\n")
+    nodes, problems = options.source_nodes()
+    assert nodes == {"mine": {"_target_": "svmlab.solvers.mine.estimator.Mine", "C": 1.0}}
+    (problem,) = problems
+    assert problem.startswith(f"solver 'bad' ({solvers / 'mine' / 'estimator.py'}) is left out")
+    assert "Bad.__init__: the defaults of a solver are literals" in problem

@@ -134,7 +134,9 @@ def test_the_options_read_from_the_source_are_the_imported_classes():
         return {key: (value, type(value)) for key, value in node.items()}
 
     ours = {cls.name: cls for cls in SOLVERS if cls.__module__.startswith("svmlab.solvers.")}
-    assert {name: typed(node) for name, node in source_nodes().items()} == {
+    nodes, problems = source_nodes()
+    assert problems == []
+    assert {name: typed(node) for name, node in nodes.items()} == {
         name: typed(solver_node(cls)) for name, cls in ours.items()}
 
 

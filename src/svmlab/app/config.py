@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import sys
 from dataclasses import dataclass, field
 from importlib.resources import files
 from numbers import Real
@@ -100,7 +101,10 @@ def register_configs() -> None:
 
     store = ConfigStore.instance()
     store.store(name="svmlab_schema", node=SvmlabConfig)
-    for name, node in (options.source_nodes() | options.imported_nodes()).items():
+    nodes, problems = options.source_nodes()
+    for problem in problems:  # one solver's mistake must not stop every run
+        print(f"svmlab: warning: {problem}", file=sys.stderr)
+    for name, node in (nodes | options.imported_nodes()).items():
         store.store(group="solver", name=name, node=node)
     for name, entry in REGISTRY.items():
         store.store(group="dataset", name=name,

@@ -76,42 +76,38 @@ OTHER = Constraint("other")
 def refusal(target: str, params: dict) -> str | None:
     """The message for the first of ``params`` that no declared constraint of the solver class
     ``target`` admits, or None (all admitted, undecided, or ``target`` not in the source)."""
-    node = options.source_targets().get(target)
-    if node is None:
+    cls = options.source_targets().get(target)
+    if cls is None:
         return None
-    declared = _declared(node)
+    declared = _declared(cls, options.source_classes(options.SOURCE))
     for key, value in params.items():
         alternatives = declared.get(key, ())
         if alternatives and all(c.admits(value) is False for c in alternatives):
             texts = [str(c) for c in alternatives]
             allowed = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-            return (f"The {key!r} parameter of {node.name} must be {allowed}. "
+            return (f"The {key!r} parameter of {cls.node.name} must be {allowed}. "
                     f"Got {value!r} instead.")
     return None
 
 
-def _declared(node: ast.ClassDef) -> dict[str, list[Constraint]]:
+def _declared(cls: options.SourceClass, classes: dict) -> dict[str, list[Constraint]]:
     """The constraints a class declares, with those of the base classes it unpacks
     (``**Base._parameter_constraints``), or those of its nearest base class when it declares
     none; only classes defined in the solvers' source are read."""
-    classes, _ = options.source_classes(options.SOURCE)
-
-    def of(name: str | None) -> dict[str, list[Constraint]]:
-        return _declared(classes[name][1]) if name in classes else {}
-
-    for statement in node.body:
+    bases = {base.node.name: base for base in options.base_classes(cls, classes)}
+    for statement in cls.node.body:
         if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
                 and statement.target.id == "_parameter_constraints"
                 and isinstance(statement.value, ast.Dict)):
             break
     else:
-        names = [base.id for base in node.bases if isinstance(base, ast.Name)]
-        return of(names[0]) if names else {}
+        return _declared(next(iter(bases.values())), classes) if bases else {}
     declared: dict[str, list[Constraint]] = {}
     for key, value in zip(statement.value.keys, statement.value.values):
         if key is None:  # **Base._parameter_constraints
-            declared |= of(value.value.id if (isinstance(value, ast.Attribute)
-                                              and isinstance(value.value, ast.Name)) else None)
+            base = (bases.get(value.value.id) if isinstance(value, ast.Attribute)
+                    and isinstance(value.value, ast.Name) else None)
+            declared |= _declared(base, classes) if base else {}
         elif isinstance(key, ast.Constant) and isinstance(value, ast.List):
             declared[key.value] = [_constraint(element) for element in value.elts]
     return declared
