@@ -158,7 +158,7 @@ def test_a_selection_that_cannot_run_is_one_line_and_exit_2_and_creates_nothing(
     assert cli.main(["workflow", str(path), "--tracking-uri", f"sqlite:///{store}", "--storage",
                      f"sqlite:///{tmp_path / 'optuna.db'}", *extra(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("svmlab: error: ") and words in err and "\n" not in err
+    assert err.startswith("svmlab workflow: error: ") and words in err and "\n" not in err
     assert not (tmp_path / "optuna.db").exists()
     names = [e.name for e in MlflowClient(f"sqlite:///{store}").search_experiments()]
     assert not [n for n in names if n.startswith("workflow-")]

@@ -8,7 +8,6 @@ scikit-learn parameter constraints, and the dataset registry.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -20,7 +19,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from svmlab.app import options
-from svmlab.errors import ConfigError
+from svmlab.errors import ConfigError, did_you_mean
 from svmlab.estimator.registry import GAMMA_RULES, KERNELS
 
 
@@ -107,12 +106,7 @@ def register_configs() -> None:
 
 def _unknown(what: str, value: Any, allowed) -> str:
     return (f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}."
-            f"{_did_you_mean(value, allowed)}")
-
-
-def _did_you_mean(value: Any, allowed) -> str:
-    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
-    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            f"{did_you_mean(value, allowed)}")
 
 
 def check_typed_parts(cfg: DictConfig) -> None:
@@ -257,4 +251,4 @@ def _unknown_option(group: str, name: str, options: list[str]) -> str:
         return _unknown(group, name, options)
     listing = OPTION_LISTS.get(group, "svmlab train --help")
     return (f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them."
-            f"{_did_you_mean(name, options)}")
+            f"{did_you_mean(name, options)}")

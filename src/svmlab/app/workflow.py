@@ -90,7 +90,7 @@ def command(args) -> int:
         workflow = load(args.name)
         workflow.sweep_overrides(args.scale)  # the scale exists
     except SvmlabError as exc:
-        print(f"svmlab: error: {exc}", file=sys.stderr)
+        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
         return 2
     return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
                args.overrides, args.storage)
@@ -134,7 +134,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
         line = store_error_line(exc, uri)
         if line is None:
             raise
-        print(f"svmlab: error: {line}", file=sys.stderr)
+        print(f"svmlab workflow: error: {line}", file=sys.stderr)
         return 3
     for name in missing:
         print(f"svmlab: workflow {name} has no finished run at scale {scale} in {uri}; run "
@@ -200,7 +200,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         try:
             selection.check(workflow, scale, arguments, storage)
         except SvmlabError as exc:
-            print(f"svmlab: error: {workflow.path}: select: {exc}", file=sys.stderr)
+            print(f"svmlab workflow: error: {workflow.path}: select: {exc}", file=sys.stderr)
             return 2
     # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
     # (but not where the store is)
