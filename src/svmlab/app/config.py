@@ -65,10 +65,15 @@ class TrackingConfig:
     run_name: str | None = None
     log_model: bool = True
     stale_after_s: float = 600.0
+    new_folder: bool = False  # create the folder of a new SQLite store (else: a typo, refused)
+    wait_s: float = 180.0  # how long a store that is briefly away is waited for
 
     def __post_init__(self) -> None:
         if not self.experiment:
             raise ConfigError("tracking.experiment must be a non-empty experiment name")
+        if not self.wait_s >= 0:
+            raise ConfigError(f"tracking.wait_s must be a number of seconds >= 0; "
+                              f"got {self.wait_s}")
         if not self.stale_after_s > 0:
             raise ConfigError(f"tracking.stale_after_s must be a positive number of seconds; "
                               f"got {self.stale_after_s}")

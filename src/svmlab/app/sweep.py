@@ -31,6 +31,7 @@ import atexit
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -141,6 +142,29 @@ def jobs_table(outcomes: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def remove_dated_folder(folder: Path, key: str, hydra_overrides) -> None:
+    """Remove ``folder`` (Hydra's ``outputs/<date>/<time>`` or ``multirun/<date>/<time>``) of a
+    command that failed before it did anything, and its date folder and ``outputs`` or
+    ``multirun`` once empty, unless the user chose the folder (``key``, e.g. ``hydra.run.dir``,
+    among ``hydra_overrides``)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if any(o.startswith(f"{key}=") for o in hydra_overrides):
+        return
+    for parent in (folder.parent, folder.parent.parent):
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # only when empty
+
+
+_STARTED: list[SweepCallback] = []  # the sweep this process launched, once it has started
+
+
+def abandon_start() -> None:
+    """The sweep of this process stops before any job ran (Hydra refused a job's config): its
+    parent run is deleted and its folder removed, as if it had never started."""
+    if _STARTED:
+        _STARTED.pop().abandon()
+
+
 def check_launcher_settings(config: DictConfig) -> None:
     """Launcher settings the launcher itself would answer with a traceback."""
     n_jobs = config.hydra.launcher.get("n_jobs")
@@ -166,24 +190,25 @@ class SweepCallback(Callback):
         self.parent: ParentRun | None = None
         self.started = 0.0
         self.sigterm: contextlib.ExitStack | None = None
+        self.config: DictConfig | None = None
 
     def __getstate__(self) -> dict:
         """The copy a launcher sends to its workers: without the parent run (and its heartbeat
         thread), which only the launching process ends."""
-        return self.__dict__ | {"parent": None, "sigterm": None}
+        return self.__dict__ | {"parent": None, "sigterm": None, "config": None}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             self._start(config)
         except Exception as exc:  # Hydra would only warn and run the sweep with nobody counting
-            if self.parent is not None:
-                self._quietly(self.parent.fail, exc)
             line, status = failure_line(exc, config.tracking.uri)
             print(f"svmlab: error: cannot start the sweep: {line}", file=sys.stderr)
+            self.abandon(config)
             raise SystemExit(status) from None
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
+        from svmlab.app.train import announce_new_store
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.liveness import reap_on_start
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
@@ -200,6 +225,7 @@ class SweepCallback(Callback):
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
         total = count_jobs(config)
+        announce_new_store(config.tracking)
         reap_on_start(config.tracking.uri, config.tracking.experiment,
                       config.tracking.stale_after_s)
         self.parent = ParentRun(
@@ -212,9 +238,25 @@ class SweepCallback(Callback):
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
+        self.config = config
+        _STARTED.append(self)
         self.sigterm = contextlib.ExitStack()  # SIGTERM stops the sweep as Ctrl-C does
         self.sigterm.enter_context(sigterm_interrupts())
         atexit.register(self._stopped)
+
+    def abandon(self, config: DictConfig | None = None) -> None:
+        """Undo a start that ran no job: the parent run deleted, the sweep folder removed."""
+        config = config or self.config
+        atexit.unregister(self._stopped)
+        if self.sigterm is not None:
+            self.sigterm.close()
+        if self.parent is not None:
+            self._quietly(self.parent.discard)
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        made = {STATE_DIR, "multirun.yaml"}  # what a start writes; a job's folder is a number
+        if sweep_dir.is_dir() and not read_outcomes(sweep_dir) and all(
+                p.name in made for p in sweep_dir.iterdir()):
+            remove_dated_folder(sweep_dir, "hydra.sweep.dir", config.hydra.overrides.hydra)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()

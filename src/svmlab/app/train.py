@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -120,17 +119,17 @@ def installed_commit() -> str | None:
 
 
 def config_digest(cfg: DictConfig) -> str:
-    """sha256 of the resolved config, without ``resume``, ``tracking.uri`` and
-    ``tracking.stale_after_s``.
+    """sha256 of the resolved config, without ``resume`` and the tracking keys that say how the
+    store is used (``uri``, ``stale_after_s``, ``new_folder``, ``wait_s``).
 
     Two runs with the same digest computed the same thing and were filed in the same
-    experiment; where the store lives (the URI), whether a sweep resumes and when a silent run
-    counts as dead do not count.
+    experiment; where the store lives (the URI), whether a sweep resumes, when a silent run
+    counts as dead and how long a store is waited for do not count.
     """
     tree = OmegaConf.to_container(cfg, resolve=True)
     tree.pop("resume", None)
-    tree["tracking"].pop("uri", None)
-    tree["tracking"].pop("stale_after_s", None)
+    for key in ("uri", "stale_after_s", "new_folder", "wait_s"):
+        tree["tracking"].pop(key, None)
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -199,6 +198,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
         from svmlab.tracking.liveness import reap_on_start
 
+        announce_new_store(tracking)
         reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
     with Tracker(tracking.uri, tracking.experiment, run_name,
                  parent_run_id=context.parent_run_id) as tracker:
@@ -247,6 +247,16 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         print(certified_line(estimator))
         print(tracker.ui_line)
     return tracker.run_id
+
+
+def announce_new_store(tracking: DictConfig) -> None:
+    """Say so when this command creates the store; refuse a store whose folder is missing
+    unless ``tracking.new_folder``."""
+    from svmlab.tracking.existing import new_store_line
+
+    line = new_store_line(tracking.uri, tracking.new_folder)
+    if line:
+        print(line, flush=True)
 
 
 def certified_line(estimator) -> str:
@@ -323,6 +333,7 @@ def main() -> None:
         line = composition_error_line(exc, sys.argv[1:])
         if line is not None:
             print(f"svmlab: error: {line}", file=sys.stderr)
+            sweep.abandon_start()  # a job's config Hydra refused before any job ran
             raise SystemExit(sweep.EXIT_USAGE) from None
         if not sweeping:
             raise
@@ -361,12 +372,7 @@ def remove_job_folder() -> None:
         return
     if any(p.name != ".hydra" and p.suffix != ".log" for p in folder.iterdir()):
         return
-    shutil.rmtree(folder, ignore_errors=True)
-    if any(o.startswith("hydra.run.dir=") for o in hc.overrides.hydra):
-        return
-    for parent in (folder.parent, folder.parent.parent):  # outputs/<date>, outputs
-        with contextlib.suppress(OSError):
-            parent.rmdir()  # only when empty
+    sweep.remove_dated_folder(folder, "hydra.run.dir", hc.overrides.hydra)
 
 
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
@@ -392,6 +398,8 @@ def hydra_main(cfg: DictConfig) -> dict | None:
         if line is None:
             raise
         print(f"svmlab: error: {line}", file=sys.stderr)
+        if context.run_id is None:  # the store failed before the run began: no job folder
+            remove_job_folder()
         raise SystemExit(sweep.EXIT_STORE) from None
     return None
 

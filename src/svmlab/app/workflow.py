@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from svmlab.errors import SvmlabError
+from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
@@ -113,12 +113,13 @@ def listing() -> str:
 def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int:
     """Print the claims of each workflow's latest finished run at ``scale`` as one Markdown
     table; 1 when a workflow has none (named on stderr), 3 when the store fails."""
-    from svmlab.tracking.store import resolved_uri, store_error_line
+    from svmlab.tracking.existing import require_store
+    from svmlab.tracking.store import store_error_line
     from svmlab.tracking.workflows import latest_claims
 
-    uri = resolved_uri(uri)
     rows, missing = [], []
     try:
+        uri = require_store(uri)
         for workflow in workflows:
             found = latest_claims(uri, experiment_name(workflow, scale),
                                   outer_tags(workflow, scale))
@@ -130,6 +131,9 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                       "claim (source)": f"{row.claim} ({row.source})", "paper": row.paper,
                       f"svmlab ({scale} scale)": row.svmlab, "verdict": row.verdict}
                      for row in frame.itertuples()]
+    except StoreError as exc:
+        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
+        return 3
     except Exception as exc:
         line = store_error_line(exc, uri)
         if line is None:
