@@ -85,15 +85,17 @@ def count_jobs(config: DictConfig) -> int | None:
         return None
 
 
-def progress_line(outcome: dict, done: int, total: int | None) -> str:
-    """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job)."""
+def progress_line(outcome: dict, done: int, total: int | None,
+                  same_as: int | None = None) -> str:
+    """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job;
+    ``same_as``: the number of a job that reported the same error, which is not repeated)."""
     width = len(str(total)) if total else 1
     count = f"[{done:>{width}}/{total if total else '?'}]"
     metric = outcome["metrics"].get(KEY_METRIC)
+    error = f"the same error as #{same_as}" if same_as is not None else outcome["error"] or ""
     detail = {"FINISHED": f"{KEY_METRIC}={metric:.4f}" if metric is not None else "",
               "SKIPPED": f"FINISHED before as run {outcome['run_id']}",
-              "FAILED": outcome["error"] or "",
-              "KILLED": outcome["error"] or ""}[outcome["status"]]
+              "FAILED": error, "KILLED": error}[outcome["status"]]
     return (f"{count} #{outcome['job_num']} {outcome['name']}  {outcome['status']}  {detail}  "
             f"{outcome['time_s']:.1f}s")
 
@@ -121,6 +123,29 @@ def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
         partial.write_text(json.dumps(outcome))
         partial.replace(jobs / f"{outcome['job_num']}.json")
         return len(list(jobs.glob("*.json")))
+
+
+def same_error(outcome: dict, outcomes: list[dict]) -> int | None:
+    """The number of the first other job in ``outcomes`` whose error is ``outcome``'s."""
+    return next((o["job_num"] for o in outcomes if outcome["error"]
+                 and o["error"] == outcome["error"] and o["job_num"] != outcome["job_num"]),
+                None)
+
+
+def failure_lines(outcomes: list[dict], shown: int = 8) -> list[str]:
+    """One line per distinct error of the failed and killed jobs, with the jobs it hit (their
+    count, and the first ``shown`` numbers)."""
+    groups: dict[tuple, list[dict]] = {}
+    for o in outcomes:
+        if o["status"] in ("FAILED", "KILLED"):
+            groups.setdefault((o["status"], o["error"]), []).append(o)
+    lines = []
+    for (status, error), hit in groups.items():
+        jobs = (f"#{hit[0]['job_num']} {hit[0]['name']}" if len(hit) == 1 else
+                f"{len(hit)} jobs (" + ", ".join(f"#{o['job_num']}" for o in hit[:shown])
+                + (", ..." if len(hit) > shown else "") + ")")
+        lines.append(f"  {status.lower()}: {jobs}: {error}")
+    return lines
 
 
 def summary(outcomes: list[dict], total: int | None) -> dict[str, int]:
@@ -265,7 +290,8 @@ class SweepCallback(Callback):
             return
         outcome = job_outcome(config.hydra.job.num, job_return)
         done = record_outcome(sweep_dir, outcome)
-        print(progress_line(outcome, done, state["jobs"]), flush=True)
+        same_as = same_error(outcome, read_outcomes(sweep_dir)) if outcome["error"] else None
+        print(progress_line(outcome, done, state["jobs"], same_as), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
@@ -291,10 +317,8 @@ class SweepCallback(Callback):
               + (f", {counts['killed']} killed" if counts["killed"] else "")
               + (f", {counts['missing']} never reported" if counts["missing"] else "")
               + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
-        for o in outcomes:
-            if o["status"] in ("FAILED", "KILLED"):
-                print(f"  {o['status'].lower()}: #{o['job_num']} {o['name']}: {o['error']}",
-                      flush=True)
+        for line in failure_lines(outcomes):
+            print(line, flush=True)
         print(ui_line(self.parent.uri), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)
