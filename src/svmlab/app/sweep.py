@@ -257,7 +257,8 @@ class SweepCallback(Callback):
             config.tracking.uri, config.tracking.experiment, f"sweep {config.hydra.sweep.dir}",
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
                              "sweep.jobs": total},
-            OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV))
+            OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
+            wait_s=config.tracking.wait_s)
         (state / "sweep.json").write_text(json.dumps(
             {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process()}))
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
@@ -296,12 +297,14 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
             return
+        from svmlab.lifecycle import LEFT_REASON, mark_left
+        from svmlab.tracking.liveness import kill_children
         from svmlab.tracking.store import ui_line
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         outcomes = read_outcomes(sweep_dir)
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
-        run_id = self.parent.run_id
+        run_id = parent_id = self.parent.run_id
         failed = counts["failed"] + counts["killed"] + counts["missing"]
         if counts["total"] and counts["skipped"] == counts["total"] and not self.parent.nested:
             atexit.unregister(self._stopped)
@@ -311,6 +314,10 @@ class SweepCallback(Callback):
             stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
                                    jobs_table(outcomes))
         self.sigterm.close()
+        if stored:  # runs whose jobs lost the store (recorded in the sweep folder) end now
+            stored = self._quietly(kill_children, self.parent.uri, parent_id, LEFT_REASON)
+        else:  # the parent stays RUNNING: the reap finds it by the record
+            mark_left(str(sweep_dir), parent_id)
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
               f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"

@@ -140,10 +140,12 @@ def finished_before(cfg: DictConfig) -> str | None:
         raise ConfigError(f"resume must be true or false; got {resume!r}")
     if not resume:
         return None
+    from svmlab.tracking.patience import Patience
     from svmlab.tracking.queries import find_finished_run
 
-    return find_finished_run(cfg.tracking.uri, cfg.tracking.experiment,
-                             {DIGEST_TAG: config_digest(cfg)})
+    return Patience(cfg.tracking.uri, cfg.tracking.wait_s)(
+        find_finished_run, cfg.tracking.uri, cfg.tracking.experiment,
+        {DIGEST_TAG: config_digest(cfg)})
 
 
 def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
@@ -201,7 +203,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         announce_new_store(tracking)
         reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
     with Tracker(tracking.uri, tracking.experiment, run_name,
-                 parent_run_id=context.parent_run_id) as tracker:
+                 parent_run_id=context.parent_run_id, wait_s=tracking.wait_s) as tracker:
         context.run_id = tracker.run_id
         # the config is on record before the fit (a failed run keeps it); the results after
         tracker.log_batch(params=flatten(OmegaConf.to_container(cfg, resolve=True)), tags=tags)
@@ -284,7 +286,7 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     still stop the sweep. A job whose launcher is gone ends its run KILLED and its process: a
     worker without a launcher must not go on with the queued jobs.
     """
-    from svmlab.lifecycle import LauncherGone, stop_without_launcher
+    from svmlab.lifecycle import LauncherGone, mark_left, stop_without_launcher
     from svmlab.tracking.store import store_error_line
 
     start = time.perf_counter()
@@ -302,8 +304,11 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
         print(f"svmlab: job #{context.job_num} stops: {exc}", file=sys.stderr, flush=True)
         os._exit(EXIT_INTERRUPTED)
     except Exception as exc:
-        error = store_error_line(exc, cfg.tracking.uri) or f"{type(exc).__name__}: {exc}"
-        outcome |= {"status": "FAILED", "run_id": context.run_id, "error": error}
+        error = store_error_line(exc, cfg.tracking.uri)
+        if error and context.run_id:  # the store is gone: the run may be left RUNNING
+            mark_left(context.sweep_dir, context.run_id)
+        outcome |= {"status": "FAILED", "run_id": context.run_id,
+                    "error": error or f"{type(exc).__name__}: {exc}"}
     return outcome | {"name": context.run_name or " ".join(context.overrides),
                       "metrics": context.metrics, "time_s": time.perf_counter() - start}
 
