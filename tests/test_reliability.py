@@ -21,6 +21,7 @@ from mlflow import MlflowClient
 
 from support.runs import (child_env, parent_and_children, runs, train, train_args,
                           train_process)
+from conftest import closed_port
 from support.servers import tracking_server
 from support.waiting import LIMIT_S, wait_for
 from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, iso_time,
@@ -372,42 +373,76 @@ def test_a_damaged_store_is_named_and_left_as_it_is(tmp_path, damage, command):
 
 # -- store outages ---------------------------------------------------------------------------------
 
+def server_sweep(url: str, tmp_path, *overrides: str, **env: str) -> subprocess.Popen:
+    """A sweep of `solver=slow` jobs that end once ``tmp_path/stop`` exists, logged to the
+    server at ``url``; its output in ``tmp_path/out.txt``."""
+    client_dir = tmp_path / "client"
+    client_dir.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "svmlab.app.cli", *train_args_for(
+            client_dir / "unused.db", "-m", "solver=slow", f"+solver.stop_file={tmp_path / 'stop'}",
+            "tracking.log_model=false", f"tracking.uri={url}", *overrides)],
+        env=child_env(**env), stdout=open(tmp_path / "out.txt", "w"), stderr=subprocess.STDOUT,
+        cwd=client_dir, start_new_session=True)
+
+
+def running_on(url: str) -> list:
+    """The RUNNING runs of experiment svmlab on the server at ``url``."""
+    client = MlflowClient(url)
+    found = client.get_experiment_by_name("svmlab")
+    return client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'") if found \
+        else []
+
+
 @pytest.mark.slow
 def test_a_sweep_whose_server_dies_exits_non_zero_and_is_reaped_later(new_store, tmp_path):
-    """The tracking server is killed while the first of two jobs trains: every job fails, the
-    parent cannot be ended, and the exit status says so; once a server is back on the same
-    database, the reap leaves nothing RUNNING."""
+    """The tracking server is killed while the first of two jobs trains and does not come back
+    within the jobs' wait (none here): every job fails, the parent cannot be ended, the exit
+    status says so, and the sweep folder records the runs left RUNNING; once a server is back on
+    the same database, the reap ends them by that record."""
     backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
-    stop = tmp_path / "stop"
-    client_dir = tmp_path / "client"
-    client_dir.mkdir()
     with tracking_server(backend, tmp_path / "artifacts") as url:
-        client = MlflowClient(url)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "svmlab.app.cli", *train_args_for(
-                client_dir / "unused.db", "-m", "solver=slow", "seed=0,1",
-                f"+solver.stop_file={stop}", "tracking.log_model=false",
-                f"tracking.uri={url}")],
-            env=child_env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0"),
-            stdout=open(tmp_path / "out.txt", "w"), stderr=subprocess.STDOUT, cwd=client_dir,
-            start_new_session=True)
-
-        def two_running():
-            found = client.get_experiment_by_name("svmlab")
-            return found and len(client.search_runs(
-                [found.experiment_id], "attributes.status = 'RUNNING'")) == 2
-
-        wait_for(two_running, "the parent and the first job to run")
-    stop.touch()  # the server is gone: the first job now fails to log its results
+        proc = server_sweep(url, tmp_path, "seed=0,1", "tracking.wait_s=0",
+                            MLFLOW_HTTP_REQUEST_MAX_RETRIES="0")
+        wait_for(lambda: len(running_on(url)) == 2, "the parent and the first job to run")
+        left = {r.info.run_id for r in running_on(url)}
+    (tmp_path / "stop").touch()  # the server is gone: the first job now fails to log its results
     assert proc.wait(timeout=600) == 3
     out = output(tmp_path)
     assert "is unreachable" in out and "Traceback" not in out
+    recorded = {p.name for p in (tmp_path / "client" / "multirun" / ".svmlab" / "left").iterdir()}
+    assert recorded == left
     with tracking_server(backend, tmp_path / "artifacts") as url:
         done = svmlab("runs", "reap", "--tracking-uri", url)
         assert done.returncode == 0, done.stderr
+        assert done.stdout.count("its job lost the tracking store") == 2, done.stdout
         found = MlflowClient(url).search_runs(
             [MlflowClient(url).get_experiment_by_name("svmlab").experiment_id])
         assert found and {r.info.status for r in found} <= {"KILLED", "FAILED"}
+
+
+@pytest.mark.slow
+def test_a_sweep_waits_out_a_tracking_server_that_blinks(new_store, tmp_path):
+    """The server is stopped while two jobs of a 4-job joblib sweep train, and started again on
+    the same port and database once a job waits for it: each job ends FINISHED exactly once,
+    nothing is left RUNNING, and the jobs said when they waited and when they went on."""
+    backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
+    port = closed_port()
+    with tracking_server(backend, tmp_path / "artifacts", port) as url:
+        proc = server_sweep(url, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                            "seed=0,1,2,3", "tracking.wait_s=600")
+        wait_for(lambda: len(running_on(url)) == 3, "the parent and two jobs to run")
+    (tmp_path / "stop").touch()  # the fits end; their results find the server gone
+    wait_for(lambda: "waiting up to 600 s" in output(tmp_path), "a job to wait for the store")
+    with tracking_server(backend, tmp_path / "artifacts", port) as url:
+        assert proc.wait(timeout=600) == 0, output(tmp_path)
+        client = MlflowClient(url)
+        found = client.search_runs([client.get_experiment_by_name("svmlab").experiment_id])
+    jobs = [r for r in found if r.data.tags.get("svmlab.role") != "sweep"]
+    assert sorted(r.data.tags["seed"] for r in jobs) == ["0", "1", "2", "3"]
+    assert {r.info.status for r in found} == {"FINISHED"}
+    out = output(tmp_path)
+    assert "is back after" in out and "Traceback" not in out
 
 
 @pytest.mark.slow
