@@ -80,6 +80,8 @@ def sqlite_path(uri: str) -> Path | None:
     from sqlalchemy.engine import make_url
 
     database = make_url(uri).database
+    if database and database.startswith("file:"):  # SQLite's URI filename (...?uri=true)
+        database = database.removeprefix("file:")
     return Path(database).resolve() if database and database != ":memory:" else None
 
 
