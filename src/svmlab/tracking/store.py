@@ -49,6 +49,8 @@ class _RaisedAnyway(logging.Filter):
 
 
 logging.getLogger("mlflow.store.db.utils").addFilter(_RaisedAnyway())
+# its news of a new store's tables: svmlab says itself, in one line, that it creates a store
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
 UNREACHABLE = "unreachable"
 DAMAGED = "damaged (not a readable SQLite database)"
