@@ -70,15 +70,15 @@ def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
         for stem, (frame, index) in tables(analysis).items():
             write_table(frame, sub, stem, index)
             parts += [f"<h3>{stem.replace('_', ' ')}</h3>", page.table(frame, index)]
-        parts += [page.figure(f"{name}/{stem}.png", caption)
+        parts += [page.figure(sub / f"{stem}.png", caption)
                   for stem, caption in _figures(analysis, sub, alpha).items()]
         sections.append((name, f"{name} ({analysis.measure.direction} is better)",
                          "\n".join(parts)))
     curves = []
     for block, frame in (traces or {}).items():
-        _save(figures.convergence(frame, objective, block), folder / "convergence" /
-              f"{safe_name(block)}.png")
-        curves.append(page.figure(f"convergence/{safe_name(block)}.png", f"{block}: {objective}"))
+        path = folder / "convergence" / f"{safe_name(block)}.png"
+        _save(figures.convergence(frame, objective, block), path)
+        curves.append(page.figure(path, f"{block}: {objective}"))
     if curves:
         sections.append(("convergence", "convergence", "\n".join(curves)))
     summary = summarize(selection, analyses, options)
@@ -94,7 +94,8 @@ def _figures(analysis: MeasureAnalysis, folder: Path, alpha: float) -> dict[str,
     """Draw the figures of one measure into ``folder``; returns {file stem: caption}."""
     name = analysis.measure.name
     cd = analysis.critical_differences[alpha]["nemenyi"]
-    drawn = {"cd_diagram": (figures.cd_diagram(analysis.mean_ranks, cd),
+    title = f"{name}: mean ranks, Nemenyi CD = {cd:.3f} at alpha = {alpha:g}"
+    drawn = {"cd_diagram": (figures.cd_diagram(analysis.mean_ranks, cd, title),
                             f"{name}: critical-difference diagram, Nemenyi CD = {cd:.3f} at "
                             f"alpha = {alpha:g}"),
              "rank_boxplot": (figures.rank_boxplot(analysis.ranks, name),

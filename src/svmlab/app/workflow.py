@@ -273,7 +273,21 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
     counts = claims_table.counts(judged)
     print(f"[{steps}/{steps}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     print(claims_table.markdown(claims_table.table(judged)))
+    _print_pages(workflow, uri, outer)
     return failed
+
+
+def _print_pages(workflow: Workflow, uri: str, outer) -> None:
+    """Where the workflow's pages are: the analysis's report, the executed notebook, the
+    claims."""
+    from svmlab.tracking.queries import artifact_location
+
+    pages = [("report", outer.done("analysis"), "report.html"),
+             ("notebook", outer.done("report"), f"{workflow.notebook}.html"),
+             ("claims", outer.run_id, "claims.md")]
+    for name, run_id, path in pages:
+        if run_id:
+            print(f"{name}: {artifact_location(uri, run_id, path)}")
 
 
 def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, outer,
@@ -400,9 +414,9 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list) -> li
         return values
 
     judged = claims_table.judge_all(workflow.claims, runs, derive)
-    with tempfile.TemporaryDirectory() as folder:
-        claims_table.write(Path(folder), workflow, scale, judged, outer.artifacts(folder="figures"),
-                           notes, chosen)
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as drawn:
+        claims_table.write(Path(folder), workflow, scale, judged,
+                           outer.download("figures", drawn), notes, chosen)
         outer.log(folder, {f"claims_{v.replace(' ', '_')}": n
                            for v, n in claims_table.counts(judged).items()})
     return judged

@@ -65,8 +65,8 @@ PROBLEMS = (
     (("could not find a registered", "unsupported uri", "not a valid uri"),
      "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
-    (("is in maintenance mode",), "a file store, which MLflow 3 no longer writes to (use a "
-                                  "database: sqlite:///<folder>/mlflow.db)"),
+    (("is in maintenance mode",),
+     "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)"),
 )
 TRANSIENT = ("locked", UNREACHABLE)  # what may pass if one waits
 _ERRNO_PROBLEMS = {errno.ENOSPC: "full (no space left on the device)", errno.EROFS: "read-only",
