@@ -197,11 +197,12 @@ def outputs(path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_report_executes_the_significance_notebook_on_the_analysis_run(store, tmp_path, capsys):
+def test_report_executes_the_significance_notebook_on_the_analysis_run(store, tmp_path, capfd):
     uri = f"sqlite:///{store}"
     assert svmlab("report", "--tracking-uri", uri, "-m", "test_accuracy:higher:0.01",
                   "--alpha", "0.05", "--run-name", "report") == 0
-    printed = capsys.readouterr().out
+    printed, err = capfd.readouterr()
+    assert "IPKernelApp" not in err  # the kernel's own log stays off the console
     html = re.search(r"notebook/significance_report.html: (\S+)", printed)[1]
     assert "<html" in Path(html).read_text()[:2000]  # the page the command names is there
     (analysis,) = [r for r in analysis_runs(store) if r.info.run_name == "report"]
