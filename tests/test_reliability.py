@@ -322,6 +322,15 @@ def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_
     assert not (tmp_path / "none.db").exists() and not (tmp_path / "mlruns").exists()
 
 
+def test_a_warning_is_one_line_without_its_source():
+    code = ("import warnings, svmlab.app\n"
+            "warnings.warn('Liblinear failed to converge,\\n increase max_iter', RuntimeWarning)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stderr == ("svmlab: warning: RuntimeWarning: Liblinear failed to converge, "
+                           "increase max_iter\n")
+
+
 def test_a_store_whose_folder_is_missing_is_refused_unless_asked(tmp_path, capsys):
     store = tmp_path / "nosuchdir" / "mlflow.db"
     typo = (f"tracking.uri=sqlite:///{store}", "solver=liblinear", "tracking.log_model=false")
