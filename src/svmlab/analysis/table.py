@@ -195,10 +195,10 @@ def complete_part_table(table: pd.DataFrame, keep=None) -> tuple[pd.DataFrame, d
     if min(len(table.index) - len(blocks), len(table.columns) - len(treatments)) < 2:
         return None
     missing = {str(b): [str(t) for t in table.columns[table.loc[b].isna()]] for b in blocks}
-    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out the treatment(s) "
-                  f"{', '.join(map(str, treatments)) or 'none'} and the block(s) "
-                  f"{', '.join(map(str, blocks)) or 'none'}, which miss the most cells",
-                  stacklevel=2)
+    left_out = " and ".join(f"the {what} {', '.join(map(str, names))}" for what, names in
+                            (("treatment(s)", treatments), ("block(s)", blocks)) if names)
+    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out {left_out}, which "
+                  f"miss the most cells", stacklevel=2)
     return table.drop(index=blocks, columns=treatments), missing
 
 
