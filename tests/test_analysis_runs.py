@@ -91,6 +91,8 @@ def test_analyze_logs_a_linked_analysis_run(store, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "excluded runs: 1 FAILED" in out
     assert "== test_accuracy (higher is better): 2 blocks, 3 treatments" in out
+    assert "against the control liblinear (Holm-adjusted Bonferroni-Dunn" in out
+    assert re.search(r"  \w+ vs \w+: p ranks [\d.e-]+, p Wilcoxon [\d.e-]+ \[0.01:", out)
     latest = analysis_runs(store)
     assert len(latest) == before + 1
     analysis = latest[0]
@@ -166,8 +168,8 @@ def test_user_errors_exit_2_with_a_message(store, capsys):
     assert svmlab("analyze", "--tracking-uri", uri, "--alpha", "0.05,high") == 2
     assert "--alpha takes numbers in (0, 1)" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--control", "libsvn") == 2
-    assert "unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace" in \
-        capsys.readouterr().err
+    assert "unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace. Did you mean " \
+        "'libsvm'?" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--filter", "tags.solver = 'libsvm'") == 2
     assert "need at least 2 treatments" in capsys.readouterr().err
     assert len(analysis_runs(store)) == before  # nothing half-written

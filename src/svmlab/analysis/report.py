@@ -189,9 +189,7 @@ def console_summary(summary: dict) -> str:
         for p in m["pairwise"]:
             z = "" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"])) \
                 else f", z = {p['z']:.3f}"
-            decisions = " ".join(
-                f"{a}:{'reject' if p[f'decision@{a}'] == REJECT else 'not rejected'}"
-                for a in alphas)
+            decisions = _decisions(p, alphas)
             lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
                          f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
                          f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
@@ -200,7 +198,19 @@ def console_summary(summary: dict) -> str:
                          f"posterior shares A better / equivalent (ROPE {p['rope']}) / B better "
                          f"= {p[SHARES[0]]:.3f} / {p[SHARES[1]]:.3f} / {p[SHARES[2]]:.3f}")
             lines.append(f"    H1: {p['H1']}")
+        if m["control"]:
+            lines.append(f"against the control {options['control']} (Holm-adjusted "
+                         "Bonferroni-Dunn on mean ranks, and Wilcoxon):")
+            lines += [f"  {c['A']} vs {c['B']}: p ranks {c['p_ranks_holm']:.4g}, p Wilcoxon "
+                      f"{c['p_wilcoxon_holm']:.4g} [{_decisions(c, alphas)}]"
+                      for c in m["control"]]
     return "\n".join(lines) + "\n"
+
+
+def _decisions(row: dict, alphas: list[str]) -> str:
+    """``0.05:reject 0.1:not rejected``: a row's decision at each alpha."""
+    return " ".join(f"{a}:{'reject' if row[f'decision@{a}'] == REJECT else 'not rejected'}"
+                    for a in alphas)
 
 
 def _interval(p: dict, confidence: float) -> str:
