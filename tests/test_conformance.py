@@ -33,6 +33,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from support.runs import SUPPORT_CONF
 from svmlab import solvers
+from svmlab.solvers import target
 from svmlab.app.config import build_estimator, register_configs
 from svmlab.app.options import FROM_OTHER_GROUPS, solver_node, source_nodes
 from svmlab.estimator.certificates import Certificate
@@ -135,6 +136,34 @@ def test_the_options_read_from_the_source_are_the_imported_classes():
     ours = {cls.name: cls for cls in SOLVERS if cls.__module__.startswith("svmlab.solvers.")}
     assert {name: typed(node) for name, node in source_nodes().items()} == {
         name: typed(solver_node(cls)) for name, cls in ours.items()}
+
+
+PROBES = (-1, 0, 0.5, 1, 2, 1e300, float("nan"), True, None, "hinge", "auto", "exact")
+
+
+@pytest.mark.parametrize("cls", [c for c in SOLVERS if c.__module__.startswith("svmlab.solvers.")],
+                         ids=lambda c: c.name)
+def test_the_constraints_read_from_the_source_refuse_only_what_scikit_learn_refuses(cls):
+    """`svmlab.app.solver_constraints` refuses a value before the solver is imported only where
+    the class's own scikit-learn validation refuses it too, with the same parameter named; and
+    it decides some value of every solver (C < 0 wherever there is a C)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from svmlab.app.solver_constraints import refusal
+
+    decided = 0
+    for key in cls().get_params():
+        for value in PROBES:
+            refused = refusal(target(cls), {key: value})
+            if refused is None:
+                continue
+            decided += 1
+            with pytest.raises(InvalidParameterError, match=f"The '{key}' parameter of"):
+                cls(**{key: value})._validate_params()
+    if "C" in cls().get_params():
+        assert refusal(target(cls), {"C": -1.0}) is not None
+        assert refusal(target(cls), {"C": 1.0}) is None
+    assert decided >= 1
 
 
 PRESETS = sorted(Path(CONF, "solver").glob("*.yaml"))

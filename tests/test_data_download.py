@@ -10,6 +10,7 @@ import pytest
 
 from svmlab import data
 from svmlab.data.registry import REGISTRY
+from svmlab.data.parsed_cache import PARSED
 from svmlab.data.verified import RECORDS
 from svmlab.errors import DataError, DownloadError
 
@@ -17,8 +18,9 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("isolated_data_en
 
 
 def _files(folder: Path) -> list[Path]:
-    """The files under ``folder``, without the records of what files hold."""
-    return [path for path in folder.rglob("*") if path.is_file() and RECORDS not in path.parts]
+    """The files under ``folder``, without the records of what files hold and the parsed files."""
+    return [path for path in folder.rglob("*")
+            if path.is_file() and not {RECORDS, PARSED} & set(path.parts)]
 
 
 def _stand_in(folder: Path, name: str) -> Path:

@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
 from support.runs import PROGRESS, parent_and_children, runs, train, train_process
+from svmlab.app.sweep import read_outcomes
 from svmlab.app.train import config_digest
 from svmlab.tracking.queries import load_trace
 
@@ -45,6 +46,16 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
 
     table = mlflow.artifacts.load_text(f"{parent.info.artifact_uri}/jobs.tsv").splitlines()
     assert len(table) == 5 and table[0].startswith("job\tname\tstatus")
+
+    # where the finished job's time went, for the sweep benchmark; no figure unless asked
+    (finished,) = [o for o in read_outcomes(store.parent / "multirun") if o["status"] == "FINISHED"]
+    assert set(finished["phases"]) == {"store", "data", "compile", "fit", "evaluate"}
+    assert 0 < sum(finished["phases"].values()) <= finished["time_s"]
+    assert finished["phases"]["fit"] >= finished["metrics"]["fit_time_s"]
+    (ok,) = [r for r in children if r.info.status == "FINISHED"]
+    trace_files = {a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(
+        ok.info.run_id, "trace")}
+    assert trace_files == {"trace/trace.parquet"}
 
 
 def test_resume_completes_an_interrupted_sweep_without_duplicates(store, capsys):

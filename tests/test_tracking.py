@@ -128,3 +128,17 @@ def test_runs_plot_draws_the_figure_of_a_run_from_its_trace(tmp_path, capsys):
     assert "trace/convergence.png" in {a.path for a in client.list_artifacts(tracker.run_id,
                                                                              "trace")}
     assert f"run {tracker.run_id}: trace/convergence.png" in capsys.readouterr().out
+
+
+def test_a_process_looks_an_experiment_up_once(tmp_path):
+    """The start-up reap and the run it starts share one lookup: once the id is known, the
+    store is not opened (nor created) again for it."""
+    from svmlab.tracking.store import ensure_experiment
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    first = ensure_experiment(uri, "once")
+    for path in tmp_path.iterdir():
+        path.unlink()
+    assert ensure_experiment(uri, "once") == first
+    assert list(tmp_path.iterdir()) == []
+    assert ensure_experiment(uri, "another") != first  # another experiment is looked up

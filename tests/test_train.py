@@ -18,7 +18,7 @@ def libsvm_run(tmp_path_factory):
     """One real run: LIBSVM with an rbf kernel on the embedded default dataset."""
     store = tmp_path_factory.mktemp("store") / "mlflow.db"
     assert train(store, "solver=libsvm", "kernel=rbf", "kernel.gamma=0.05", "solver.C=2",
-                 "seed=3") == 0
+                 "seed=3", "tracking.log_figure=true") == 0
     (run,) = runs(store)
     return store, run
 
@@ -89,7 +89,8 @@ def test_model_reloads_and_predicts_what_the_run_measured(libsvm_run):
     mlflow.set_tracking_uri(f"sqlite:///{store}")
     uri = f"runs:/{run.info.run_id}/model"
     info = mlflow.models.get_model_info(uri)
-    assert info.signature is not None and info.saved_input_example_info is not None
+    assert info.signature is not None
+    assert tuple(info.signature.inputs.to_dict()[0]["tensor-spec"]["shape"]) == (-1, 30)
     dataset = data.load("breast_cancer", seed=3)
     pyfunc_pred = np.asarray(mlflow.pyfunc.load_model(uri).predict(dataset.X_test))
     sklearn_pred = mlflow.sklearn.load_model(uri).predict(dataset.X_test)

@@ -19,6 +19,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from svmlab.app import options
+from svmlab.app.solver_constraints import refusal
 from svmlab.errors import ConfigError, did_you_mean
 from svmlab.estimator.registry import GAMMA_RULES, KERNELS
 
@@ -64,6 +65,7 @@ class TrackingConfig:
     experiment: str = "svmlab"
     run_name: str | None = None
     log_model: bool = True
+    log_figure: bool = False
     stale_after_s: float = 600.0
     new_folder: bool = False  # create the folder of a new SQLite store (else: a typo, refused)
     wait_s: float = 180.0  # how long a store that is briefly away is waited for
@@ -153,6 +155,11 @@ def build_estimator(cfg: DictConfig):
     Raises ConfigError for unknown solver keys, a kernel the solver cannot use, or a value
     outside the solver's parameter constraints, before any data is loaded.
     """
+    if isinstance(cfg.solver, DictConfig):  # a value out of range: refused before the import
+        values = OmegaConf.to_container(cfg.solver, resolve=True)
+        refused = refusal(str(values.pop("_target_", None)), values)
+        if refused:
+            raise ConfigError(f"invalid solver parameter: {refused}")
     cls = solver_class(cfg)
     allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     solver_params = {k: v for k, v in OmegaConf.to_container(cfg.solver, resolve=True).items()

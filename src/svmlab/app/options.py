@@ -15,6 +15,7 @@ test's) is an option once its module is imported (`imported_nodes`).
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 from pathlib import Path
@@ -26,30 +27,54 @@ SOURCE = Path(svmlab.__file__).parent / "solvers"
 FROM_OTHER_GROUPS = ("kernel", "gamma", "degree", "coef0", "random_state")
 
 
-def source_nodes() -> dict[str, dict]:
-    """The node of every solver declared in svmlab's source, by name; ValueError for a
-    declaration this reading cannot follow (a name declared twice, a default that is not a
-    literal, an ``__init__`` outside the package)."""
-    classes: dict[str, tuple[str, ast.ClassDef]] = {}  # class name: (module, definition)
-    exported: dict[str, str] = {}  # class name: the family package that imports it
-    for path in sorted(SOURCE.rglob("*.py")):
-        module = ".".join(path.relative_to(SOURCE.parents[1]).with_suffix("").parts)
+def source_classes(source: Path) -> tuple[dict[str, tuple[str, ast.ClassDef]], dict[str, str]]:
+    """Every class defined under ``source`` (class name: (module, definition)), and the family
+    package that imports each one (class name: package); parsed again only when a file changed
+    (parsing costs a tenth of a second, and a sweep's every job reads the declarations)."""
+    paths = sorted(source.rglob("*.py"))
+    return _parsed(source, tuple((path, path.stat().st_mtime_ns, path.stat().st_size)
+                                 for path in paths))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(source: Path, files: tuple) -> tuple[dict[str, tuple[str, ast.ClassDef]],
+                                                 dict[str, str]]:
+    classes: dict[str, tuple[str, ast.ClassDef]] = {}
+    exported: dict[str, str] = {}
+    for path, *_ in files:
+        module = ".".join(path.relative_to(source.parents[1]).with_suffix("").parts)
         module = module.removesuffix(".__init__")
         for node in ast.parse(path.read_text(), str(path)).body:
             if isinstance(node, ast.ClassDef):
                 classes[node.name] = (module, node)
             elif isinstance(node, ast.ImportFrom) and path.name == "__init__.py":
                 exported |= {alias.name: module for alias in node.names}
-    nodes: dict[str, dict] = {}
+    return classes, exported
+
+
+def source_targets() -> dict[str, ast.ClassDef]:
+    """The definition of every solver class declared in the source, by its ``_target_``."""
+    classes, exported = source_classes(SOURCE)
+    targets = {}
     for class_name, (module, node) in classes.items():
+        if _declared_name(node) is not None:
+            package = exported.get(class_name, "")
+            path = package if package.startswith("svmlab.solvers.") else module
+            targets[f"{path}.{class_name}"] = node
+    return targets
+
+
+def source_nodes() -> dict[str, dict]:
+    """The node of every solver declared in svmlab's source, by name; ValueError for a
+    declaration this reading cannot follow (a name declared twice, a default that is not a
+    literal, an ``__init__`` outside the package)."""
+    classes, _ = source_classes(SOURCE)
+    nodes: dict[str, dict] = {}
+    for target, node in source_targets().items():
         name = _declared_name(node)
-        if name is None:
-            continue
         if name in nodes:
             raise ValueError(f"solver {name!r} is declared twice in {SOURCE}")
-        package = exported.get(class_name, "")
-        path = package if package.startswith("svmlab.solvers.") else module
-        nodes[name] = {"_target_": f"{path}.{class_name}"} | _init_defaults(node, classes)
+        nodes[name] = {"_target_": target} | _init_defaults(node, classes)
     return dict(sorted(nodes.items()))
 
 

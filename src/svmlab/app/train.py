@@ -47,8 +47,9 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM, a sweep's launcher gone: as a shell r
 class RunContext:
     """What Hydra knows about this job beyond the config: choices, overrides, sweep position.
 
-    ``run_name``, ``run_id`` and ``metrics`` are filled in by :func:`run` as they become known,
-    so that a sweep can report a job that failed half-way. ``launcher`` names the sweep's
+    ``run_name``, ``run_id``, ``metrics`` and ``phases`` (wall seconds of each step of the run,
+    :func:`timed`) are filled in by :func:`run` as they become known, so that a sweep can report
+    a job that failed half-way and say where a job's time went. ``launcher`` names the sweep's
     launching process (host, pid, start), which a job stops without.
     """
 
@@ -61,6 +62,7 @@ class RunContext:
     run_name: str | None = None
     run_id: str | None = None
     metrics: dict = field(default_factory=dict)
+    phases: dict = field(default_factory=dict)
 
     @classmethod
     def from_hydra(cls) -> RunContext:
@@ -177,6 +179,16 @@ def fit_tags(estimator) -> dict:
                                    if certificate else "none: no dual bound for this solver")}
 
 
+@contextlib.contextmanager
+def timed(phases: dict, name: str):
+    """Add the wall seconds of the block to ``phases[name]``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+
+
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     """Train, evaluate and log one configuration; returns the MLflow run id."""
     context = context or RunContext()
@@ -197,50 +209,67 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     context.run_name = run_name
 
     tracking = cfg.tracking
-    if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
-        from svmlab.tracking.liveness import reap_on_start
+    phases = context.phases
+    with contextlib.ExitStack() as run_open:
+        with timed(phases, "store"):
+            if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
+                from svmlab.tracking.liveness import reap_on_start
 
-        announce_new_store(tracking)
-        reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
-    with Tracker(tracking.uri, tracking.experiment, run_name,
-                 parent_run_id=context.parent_run_id, wait_s=tracking.wait_s) as tracker:
+                announce_new_store(tracking)
+                reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
+            tracker = run_open.enter_context(Tracker(tracking.uri, tracking.experiment, run_name,
+                                                     parent_run_id=context.parent_run_id,
+                                                     wait_s=tracking.wait_s))
         context.run_id = tracker.run_id
         # the config is on record before the fit (a failed run keeps it); the results after
-        tracker.log_batch(params=flatten(OmegaConf.to_container(cfg, resolve=True)), tags=tags)
-        tracker.stage_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
-        tracker.stage_text(OmegaConf.to_yaml(context.overrides), "config/overrides.yaml")
+        with timed(phases, "store"):
+            tracker.log_batch(params=flatten(OmegaConf.to_container(cfg, resolve=True)),
+                              tags=tags)
+            tracker.stage_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
+            tracker.stage_text(OmegaConf.to_yaml(context.overrides), "config/overrides.yaml")
 
-        dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
-                            cache_dir=cfg.paths.cache_dir)
-        tracker.log_dataset(dataset)
-        if dataset.unverified:  # a file that differs from the official one, used anyway
-            tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
+        with timed(phases, "data"):
+            dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
+                                cache_dir=cfg.paths.cache_dir)
+        with timed(phases, "store"):
+            tracker.log_dataset(dataset)
+            if dataset.unverified:  # a file that differs from the official one, used anyway
+                tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
 
         start_ms = int(time.time() * 1000)
         # a solver that declares it traces test accuracy (off its clock)
         fit_args = ({"eval_set": (dataset.X_test, dataset.y_test)}
                     if estimator.traces_eval_set else {})
-        compile_s = compile_solver(estimator, dataset, context.sweep_dir, context.launcher)
-        run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
-                          context.launcher, alive=functools.partial(still_training, run_name))
-        trace = estimator.trace_.columns()  # joined once for the checks, the store and the plot
+        with timed(phases, "compile"):
+            compile_s = compile_solver(estimator, dataset, context.sweep_dir, context.launcher)
+        with timed(phases, "fit"):
+            run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
+                              context.launcher, alive=functools.partial(still_training, run_name))
+        trace = estimator.trace_.columns()  # joined once for the checks, the store, the plot
         check_trace_finite(trace)
-        tracker.stage_columns(trace, TRACE_ARTIFACT)
-        for name, columns in estimator.records_.items():  # e.g. merges
-            tracker.stage_columns(columns, f"records/{name}.parquet")
-        metrics = evaluate(estimator, dataset)
-        metrics["compile_time_s"] += compile_s
-        context.metrics = metrics
-        tracker.log_batch(tags=fit_tags(estimator),
-                          metrics=final_metrics(metrics, step=int(estimator.n_iter_))
-                          + tracker.trace_metrics(trace, start_ms))
-        tracker.upload_staged()
+        with timed(phases, "store"):
+            tracker.stage_columns(trace, TRACE_ARTIFACT)
+            for name, columns in estimator.records_.items():  # e.g. merges
+                tracker.stage_columns(columns, f"records/{name}.parquet")
+        with timed(phases, "evaluate"):
+            metrics = evaluate(estimator, dataset)
+            metrics["compile_time_s"] += compile_s
+            context.metrics = metrics
+        with timed(phases, "store"):
+            tracker.log_batch(tags=fit_tags(estimator),
+                              metrics=final_metrics(metrics, step=int(estimator.n_iter_))
+                              + tracker.trace_metrics(trace, start_ms))
+            tracker.upload_staged()
         if tracking.log_model:
-            tracker.log_model(estimator, dataset.X_train[:5])
-        if context.sweep_dir is None:  # off a sweep's path: `svmlab runs plot` draws it later
+            with timed(phases, "model"):
+                tracker.log_model(estimator, dataset.X_train[:5])
+        if tracking.log_figure:  # `svmlab runs plot` draws it later otherwise
             from svmlab.tracking.figures import CONVERGENCE_FIGURE, convergence_figure
 
-            tracker.stage_figure(convergence_figure(trace, run_name), CONVERGENCE_FIGURE)
+            with timed(phases, "figure"):
+                tracker.stage_figure(convergence_figure(trace, run_name), CONVERGENCE_FIGURE)
+        ending = time.perf_counter()
+    phases["store"] += time.perf_counter() - ending  # the staged files and the run's end
 
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
         print(f"run {tracker.run_id} FINISHED: {run_name}  "
@@ -310,7 +339,8 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
         outcome |= {"status": "FAILED", "run_id": context.run_id,
                     "error": error or f"{type(exc).__name__}: {exc}"}
     return outcome | {"name": context.run_name or " ".join(context.overrides),
-                      "metrics": context.metrics, "time_s": time.perf_counter() - start}
+                      "metrics": context.metrics, "phases": context.phases,
+                      "time_s": time.perf_counter() - start}
 
 
 def main() -> None:

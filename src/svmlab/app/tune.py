@@ -28,8 +28,9 @@ on the order the trials ran in).
 second invocation with the same ``--study`` continues it and trains no finished trial again;
 a trial whose process died (its host, pid and start time are on the trial) is marked FAIL in
 Optuna and FAILED in MLflow, and its values are queued to be trained again. ``--jobs N`` starts
-N - 1 more worker processes on the same storage; workers on other machines join by running the
-same command with the same ``--storage`` and ``--study``.
+N - 1 more worker processes on the same storage, each with its share of the cores' BLAS and
+OpenMP threads (``svmlab.app.threads``); workers on other machines join by running the same
+command with the same ``--storage`` and ``--study``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from optuna.trial import TrialState
 
 from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
+from svmlab.app.threads import limit_this_process, worker_environment
 from svmlab.errors import ConfigError, SvmlabError
 
 #: what a trial can be scored by, and the direction of the search
@@ -88,7 +90,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--pruner", choices=PRUNERS, default="median",
                         help="stops trials whose fold scores are hopeless (default: median)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="worker processes on this machine (default: 1)")
+                        help="worker processes on this machine, each with cores/N BLAS and "
+                             "OpenMP threads unless OMP_NUM_THREADS etc. are set (default: 1)")
     parser.add_argument("--storage", default="sqlite:///optuna.db", metavar="URL",
                         help="Optuna's RDB storage (default: sqlite:///optuna.db; "
                              "postgresql://... for several machines)")
@@ -618,7 +621,9 @@ def run_tune(args: argparse.Namespace, parent_run_id: str | None = None) -> int:
         setup.parent_run_id = parent.open(_study_params(setup), args.storage,
                                           parent_run_id or project_run)
         reap_on_start(uri, setup.cfg.tracking.experiment, setup.cfg.tracking.stale_after_s)
-        workers = [subprocess.Popen(worker_command(setup, i)) for i in range(1, args.jobs)]
+        workers = [subprocess.Popen(worker_command(setup, i), env=worker_environment(args.jobs))
+                   for i in range(1, args.jobs)]
+        limit_this_process(args.jobs)
         try:
             optimize(setup, study)
         finally:

@@ -17,12 +17,14 @@ row count, once per file (see ``svmlab.data.verified``). A download that differs
 cached copy that differs is refused and removed, so that the next load or fetch downloads it
 again; a local copy that differs is refused, unless the dataset parameter ``verify`` is false:
 it is then used, and ``Dataset.unverified`` says how it differs.
+
+Loading parses the files once: later loads read the parsed arrays from the cache folder (see
+``svmlab.data.parsed_cache``).
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
 from dataclasses import dataclass
 from importlib.resources import files
@@ -35,7 +37,8 @@ import scipy.sparse as sp
 from svmlab.data.dataset import Dataset, DatasetInfo
 from svmlab.data.download import download, remove_stale_parts
 from svmlab.data.entry import OPTIONAL_TEST_FRACTION, TEST_FRACTION, Entry, flag
-from svmlab.data.libsvm_format import OPENERS, Content, read_libsvm_file
+from svmlab.data.libsvm_format import OPENERS, Content
+from svmlab.data.parsed_cache import read_libsvm_files
 from svmlab.data.prepare import (
     as_csr32,
     encode_labels,
@@ -179,8 +182,7 @@ class LibsvmEntry(Entry):
         copies = [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
                   for file in used]
         paths = [path for path, _ in copies]
-        digest = hashlib.sha256()  # over the train then the test file, uncompressed
-        parts = [read_libsvm_file(path, self.n_features, hashes=(digest,)) for path in paths]
+        parts, digest = read_libsvm_files(paths, self.n_features, cache_folder(cache_dir))
         n_features = max(part.X.shape[1] for part in parts)
         X = _with_columns(parts[0].X, n_features)
         y, classes = encode_labels(parts[0].y, f"training file {paths[0]}")
@@ -195,7 +197,7 @@ class LibsvmEntry(Entry):
             X_train, X_test = max_abs_scale(X_train, X_test)
         unverified = "; ".join(differs for _, differs in copies if differs) or None
         return Dataset(self.name, as_csr32(X_train, self.name), y_train,
-                       as_csr32(X_test, self.name), y_test, classes, digest.hexdigest(),
+                       as_csr32(X_test, self.name), y_test, classes, digest,
                        ", ".join(map(str, paths)), dict(params), unverified)
 
     def info(self, data_dir=None, cache_dir=None) -> DatasetInfo:

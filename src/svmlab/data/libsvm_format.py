@@ -1,7 +1,9 @@
 """Reading one LIBSVM-format file (plain, .bz2, .xz or .gz), and measuring its content.
 
 The parser is scikit-learn's ``load_svmlight_file``. Its errors do not say where the problem is,
-so on failure the file is scanned again here to report the first offending line.
+so on failure the file is scanned again here to report the first offending line. What
+``read_libsvm_file`` returns is kept by ``svmlab.data.parsed_cache``: a change to it needs a new
+``parsed_cache.PARSER_VERSION``.
 """
 
 from __future__ import annotations

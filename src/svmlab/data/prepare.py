@@ -109,16 +109,17 @@ def max_abs_scale(X_train: sp.csr_matrix,
 
 
 def as_csr32(X: sp.spmatrix, where: str) -> sp.csr_matrix:
-    """CSR float64 with sorted int32 indices and indptr.
+    """CSR float64 with sorted int32 indices and indptr, in new, writable arrays.
 
     scikit-learn's LIBLINEAR and LIBSVM wrappers refuse int64 index arrays, which is what
-    ``load_svmlight_file`` returns.
+    ``load_svmlight_file`` returns. ``X``'s arrays may be read-only memory maps of the parsed
+    files' cache, which compiled solvers would see as another type (and sorting would write).
     """
     X = sp.csr_matrix(X, dtype=np.float64)
     if X.nnz > _INT32_MAX or X.shape[1] > _INT32_MAX:
         raise DataError(f"{where} has {X.nnz} nonzeros and {X.shape[1]} features; "
                         f"int32 sparse indices allow at most {_INT32_MAX} of each")
-    X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+    X = sp.csr_matrix((X.data.copy(), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                       shape=X.shape)
     X.sort_indices()
     return X

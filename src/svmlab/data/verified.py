@@ -3,7 +3,8 @@
 Measuring a copy (the sha256 and row count of its uncompressed content) reads all of it. The
 result is kept in the cache folder as ``.verified/<sha256 of the absolute path>.json`` with the
 file's size and modification time; while both are unchanged, the record stands for the file.
-A file changed in place gets a new modification time and is measured again. Records are
+A file changed in place gets a new modification time and is measured again. Parsing a file
+records what it read, too (``svmlab.data.parsed_cache``). Records are
 written atomically, and a cache folder that cannot be written only means measuring again.
 """
 
@@ -33,16 +34,24 @@ def content_of(path: Path, cache: Path) -> Content:
     """The content of ``path``: as recorded if the file is unchanged, else measured and
     recorded. Raises DataError if the file cannot be read."""
     stat = path.stat()  # before measuring: a change during the measurement is seen next time
+    content = recorded(path, cache, stat)
+    if content is None:
+        content = measure_content(path)
+        remember(path, content, cache, stat)
+    return content
+
+
+def recorded(path: Path, cache: Path, stat: os.stat_result) -> Content | None:
+    """The content recorded for ``path`` with the size and modification time of ``stat``;
+    None if there is no such record (or an unreadable one)."""
     absolute = path.resolve()
     try:
         record = json.loads(_record(absolute, cache).read_text())
         if record["file"] == _signature(absolute, stat):
             return Content(record["sha256"], record["n_rows"])
     except (OSError, ValueError, KeyError, TypeError):
-        pass  # no record, or an unreadable one: measure
-    content = measure_content(path)
-    remember(path, content, cache, stat)
-    return content
+        pass
+    return None
 
 
 def remember(path: Path, content: Content, cache: Path,

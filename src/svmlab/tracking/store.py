@@ -154,14 +154,24 @@ def _write_ahead_log(path: Path) -> None:
             pass
 
 
+_EXPERIMENT_IDS: dict[tuple[str, str], str] = {}  # (uri, name): id, found by this process
+
+
 def ensure_experiment(uri: str | None, name: str) -> str:
     """The id of experiment ``name``, creating the store's schema and the experiment if needed.
 
     Safe when several processes call it at once: on SQLite the file lock serializes them; on a
     tracking server a concurrent creation is answered RESOURCE_ALREADY_EXISTS, and then the
-    experiment is looked up again.
+    experiment is looked up again. A process asks the store once per experiment: the start-up
+    reap and the run it starts share the answer (an experiment's id never changes).
     """
     uri = resolved_uri(uri)
+    if (uri, name) not in _EXPERIMENT_IDS:
+        _EXPERIMENT_IDS[uri, name] = _find_or_create_experiment(uri, name)
+    return _EXPERIMENT_IDS[uri, name]
+
+
+def _find_or_create_experiment(uri: str, name: str) -> str:
     with store_lock(uri):
         client = prepare_store(uri)
         found = client.get_experiment_by_name(name)
