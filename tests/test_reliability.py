@@ -291,9 +291,10 @@ def failed_run_without_trace(store) -> str:
 
 
 @pytest.mark.parametrize("args, status, words", [
-    (["runs", "plot", "deadbeef"], 2,
+    (["runs", "plot", "deadbeef", "--tracking-uri", "{uri}"], 2,
      "svmlab runs plot: error: no run deadbeef in the tracking store"),
-    (["runs", "plot", failed_run_without_trace], 2, "(FAILED) has no trace (trace/trace.parquet)"),
+    (["runs", "plot", failed_run_without_trace, "--tracking-uri", "{uri}"], 2,
+     "(FAILED) has no trace (trace/trace.parquet)"),
     (["analyze", "--measure", "test_acc"], 2, "Did you mean 'test_accuracy'?"),
     (["tune", "solver=libsvn", "tracking.uri={uri}"], 2,
      "svmlab tune: error: unknown solver 'libsvn'; allowed: "),
@@ -313,7 +314,6 @@ def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_
     from svmlab.app import cli
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
     args = [a(store) if callable(a) else a.format(uri=f"sqlite:///{store}", tmp=tmp_path)
             for a in args]
     assert cli.main(args) == status
