@@ -271,17 +271,19 @@ class SweepCallback(Callback):
         atexit.register(self._stopped)
 
     def abandon(self, config: DictConfig | None = None) -> None:
-        """Undo a start that ran no job: the parent run deleted, the sweep folder removed."""
+        """Undo a start that ran no job: the parent run deleted, the sweep folder removed. Once
+        a job has ended, the sweep is stopped as any other (the exit hook ends it KILLED)."""
         config = config or self.config
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        if read_outcomes(sweep_dir):
+            return
         atexit.unregister(self._stopped)
         if self.sigterm is not None:
             self.sigterm.close()
         if self.parent is not None:
             self._quietly(self.parent.discard)
-        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         made = {STATE_DIR, "multirun.yaml"}  # what a start writes; a job's folder is a number
-        if sweep_dir.is_dir() and not read_outcomes(sweep_dir) and all(
-                p.name in made for p in sweep_dir.iterdir()):
+        if sweep_dir.is_dir() and all(p.name in made for p in sweep_dir.iterdir()):
             remove_dated_folder(sweep_dir, "hydra.sweep.dir", config.hydra.overrides.hydra)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
