@@ -40,13 +40,11 @@ class Patience:
     writes hold signals back, ``lifecycle.DeferredSignals``)."""
 
     def __init__(self, uri: str | None, window_s: float = WAIT_S, who: str = "",
-                 paused: Callable[[], None] = lambda: None,
-                 say: Callable[[str], None] = _say):
+                 paused: Callable[[], None] = lambda: None):
         self.uri = resolved_uri(uri)
         self.paused = paused
         self.window_s = window_s
         self.who = f"{who}: " if who else ""
-        self.say = say
         self.gave_up = False  # the store stayed away for a whole window
 
     def __call__(self, call: Callable[..., Any], *args, **kwargs) -> Any:
@@ -66,7 +64,7 @@ class Patience:
                     since = now
                     window = 0.0 if self.gave_up else self.window_s
                     if window:
-                        self.say(f"svmlab: {self.who}the tracking store {self.uri} is {problem};"
+                        _say(f"svmlab: {self.who}the tracking store {self.uri} is {problem};"
                                  f" waiting up to {window:.0f} s for it (tracking.wait_s)")
                 if now - since >= window:
                     self.gave_up = True
@@ -76,7 +74,7 @@ class Patience:
                 self.paused()
                 attempt += 1
         if since is not None:
-            self.say(f"svmlab: {self.who}the tracking store {self.uri} is back after "
+            _say(f"svmlab: {self.who}the tracking store {self.uri} is back after "
                      f"{time.monotonic() - since:.0f} s; going on")
         self.gave_up = False
         return result
