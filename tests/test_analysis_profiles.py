@@ -124,8 +124,16 @@ def test_a_target_never_reached_is_a_failure_in_the_profile_and_missing_in_the_t
     assert profiles.share_within(analysis.costs, INF).to_dict() == {"A": 0.75, "B": 1.0}
 
 
-def test_styled_report_with_profiles(tmp_path):
+def test_styled_report_with_profiles(tmp_path, monkeypatch):
     long, analysis, _ = analysis_with_a_failure()
+    titles = []
+
+    def cd_diagram(mean_ranks, cd, title=""):  # the real figure; its title kept
+        titles.append(title)
+        return drawn(mean_ranks, cd, title)
+
+    drawn = report.figures.cd_diagram
+    monkeypatch.setattr(report.figures, "cd_diagram", cd_diagram)
     summary = report.write(tmp_path, select.Selection(long, "test"), [analysis],
                            compare.Options(bayes_samples=500))
     assert summary["measures"]["time_to_gap_1e-3"]["profile"] == {
@@ -137,7 +145,9 @@ def test_styled_report_with_profiles(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     assert "<td class='keep'>not rejected</td>" in page
-    assert "<img src='time_to_gap_1e-3/performance_profile.png'" in page
+    assert "<img src='data:image/png;base64," in page  # embedded: the page alone is enough
+    assert titles == ["time_to_gap_1e-3: mean ranks, Nemenyi CD = 1.132 at alpha = 0.05"]
+    assert "alt='time_to_gap_1e-3: performance profile" in page
     assert "performance profile over 4 blocks, share best / done: A 0.50 / 0.75" in page
     assert "<section id='time_to_gap_1e-3'>" in page and "href='#time_to_gap_1e-3'" in page
 

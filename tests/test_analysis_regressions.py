@@ -340,7 +340,7 @@ def test_too_few_complete_blocks_names_the_cells_and_the_filter():
                          for t, v in row.items() if pd.notna(v)])
     with pytest.raises(SvmlabError, match="missing cells .*australian: libsvm"):
         compare.analyze_measure(long, table.Measure("m", True), compare.Options(strict=True))
-    with pytest.warns(UserWarning, match="leaving out the treatment\\(s\\) libsvm and the block"):
+    with pytest.warns(UserWarning, match="leaving out the treatment\\(s\\) libsvm, which miss"):
         result = compare.analyze_measure(long, table.Measure("m", True),
                                          compare.Options(bayes_samples=200))
     assert list(result.table.columns) == ["liblinear", "nesvm"]

@@ -91,6 +91,8 @@ def test_analyze_logs_a_linked_analysis_run(store, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "excluded runs: 1 FAILED" in out
     assert "== test_accuracy (higher is better): 2 blocks, 3 treatments" in out
+    assert "against the control liblinear (Holm-adjusted Bonferroni-Dunn" in out
+    assert re.search(r"  \w+ vs \w+: p ranks [\d.e-]+, p Wilcoxon [\d.e-]+ \[0.01:", out)
     latest = analysis_runs(store)
     assert len(latest) == before + 1
     analysis = latest[0]
@@ -166,8 +168,8 @@ def test_user_errors_exit_2_with_a_message(store, capsys):
     assert svmlab("analyze", "--tracking-uri", uri, "--alpha", "0.05,high") == 2
     assert "--alpha takes numbers in (0, 1)" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--control", "libsvn") == 2
-    assert "unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace" in \
-        capsys.readouterr().err
+    assert "unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace. Did you mean " \
+        "'libsvm'?" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--filter", "tags.solver = 'libsvm'") == 2
     assert "need at least 2 treatments" in capsys.readouterr().err
     assert len(analysis_runs(store)) == before  # nothing half-written
@@ -177,11 +179,14 @@ def test_missing_cells_are_dropped_or_fail_when_strict(new_store, tmp_path, caps
     csv = tmp_path / "results.csv"
     pd.DataFrame({"block": ["x", "x", "y", "z", "z", "w", "w"],
                   "treatment": ["A", "B", "A", "A", "B", "A", "B"],
-                  "acc": [0.9, 0.8, 0.7, 0.6, 0.5, 0.8, 0.7]}).to_csv(csv, index=False)
+                  "acc": [0.9, 0.8, 0.7, 0.6, 0.5, 0.8, 0.7],
+                  "t": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]}).to_csv(csv, index=False)
     uri = f"sqlite:///{new_store(tmp_path / 'a.db')}"
-    assert svmlab("analyze", "--csv", str(csv), "-m", "acc:higher", "--tracking-uri", uri) == 0
+    assert svmlab("analyze", "--csv", str(csv), "-m", "acc:higher,t:lower",
+                  "--tracking-uri", uri) == 0
     captured = capsys.readouterr()
-    assert "dropping 1 block(s) with missing treatments: y: B" in captured.err
+    # once, though both measures drop the block
+    assert captured.err.count("dropping 1 block(s) with missing treatments: y: B") == 1
     assert "3 blocks, 2 treatments" in captured.out
     assert svmlab("analyze", "--csv", str(csv), "-m", "acc:higher", "--tracking-uri", uri,
                   "--strict") == 2
@@ -197,11 +202,12 @@ def outputs(path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_report_executes_the_significance_notebook_on_the_analysis_run(store, tmp_path, capsys):
+def test_report_executes_the_significance_notebook_on_the_analysis_run(store, tmp_path, capfd):
     uri = f"sqlite:///{store}"
     assert svmlab("report", "--tracking-uri", uri, "-m", "test_accuracy:higher:0.01",
                   "--alpha", "0.05", "--run-name", "report") == 0
-    printed = capsys.readouterr().out
+    printed, err = capfd.readouterr()
+    assert "IPKernelApp" not in err  # the kernel's own log stays off the console
     html = re.search(r"notebook/significance_report.html: (\S+)", printed)[1]
     assert "<html" in Path(html).read_text()[:2000]  # the page the command names is there
     (analysis,) = [r for r in analysis_runs(store) if r.info.run_name == "report"]

@@ -110,10 +110,15 @@ def test_http_404_names_the_url_and_the_folder_for_a_copy_by_hand(libsvm_site, t
 
 
 def test_a_refused_connection_names_the_url_and_leaves_nothing(refused_url, tmp_path):
+    """In one line, which also says that a data folder given does not exist."""
     cache = tmp_path / "cache"
     with pytest.raises(DownloadError) as error:
-        data.fetch("heart_scale", cache_dir=cache, base_url=refused_url)
+        data.fetch("heart_scale", data_dir=tmp_path / "nosuchdir", cache_dir=cache,
+                   base_url=refused_url)
     message = str(error.value)
+    assert "\n" not in message
+    assert f"The data folder {tmp_path / 'nosuchdir'} (SVMLAB_DATA_DIR" in message
+    assert "does not exist" in message
     assert f"download of {refused_url}/heart_scale failed" in message
     assert "refused" in message.lower()
     assert str(cache / "heart_scale") in message

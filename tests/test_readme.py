@@ -55,3 +55,18 @@ def test_the_readme_commands_work_in_order_in_a_fresh_copy(tmp_path, shared_libs
                      printed["svmlab report -e svmlab"])
     assert Path(page[1]).is_file()
     assert (copy / "mlflow.db").is_file()  # the store is where the README says
+
+
+def test_the_readmes_python_snippets_run_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    snippets = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    assert snippets
+    for snippet in snippets:
+        exec(compile(snippet, "README.md", "exec"), {})  # noqa: S102 - the README as written
+
+
+def test_the_readme_says_where_data_comes_from_before_a_command_needs_it():
+    said = README.index("Where the data comes from")
+    assert said < README.index("dataset=heart_scale")
+    assert "downloaded by name" in README[said:said + 600]
+    assert "SVMLAB_DATA_DIR=<dir>" in README[said:said + 600]

@@ -21,6 +21,7 @@ from mlflow import MlflowClient
 
 from support.runs import (child_env, parent_and_children, runs, train, train_args,
                           train_process)
+from conftest import closed_port
 from support.servers import tracking_server
 from support.waiting import LIMIT_S, wait_for
 from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, iso_time,
@@ -282,6 +283,89 @@ def test_a_sweep_folder_that_cannot_be_created_starts_nothing(store, tmp_path):
     assert not running(store)
 
 
+def failed_run_without_trace(store) -> str:
+    client = MlflowClient(f"sqlite:///{store}")
+    run_id = client.create_run(client.create_experiment("svmlab")).info.run_id
+    client.set_terminated(run_id, "FAILED")
+    return run_id
+
+
+@pytest.mark.parametrize("args, status, words", [
+    (["runs", "plot", "deadbeef", "--tracking-uri", "{uri}"], 2,
+     "svmlab runs plot: error: no run deadbeef in the tracking store"),
+    (["runs", "plot", failed_run_without_trace, "--tracking-uri", "{uri}"], 2,
+     "(FAILED) has no trace (trace/trace.parquet)"),
+    (["analyze", "--measure", "test_acc"], 2, "Did you mean 'test_accuracy'?"),
+    (["tune", "solver=libsvn", "tracking.uri={uri}"], 2,
+     "svmlab tune: error: unknown solver 'libsvn'; allowed: "),
+    (["runs", "reap", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
+     "svmlab runs reap: error: no tracking store at sqlite:///"),
+    (["runs", "plot", "deadbeef", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
+     "no tracking store at"),
+    (["analyze", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3, "no tracking store at"),
+    (["workflow", "table", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
+     "no tracking store at"),
+], ids=["unknown run", "no trace", "measure", "tune option", "reap", "plot", "analyze", "table"])
+def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_path, capsys,
+                                                                   monkeypatch, args, status,
+                                                                   words):
+    """One line, the command's status, close names where a name is picked from a list; a
+    command that only reads creates no store."""
+    from svmlab.app import cli
+
+    monkeypatch.chdir(tmp_path)
+    args = [a(store) if callable(a) else a.format(uri=f"sqlite:///{store}", tmp=tmp_path)
+            for a in args]
+    assert cli.main(args) == status
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "none.db").exists() and not (tmp_path / "mlruns").exists()
+
+
+def test_a_warning_is_one_line_without_its_source():
+    code = ("import warnings, svmlab.app\n"
+            "warnings.warn('Liblinear failed to converge,\\n increase max_iter', RuntimeWarning)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stderr == ("svmlab: warning: RuntimeWarning: Liblinear failed to converge, "
+                           "increase max_iter\n")
+
+
+def test_a_store_whose_folder_is_missing_is_refused_unless_asked(tmp_path, capsys):
+    store = tmp_path / "nosuchdir" / "mlflow.db"
+    typo = (f"tracking.uri=sqlite:///{store}", "solver=liblinear", "tracking.log_model=false")
+    for sweep in ((), ("-m", "seed=0,1")):
+        with pytest.raises(SystemExit) as refused:
+            train(tmp_path / "unused.db", *sweep, *typo)
+        assert refused.value.code == 2
+        err = capsys.readouterr().err
+        assert f"the folder of the tracking store sqlite:///{store} does not exist" in err
+        assert "tracking.new_folder=true" in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert train(tmp_path / "unused.db", *typo, "tracking.new_folder=true") == 0
+    assert f"creating a new tracking store at sqlite:///{store}" in capsys.readouterr().out
+    assert runs(store)
+
+
+def test_a_sweep_that_fails_to_start_leaves_no_folder_and_no_parent_run(store, tmp_path,
+                                                                        capsys):
+    with pytest.raises(SystemExit) as refused:
+        train(store, "-m", "solver=libsvn,liblinear", "seed=0,1")
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown solver 'libsvn'" in err and "Did you mean 'libsvm'?" in err
+    assert not (tmp_path / "multirun").exists()
+    assert runs(store) == []
+
+
+def test_a_file_store_is_named_and_leaves_no_job_folder(tmp_path):
+    done = svmlab("train", "solver=liblinear", f"tracking.uri=file://{tmp_path}/mlruns",
+                  cwd=tmp_path)
+    assert done.returncode == 3
+    assert "is a file store, which MLflow 3 no longer writes to" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("text, problem", [
     ("(sqlite3.OperationalError) database is locked", "locked"),
     ("(sqlite3.OperationalError) attempt to write a readonly database", "read-only"),
@@ -329,16 +413,20 @@ def test_a_store_on_a_host_that_does_not_resolve_is_unreachable(monkeypatch):
 
 
 def test_a_download_failure_in_a_sweep_is_reported_as_one(tmp_path, isolated_data_env):
-    """No route to the LIBSVM site: the job fails with the download's one line (status 1: a job
-    of the sweep failed), and nothing blames the tracking store."""
+    """No route to the LIBSVM site: the jobs fail with the download's one line (status 1: a job
+    of the sweep failed), printed once with the jobs it hit, and nothing blames the tracking
+    store."""
     store = tmp_path / "mlflow.db"
-    done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "dataset=a4a",
+    done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "dataset=a4a", "seed=0,1,2",
                                   f"paths.cache_dir={tmp_path / 'cache'}",
                                   "tracking.log_model=false"), cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    failed = [line for line in done.stdout.splitlines() if line.startswith("  failed: #0")]
-    assert failed and "DownloadError: download of http://127.0.0.1:" in failed[0]
-    assert "tracking store" not in done.stdout + done.stderr
+    assert done.stdout.count("DownloadError") == 2, done.stdout  # the first job's line, the end
+    assert done.stdout.count("the same error as #0") == 2
+    failed = [line for line in done.stdout.splitlines() if line.startswith("  failed: ")]
+    assert len(failed) == 1 and failed[0].startswith("  failed: 3 jobs (#0, #1, #2): ")
+    assert "DownloadError: download of http://127.0.0.1:" in failed[0]
+    assert "the tracking store" not in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -372,48 +460,83 @@ def test_a_damaged_store_is_named_and_left_as_it_is(tmp_path, damage, command):
 
 # -- store outages ---------------------------------------------------------------------------------
 
+def server_sweep(url: str, tmp_path, *overrides: str, **env: str) -> subprocess.Popen:
+    """A sweep of `solver=slow` jobs that end once ``tmp_path/stop`` exists, logged to the
+    server at ``url``; its output in ``tmp_path/out.txt``."""
+    client_dir = tmp_path / "client"
+    client_dir.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "svmlab.app.cli", *train_args_for(
+            client_dir / "unused.db", "-m", "solver=slow", f"+solver.stop_file={tmp_path / 'stop'}",
+            "tracking.log_model=false", f"tracking.uri={url}", *overrides)],
+        env=child_env(**env), stdout=open(tmp_path / "out.txt", "w"), stderr=subprocess.STDOUT,
+        cwd=client_dir, start_new_session=True)
+
+
+def running_on(url: str) -> list:
+    """The RUNNING runs of experiment svmlab on the server at ``url``."""
+    client = MlflowClient(url)
+    found = client.get_experiment_by_name("svmlab")
+    return client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'") if found \
+        else []
+
+
 @pytest.mark.slow
 def test_a_sweep_whose_server_dies_exits_non_zero_and_is_reaped_later(new_store, tmp_path):
-    """The tracking server is killed while the first of two jobs trains: every job fails, the
-    parent cannot be ended, and the exit status says so; once a server is back on the same
-    database, the reap leaves nothing RUNNING."""
+    """The tracking server is killed while the first of two jobs trains and does not come back
+    within the jobs' wait (none here): every job fails, the parent cannot be ended, the exit
+    status says so, and the sweep folder records the runs left RUNNING; once a server is back on
+    the same database, the reap ends them by that record."""
     backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
-    stop = tmp_path / "stop"
-    client_dir = tmp_path / "client"
-    client_dir.mkdir()
     with tracking_server(backend, tmp_path / "artifacts") as url:
-        client = MlflowClient(url)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "svmlab.app.cli", *train_args_for(
-                client_dir / "unused.db", "-m", "solver=slow", "seed=0,1",
-                f"+solver.stop_file={stop}", "tracking.log_model=false",
-                f"tracking.uri={url}")],
-            env=child_env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0"),
-            stdout=open(tmp_path / "out.txt", "w"), stderr=subprocess.STDOUT, cwd=client_dir,
-            start_new_session=True)
-
-        def two_running():
-            found = client.get_experiment_by_name("svmlab")
-            return found and len(client.search_runs(
-                [found.experiment_id], "attributes.status = 'RUNNING'")) == 2
-
-        wait_for(two_running, "the parent and the first job to run")
-    stop.touch()  # the server is gone: the first job now fails to log its results
+        proc = server_sweep(url, tmp_path, "seed=0,1", "tracking.wait_s=0",
+                            MLFLOW_HTTP_REQUEST_MAX_RETRIES="0")
+        wait_for(lambda: len(running_on(url)) == 2, "the parent and the first job to run")
+        left = {r.info.run_id for r in running_on(url)}
+    (tmp_path / "stop").touch()  # the server is gone: the first job now fails to log its results
     assert proc.wait(timeout=600) == 3
     out = output(tmp_path)
     assert "is unreachable" in out and "Traceback" not in out
+    recorded = {p.name for p in (tmp_path / "client" / "multirun" / ".svmlab" / "left").iterdir()}
+    assert recorded == left
     with tracking_server(backend, tmp_path / "artifacts") as url:
         done = svmlab("runs", "reap", "--tracking-uri", url)
         assert done.returncode == 0, done.stderr
+        assert done.stdout.count("its job lost the tracking store") == 2, done.stdout
         found = MlflowClient(url).search_runs(
             [MlflowClient(url).get_experiment_by_name("svmlab").experiment_id])
         assert found and {r.info.status for r in found} <= {"KILLED", "FAILED"}
 
 
 @pytest.mark.slow
+def test_a_sweep_waits_out_a_tracking_server_that_blinks(new_store, tmp_path):
+    """The server is stopped while two jobs of a 4-job joblib sweep train, and started again on
+    the same port and database once a job waits for it: each job ends FINISHED exactly once,
+    nothing is left RUNNING, and the jobs said when they waited and when they went on."""
+    backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
+    port = closed_port()
+    with tracking_server(backend, tmp_path / "artifacts", port) as url:
+        proc = server_sweep(url, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                            "seed=0,1,2,3", "tracking.wait_s=600")
+        wait_for(lambda: len(running_on(url)) == 3, "the parent and two jobs to run")
+    (tmp_path / "stop").touch()  # the fits end; their results find the server gone
+    wait_for(lambda: "waiting up to 600 s" in output(tmp_path), "a job to wait for the store")
+    with tracking_server(backend, tmp_path / "artifacts", port) as url:
+        assert proc.wait(timeout=600) == 0, output(tmp_path)
+        client = MlflowClient(url)
+        found = client.search_runs([client.get_experiment_by_name("svmlab").experiment_id])
+    jobs = [r for r in found if r.data.tags.get("svmlab.role") != "sweep"]
+    assert sorted(r.data.tags["seed"] for r in jobs) == ["0", "1", "2", "3"]
+    assert {r.info.status for r in found} == {"FINISHED"}
+    out = output(tmp_path)
+    assert "is back after" in out and "Traceback" not in out
+
+
+@pytest.mark.slow
 def test_a_run_whose_sqlite_store_was_locked_for_a_while_is_ended(store, tmp_path):
-    """SQLite's write lock is held 25 s (longer than MLflow waits) while the run logs: the run
-    fails, names the lock, and still ends once the lock is released."""
+    """SQLite's write lock is held (longer than MLflow's 20 s wait) while the run logs, until
+    the run says it waits for the store: the run goes on once the lock is released and ends
+    FINISHED."""
     import sqlite3
 
     started, stop = tmp_path / "started", tmp_path / "stop"
@@ -423,10 +546,11 @@ def test_a_run_whose_sqlite_store_was_locked_for_a_while_is_ended(store, tmp_pat
     db = sqlite3.connect(store, timeout=60, isolation_level=None)
     db.execute("BEGIN EXCLUSIVE")
     stop.touch()
-    time.sleep(25)  # the lock is held this long; no assertion depends on it
+    wait_for(lambda: "is locked (another process holds SQLite's write lock); waiting up to"
+             in output(tmp_path), "the run to wait for the lock")
     db.execute("COMMIT")
     db.close()
-    assert proc.wait(timeout=600) != 0
+    assert proc.wait(timeout=600) == 0, output(tmp_path)
     (run,) = runs(store)
-    assert run.info.status in ("FINISHED", "FAILED")
-    assert "locked" in output(tmp_path) and "Traceback" not in output(tmp_path)
+    assert run.info.status == "FINISHED"
+    assert "is back after" in output(tmp_path) and "Traceback" not in output(tmp_path)

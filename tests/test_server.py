@@ -2,6 +2,7 @@
 backend store (SQLite where PostgreSQL is not installed); artifacts are served from the server's
 local folder."""
 
+import socket
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
+from conftest import closed_port
 from support.runs import child_env, copy_store
 from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
 from svmlab import data
@@ -92,7 +94,8 @@ def test_the_server_starts_no_job_runner_unless_asked(monkeypatch):
 def test_server_refuses_an_unreachable_database_at_once(refused_url):
     port = refused_url.rsplit(":", 1)[1]
     done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
-                           f"postgresql://mlflow@127.0.0.1:{port}/mlflow"],
+                           f"postgresql://mlflow@127.0.0.1:{port}/mlflow", "--port",
+                           str(closed_port())],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 3, done.stderr
     assert "cannot open the backend store" in done.stderr and "refused" in done.stderr
@@ -100,7 +103,20 @@ def test_server_refuses_an_unreachable_database_at_once(refused_url):
 
 def test_server_refuses_a_uri_that_is_not_a_database():
     done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
-                           "file:///tmp/mlruns"], capture_output=True, text=True, timeout=120,
-                          check=False)
+                           "file:///tmp/mlruns", "--port", str(closed_port())],
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stderr
     assert "must be a database URI" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_server_refuses_a_port_that_is_taken(tmp_path):
+    """mlflow server itself would log the error and exit 0."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--port",
+                               str(port), "--backend-store-uri", "sqlite:///unused.db"],
+                              capture_output=True, text=True, timeout=120, check=False,
+                              cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert done.stderr.count("\n") == 1

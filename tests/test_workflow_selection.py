@@ -158,7 +158,7 @@ def test_a_selection_that_cannot_run_is_one_line_and_exit_2_and_creates_nothing(
     assert cli.main(["workflow", str(path), "--tracking-uri", f"sqlite:///{store}", "--storage",
                      f"sqlite:///{tmp_path / 'optuna.db'}", *extra(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("svmlab: error: ") and words in err and "\n" not in err
+    assert err.startswith("svmlab workflow: error: ") and words in err and "\n" not in err
     assert not (tmp_path / "optuna.db").exists()
     names = [e.name for e in MlflowClient(f"sqlite:///{store}").search_experiments()]
     assert not [n for n in names if n.startswith("workflow-")]
@@ -196,3 +196,14 @@ def test_the_sweep_trains_each_dataset_at_its_selected_c_and_a_second_run_trains
     out = capfd.readouterr().out
     assert out.count("finished before") == 2 + 2 + 1  # the studies, the sweeps, the analysis
     assert len(runs_of(store)) == 4 and len(runs_of(store, "trial")) == 6
+
+
+def test_a_study_that_cannot_load_its_data_is_reported_by_the_workflow(store, tmp_path, capsys,
+                                                                       isolated_data_env):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["workflow", str(SELECT), "--tracking-uri", f"sqlite:///{store}", "--storage",
+                  f"sqlite:///{tmp_path / 'optuna.db'}", *extra(tmp_path), "dataset=a4a"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "svmlab workflow: error: DownloadError: download of" not in err  # one line, its own
+    assert "svmlab workflow: error: download of" in err and "svmlab tune" not in err

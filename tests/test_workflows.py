@@ -111,6 +111,7 @@ def test_an_unknown_workflow_names_the_available_ones(capsys):
     assert cli.main(["workflow", "fw_papr"]) == 2
     err = capsys.readouterr().err
     assert "unknown workflow 'fw_papr'; available: " + ", ".join(spec.names()) in err
+    assert err.startswith("svmlab workflow: error: ") and "Did you mean 'fw_paper'" in err
 
 
 def tiny_data() -> dict:
@@ -260,6 +261,9 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
     found = every_run(store)
     roles = {r.data.tags.get("svmlab.role"): r for r in found}
     outer = roles["workflow"]
+    for page in (f"report: {roles['analysis'].info.artifact_uri}/report.html",
+                 f"claims: {outer.info.artifact_uri}/claims.md"):
+        assert page.removeprefix("file://").replace("file://", "") in out
     assert outer.info.status == "FINISHED" and outer.data.tags["svmlab.workflow"] == "tiny"
     assert outer.data.tags["svmlab.workflow.scale"] == "quick"
     for role in ("sweep", "analysis", "report"):
@@ -280,7 +284,8 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
                                       claims.UNTESTABLE, claims.UNTESTABLE]
     assert "| LIBLINEAR's accuracy on breast cancer is LIBSVM's | Table 1 |" in out
     page = mlflow.artifacts.load_text(f"{outer.info.artifact_uri}/claims.html")
-    assert "figures/test_accuracy/cd_diagram.png" in page
+    assert "figures/test_accuracy/cd_diagram.png" in page  # a figure's caption
+    assert "<img src='data:image/png;base64," in page  # and the figure, embedded
 
     assert cli.main(workflow_args(store)) == 0  # done: nothing runs again
     assert "[1/4] sweep: finished before" in capfd.readouterr().out

@@ -1,5 +1,7 @@
 """Errors a user can cause. Each message says what was wrong and what is allowed."""
 
+import difflib
+
 
 class SvmlabError(ValueError):
     """Base class for every error svmlab raises on bad user input."""
@@ -19,3 +21,15 @@ class DownloadError(DataError):
 
 class TrainingError(SvmlabError):
     """Training produced an unusable result, for example NaN or inf in the model or trace."""
+
+
+class StoreError(SvmlabError):
+    """A tracking store that cannot be used as asked: none at the given place (a command that
+    only reads never creates one). Exit status 3, as for every fault of the store."""
+
+
+def did_you_mean(value, allowed) -> str:
+    """`` Did you mean 'a' or 'b'?`` for the names in ``allowed`` close to ``value``; empty
+    when none is."""
+    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
+    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

@@ -28,8 +28,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -38,6 +39,7 @@ HOST_TAG = "svmlab.host"
 PID_TAG = "svmlab.pid"
 PID_STARTED_TAG = "svmlab.pid_started"
 HEARTBEAT_TAG = "svmlab.heartbeat"
+SWEEP_DIR_TAG = "svmlab.sweep_dir"  # the sweep folder of a sweep's run or of one of its jobs
 SLURM_JOB_TAG = "svmlab.slurm_job"  # <array>_<task> of a SLURM array task, else the job id
 HEARTBEAT_S = 30.0
 SAME_START_S = 1.0  # start times of one process, read twice, agree within this
@@ -88,6 +90,13 @@ class DeferredSignals:
         if signum == signal.SIGINT:
             return KeyboardInterrupt()
         return Terminated(f"received signal {signal.Signals(signum).name}")
+
+    def raise_held(self) -> None:
+        """Raise a signal held back, at a point where no write is under way (a pause between
+        two attempts of a write to a store that is away)."""
+        if self._pending is not None:
+            signum, self._pending = self._pending, None
+            raise self._interruption(signum)
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -304,6 +313,32 @@ def why_dead(tags: dict[str, str], start_s: float, stale_after_s: float, now: fl
     silent = now - last_sign_of_life(tags, start_s)
     if silent > stale_after_s:
         return f"no sign of life for {silent:.0f} s (limit {stale_after_s:.0f} s)"
+    return None
+
+
+LEFT_REASON = "its job lost the tracking store before it could end it"
+
+
+def left_marker(sweep_dir: str, run_id: str) -> Path:
+    """The file that says a job of the sweep in ``sweep_dir`` lost its store for good while
+    run ``run_id`` was open: the run may be left RUNNING, though its process lives on (a
+    sweep's worker goes on to the next job)."""
+    return Path(sweep_dir) / ".svmlab" / "left" / run_id
+
+
+def mark_left(sweep_dir: str | None, run_id: str) -> None:
+    """Record run ``run_id`` as left by its job (nothing outside a sweep, whose process ends)."""
+    if sweep_dir:
+        with suppress(OSError):
+            left_marker(sweep_dir, run_id).parent.mkdir(parents=True, exist_ok=True)
+            left_marker(sweep_dir, run_id).touch()
+
+
+def left_by_its_job(tags: dict[str, str], run_id: str) -> str | None:
+    """Why run ``run_id`` (its tags) is dead for sure: its job recorded that it left it."""
+    sweep_dir = tags.get(SWEEP_DIR_TAG)
+    if sweep_dir and left_marker(sweep_dir, run_id).exists():
+        return LEFT_REASON
     return None
 
 

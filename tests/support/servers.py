@@ -57,9 +57,10 @@ def postgres_cluster():
 
 
 @contextmanager
-def tracking_server(backend_store_uri: str, artifacts: Path):
-    """`svmlab server` on a free loopback port until the block ends; yields its URL."""
-    port = free_port()
+def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = None):
+    """`svmlab server` on ``port`` (default: a free loopback port) until the block ends; yields
+    its URL."""
+    port = port or free_port()
     log = open(artifacts.parent / f"server-{port}.log", "w")
     env = child_env()
     proc = subprocess.Popen(

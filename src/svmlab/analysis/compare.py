@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from svmlab.analysis import bayes, friedman, hypotheses, posthoc, table, ties, wilcoxon
-from svmlab.errors import SvmlabError
+from svmlab.errors import SvmlabError, did_you_mean
 
 REJECT, NOT_REJECTED = "reject H0", "not rejected"
 
@@ -105,7 +105,8 @@ def analyze_measure(long: pd.DataFrame, measure: table.Measure, options: Options
                           + table.incomplete_hint(full, columns))
     if options.control is not None and options.control not in values.columns:
         raise SvmlabError(f"unknown control {options.control!r}; treatments: "
-                          f"{', '.join(map(str, values.columns))}")
+                          f"{', '.join(map(str, values.columns))}."
+                          f"{did_you_mean(options.control, values.columns)}")
     counts = long.dropna(subset=[measure.name]).pivot_table(
         index="block", columns="treatment", values=measure.name, aggfunc="count")
     ranks = friedman.block_ranks(values, measure.higher_is_better, options.rtol)

@@ -10,6 +10,10 @@ from svmlab.errors import SvmlabError
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 SIGNIFICANCE_REPORT = NOTEBOOK_DIR / "significance_report.ipynb"
 CONVERGENCE = NOTEBOOK_DIR / "convergence.ipynb"
+#: The kernel's own log stays off the console: its warning that it talks to papermill over
+#: loopback TCP without encryption, and the interrupt it logs when papermill shuts it down. A
+#: failing cell is papermill's error, raised below.
+QUIET_KERNEL = ["--log-level=CRITICAL"]
 
 
 def execute(notebook: str | Path, output_dir: Path, parameters: dict,
@@ -28,7 +32,7 @@ def execute(notebook: str | Path, output_dir: Path, parameters: dict,
     try:
         papermill.execute_notebook(str(notebook), str(executed), parameters=parameters,
                                    kernel_name="python3", progress_bar=False,
-                                   execution_timeout=timeout_s)
+                                   execution_timeout=timeout_s, extra_arguments=QUIET_KERNEL)
     except papermill.PapermillExecutionError as exc:
         raise SvmlabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
                           f"{exc.evalue} (executed copy: {executed})") from None

@@ -1,10 +1,13 @@
 """The analysis as one self-contained, styled HTML page: a table of contents, the console summary
 (folded), then per measure its conclusions in words, its tables and its figures. The style sheet is
-inline, so the page reads the same from the MLflow UI's artifact view and from a local folder."""
+inline and the figures are embedded, so the page reads the same from the MLflow UI's artifact
+view, a local folder or a copy of the file alone."""
 
 from __future__ import annotations
 
+import base64
 import html
+from pathlib import Path
 
 import pandas as pd
 
@@ -48,8 +51,11 @@ def table(frame: pd.DataFrame, index: bool) -> str:
                                                  "<td class='keep'>not rejected</td>") + "</div>"
 
 
-def figure(src: str, caption: str) -> str:
-    return (f"<figure><img src='{html.escape(src)}' alt='{html.escape(caption)}'>"
+def figure(path: Path, caption: str) -> str:
+    """The PNG image at ``path``, embedded: the page works without the files beside it (the
+    MLflow UI's artifact view, a mail attachment, a copy)."""
+    src = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f"<figure><img src='{src}' alt='{html.escape(caption)}'>"
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 

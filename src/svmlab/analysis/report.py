@@ -70,15 +70,15 @@ def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
         for stem, (frame, index) in tables(analysis).items():
             write_table(frame, sub, stem, index)
             parts += [f"<h3>{stem.replace('_', ' ')}</h3>", page.table(frame, index)]
-        parts += [page.figure(f"{name}/{stem}.png", caption)
+        parts += [page.figure(sub / f"{stem}.png", caption)
                   for stem, caption in _figures(analysis, sub, alpha).items()]
         sections.append((name, f"{name} ({analysis.measure.direction} is better)",
                          "\n".join(parts)))
     curves = []
     for block, frame in (traces or {}).items():
-        _save(figures.convergence(frame, objective, block), folder / "convergence" /
-              f"{safe_name(block)}.png")
-        curves.append(page.figure(f"convergence/{safe_name(block)}.png", f"{block}: {objective}"))
+        path = folder / "convergence" / f"{safe_name(block)}.png"
+        _save(figures.convergence(frame, objective, block), path)
+        curves.append(page.figure(path, f"{block}: {objective}"))
     if curves:
         sections.append(("convergence", "convergence", "\n".join(curves)))
     summary = summarize(selection, analyses, options)
@@ -94,7 +94,8 @@ def _figures(analysis: MeasureAnalysis, folder: Path, alpha: float) -> dict[str,
     """Draw the figures of one measure into ``folder``; returns {file stem: caption}."""
     name = analysis.measure.name
     cd = analysis.critical_differences[alpha]["nemenyi"]
-    drawn = {"cd_diagram": (figures.cd_diagram(analysis.mean_ranks, cd),
+    title = f"{name}: mean ranks, Nemenyi CD = {cd:.3f} at alpha = {alpha:g}"
+    drawn = {"cd_diagram": (figures.cd_diagram(analysis.mean_ranks, cd, title),
                             f"{name}: critical-difference diagram, Nemenyi CD = {cd:.3f} at "
                             f"alpha = {alpha:g}"),
              "rank_boxplot": (figures.rank_boxplot(analysis.ranks, name),
@@ -188,9 +189,7 @@ def console_summary(summary: dict) -> str:
         for p in m["pairwise"]:
             z = "" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"])) \
                 else f", z = {p['z']:.3f}"
-            decisions = " ".join(
-                f"{a}:{'reject' if p[f'decision@{a}'] == REJECT else 'not rejected'}"
-                for a in alphas)
+            decisions = _decisions(p, alphas)
             lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
                          f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
                          f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
@@ -199,7 +198,19 @@ def console_summary(summary: dict) -> str:
                          f"posterior shares A better / equivalent (ROPE {p['rope']}) / B better "
                          f"= {p[SHARES[0]]:.3f} / {p[SHARES[1]]:.3f} / {p[SHARES[2]]:.3f}")
             lines.append(f"    H1: {p['H1']}")
+        if m["control"]:
+            lines.append(f"against the control {options['control']} (Holm-adjusted "
+                         "Bonferroni-Dunn on mean ranks, and Wilcoxon):")
+            lines += [f"  {c['A']} vs {c['B']}: p ranks {c['p_ranks_holm']:.4g}, p Wilcoxon "
+                      f"{c['p_wilcoxon_holm']:.4g} [{_decisions(c, alphas)}]"
+                      for c in m["control"]]
     return "\n".join(lines) + "\n"
+
+
+def _decisions(row: dict, alphas: list[str]) -> str:
+    """``0.05:reject 0.1:not rejected``: a row's decision at each alpha."""
+    return " ".join(f"{a}:{'reject' if row[f'decision@{a}'] == REJECT else 'not rejected'}"
+                    for a in alphas)
 
 
 def _interval(p: dict, confidence: float) -> str:

@@ -68,7 +68,8 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
         for note in selection.notes:
             warnings.warn(note, stacklevel=1)
         analyses = _measures(selection, request.measures, options)
-    return Analysis(selection, analyses, [str(w.message) for w in caught])
+    # once each: the same table (its dropped blocks) warns for every measure
+    return Analysis(selection, analyses, list(dict.fromkeys(str(w.message) for w in caught)))
 
 
 def _measures(selection: select.Selection, measures: list[Measure],

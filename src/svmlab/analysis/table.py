@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from svmlab.analysis import precision
-from svmlab.errors import SvmlabError
+from svmlab.errors import SvmlabError, did_you_mean
 
 #: Measures whose direction is known; any other needs ':higher' or ':lower'.
 DIRECTIONS = {"test_accuracy": "higher", "train_accuracy": "higher", "fit_time_s": "lower",
@@ -70,8 +70,10 @@ def parse_measure(spec: str) -> Measure:
     if name.startswith(DERIVED):
         precision.parse(name)  # checks the tolerance
     if direction not in ("higher", "lower"):
+        hint = did_you_mean(name, DIRECTIONS) if not rest else ""
         raise SvmlabError(f"measure {spec!r}: say whether higher or lower is better "
-                          f"({name}:higher or {name}:lower)")
+                          f"({name}:higher or {name}:lower); measures whose direction is known: "
+                          f"{', '.join(DIRECTIONS)}, objective_*.{hint}")
     text = rest[1].strip() if len(rest) == 2 else default_rope(name)
     relative = text.endswith("%")
     try:
@@ -193,10 +195,10 @@ def complete_part_table(table: pd.DataFrame, keep=None) -> tuple[pd.DataFrame, d
     if min(len(table.index) - len(blocks), len(table.columns) - len(treatments)) < 2:
         return None
     missing = {str(b): [str(t) for t in table.columns[table.loc[b].isna()]] for b in blocks}
-    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out the treatment(s) "
-                  f"{', '.join(map(str, treatments)) or 'none'} and the block(s) "
-                  f"{', '.join(map(str, blocks)) or 'none'}, which miss the most cells",
-                  stacklevel=2)
+    left_out = " and ".join(f"the {what} {', '.join(map(str, names))}" for what, names in
+                            (("treatment(s)", treatments), ("block(s)", blocks)) if names)
+    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out {left_out}, which "
+                  f"miss the most cells", stacklevel=2)
     return table.drop(index=blocks, columns=treatments), missing
 
 

@@ -12,7 +12,8 @@ import matplotlib
 matplotlib.use("Agg")  # the command draws into files only
 from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, run,
                              table, ties, wilcoxon)
-from svmlab.errors import SvmlabError
+from svmlab.errors import StoreError, SvmlabError
+from svmlab.tracking.existing import require_store
 from svmlab.tracking.queries import artifact_location
 
 
@@ -134,12 +135,14 @@ def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> i
     """Run the analysis, log it, print the summary; 2 on a user error."""
     try:
         request, options = _request(args)
+        if not request.csv:
+            require_store(request.tracking_uri)
         run_id, analysis, summary = run.execute(
             request, options, experiment=args.analysis_experiment, run_name=args.run_name,
             notebook=notebook, convergence=not request.csv)
     except SvmlabError as exc:
         print(f"svmlab: error: {exc}", file=sys.stderr)
-        return 2
+        return 3 if isinstance(exc, StoreError) else 2
     for message in analysis.warnings:
         print(f"svmlab: warning: {message}", file=sys.stderr)
     print(report.console_summary(summary), end="")

@@ -8,7 +8,6 @@ scikit-learn parameter constraints, and the dataset registry.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import sys
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from svmlab.app import options
 from svmlab.app.solver_constraints import refusal
-from svmlab.errors import ConfigError
+from svmlab.errors import ConfigError, did_you_mean
 from svmlab.estimator.registry import GAMMA_RULES, KERNELS
 
 
@@ -69,10 +68,15 @@ class TrackingConfig:
     log_model: bool = True
     log_figure: bool = False
     stale_after_s: float = 600.0
+    new_folder: bool = False  # create the folder of a new SQLite store (else: a typo, refused)
+    wait_s: float = 180.0  # how long a store that is briefly away is waited for
 
     def __post_init__(self) -> None:
         if not self.experiment:
             raise ConfigError("tracking.experiment must be a non-empty experiment name")
+        if not self.wait_s >= 0:
+            raise ConfigError(f"tracking.wait_s must be a number of seconds >= 0; "
+                              f"got {self.wait_s}")
         if not self.stale_after_s > 0:
             raise ConfigError(f"tracking.stale_after_s must be a positive number of seconds; "
                               f"got {self.stale_after_s}")
@@ -113,12 +117,7 @@ def register_configs() -> None:
 
 def _unknown(what: str, value: Any, allowed) -> str:
     return (f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}."
-            f"{_did_you_mean(value, allowed)}")
-
-
-def _did_you_mean(value: Any, allowed) -> str:
-    close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
-    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            f"{did_you_mean(value, allowed)}")
 
 
 def check_typed_parts(cfg: DictConfig) -> None:
@@ -268,4 +267,4 @@ def _unknown_option(group: str, name: str, options: list[str]) -> str:
         return _unknown(group, name, options)
     listing = OPTION_LISTS.get(group, "svmlab train --help")
     return (f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them."
-            f"{_did_you_mean(name, options)}")
+            f"{did_you_mean(name, options)}")

@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from svmlab.errors import SvmlabError
+from svmlab.errors import StoreError, SvmlabError
 from svmlab.lifecycle import STALE_AFTER_S
+from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
 from svmlab.tracking.queries import experiment_ids
@@ -47,30 +48,48 @@ def add_parser(sub) -> None:
                                    description=plot_runs.__doc__)
     plotting.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     plotting.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
-    plotting.set_defaults(func=lambda args: plot_runs(args.tracking_uri, args.run_ids) or 0)
+    plotting.set_defaults(func=run_plot)
 
 
 def run_reap(args: argparse.Namespace) -> int:
     """Reap the chosen experiments and say what was done."""
     if args.older_than <= 0:
-        return _error("--older-than must be a positive number of seconds", 2)
+        return _error("reap", "--older-than must be a positive number of seconds", 2)
     uri = resolved_uri(args.tracking_uri)
+
+    def work() -> None:
+        reaped = reap(uri, experiment_ids(uri, args.experiment or None), args.older_than)
+        for run_id, reason in reaped:
+            print(f"run {run_id} KILLED: {reason}")
+        print(f"reaped {len(reaped)} run(s) in {uri}")
+
+    return answered("reap", uri, work)
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    """Draw the runs' convergence figures and say where they went."""
+    uri = resolved_uri(args.tracking_uri)
+    return answered("plot", uri, lambda: plot_runs(uri, args.run_ids))
+
+
+def answered(command: str, uri: str, work) -> int:
+    """``work()`` on the existing store at ``uri``; its failure in one line naming the command:
+    status 2 for a user's mistake, 3 for the store."""
     try:
-        ids = experiment_ids(uri, args.experiment or None)
-        reaped = reap(uri, ids, args.older_than)
+        require_store(uri)
+        work()
+    except StoreError as exc:
+        return _error(command, str(exc), 3)
     except SvmlabError as exc:
-        return _error(str(exc), 2)
+        return _error(command, str(exc), 2)
     except Exception as exc:
         line = store_error_line(exc, uri)
         if line is None:
             raise
-        return _error(line, 3)
-    for run_id, reason in reaped:
-        print(f"run {run_id} KILLED: {reason}")
-    print(f"reaped {len(reaped)} run(s) in {uri}")
+        return _error(command, line, 3)
     return 0
 
 
-def _error(message: str, status: int) -> int:
-    print(f"svmlab runs reap: error: {message}", file=sys.stderr)
+def _error(command: str, message: str, status: int) -> int:
+    print(f"svmlab runs {command}: error: {message}", file=sys.stderr)
     return status

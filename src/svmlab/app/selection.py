@@ -124,6 +124,7 @@ def run(workflow: Workflow, scale: str, arguments: list[str], storage: str,
     chosen = []
     for dataset in datasets(arguments):
         args = tune_args(workflow, scale, arguments, dataset, storage)
+        args.command_name = "svmlab workflow"
         uri = override_value(args.overrides, "tracking.uri")
         experiment = override_value(args.overrides, "tracking.experiment")
         done = StudyRun(uri, experiment, args.study).finished()

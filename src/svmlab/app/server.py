@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 
 from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
@@ -29,7 +30,16 @@ def add_parser(sub) -> None:
 
 def run_server(args: argparse.Namespace) -> int:
     """Prepare the store, then replace this process by ``mlflow server``; exit 2 for a URI that
-    is not a database's, 3 for a database that cannot be opened."""
+    is not a database's or an address that cannot be listened on, 3 for a database that cannot
+    be opened."""
+    try:  # the server's own report of a taken port is a log line and status 0
+        with socket.create_server((args.host, args.port)):
+            pass
+    except OSError as exc:
+        print(f"svmlab server: error: cannot listen on {args.host}:{args.port}: "
+              f"{os.strerror(exc.errno) if exc.errno else exc} (--host, --port choose another)",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         server.prepare_backend(args.backend_store_uri)
     except SvmlabError as exc:

@@ -31,6 +31,7 @@ import atexit
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -84,15 +85,17 @@ def count_jobs(config: DictConfig) -> int | None:
         return None
 
 
-def progress_line(outcome: dict, done: int, total: int | None) -> str:
-    """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job)."""
+def progress_line(outcome: dict, done: int, total: int | None,
+                  same_as: int | None = None) -> str:
+    """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job;
+    ``same_as``: the number of a job that reported the same error, which is not repeated)."""
     width = len(str(total)) if total else 1
     count = f"[{done:>{width}}/{total if total else '?'}]"
     metric = outcome["metrics"].get(KEY_METRIC)
+    error = f"the same error as #{same_as}" if same_as is not None else outcome["error"] or ""
     detail = {"FINISHED": f"{KEY_METRIC}={metric:.4f}" if metric is not None else "",
               "SKIPPED": f"FINISHED before as run {outcome['run_id']}",
-              "FAILED": outcome["error"] or "",
-              "KILLED": outcome["error"] or ""}[outcome["status"]]
+              "FAILED": error, "KILLED": error}[outcome["status"]]
     return (f"{count} #{outcome['job_num']} {outcome['name']}  {outcome['status']}  {detail}  "
             f"{outcome['time_s']:.1f}s")
 
@@ -122,6 +125,29 @@ def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
         return len(list(jobs.glob("*.json")))
 
 
+def same_error(outcome: dict, outcomes: list[dict]) -> int | None:
+    """The number of the first other job in ``outcomes`` whose error is ``outcome``'s."""
+    return next((o["job_num"] for o in outcomes if outcome["error"]
+                 and o["error"] == outcome["error"] and o["job_num"] != outcome["job_num"]),
+                None)
+
+
+def failure_lines(outcomes: list[dict], shown: int = 8) -> list[str]:
+    """One line per distinct error of the failed and killed jobs, with the jobs it hit (their
+    count, and the first ``shown`` numbers)."""
+    groups: dict[tuple, list[dict]] = {}
+    for o in outcomes:
+        if o["status"] in ("FAILED", "KILLED"):
+            groups.setdefault((o["status"], o["error"]), []).append(o)
+    lines = []
+    for (status, error), hit in groups.items():
+        jobs = (f"#{hit[0]['job_num']} {hit[0]['name']}" if len(hit) == 1 else
+                f"{len(hit)} jobs (" + ", ".join(f"#{o['job_num']}" for o in hit[:shown])
+                + (", ..." if len(hit) > shown else "") + ")")
+        lines.append(f"  {status.lower()}: {jobs}: {error}")
+    return lines
+
+
 def summary(outcomes: list[dict], total: int | None) -> dict[str, int]:
     """Counts per status (KILLED: a job its cluster ended, ``svmlab.app.slurm``), and
     ``missing``: jobs that never reported (a crashed worker)."""
@@ -139,6 +165,29 @@ def jobs_table(outcomes: list[dict]) -> str:
         lines.append(f"{o['job_num']}\t{o['name']}\t{o['status']}\t{metric}\t{o['time_s']:.3f}\t"
                      f"{o['run_id'] or ''}\t{(o['error'] or '').replace(chr(10), ' ')}")
     return "\n".join(lines) + "\n"
+
+
+def remove_dated_folder(folder: Path, key: str, hydra_overrides) -> None:
+    """Remove ``folder`` (Hydra's ``outputs/<date>/<time>`` or ``multirun/<date>/<time>``) of a
+    command that failed before it did anything, and its date folder and ``outputs`` or
+    ``multirun`` once empty, unless the user chose the folder (``key``, e.g. ``hydra.run.dir``,
+    among ``hydra_overrides``)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if any(o.startswith(f"{key}=") for o in hydra_overrides):
+        return
+    for parent in (folder.parent, folder.parent.parent):
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # only when empty
+
+
+_STARTED: list[SweepCallback] = []  # the sweep this process launched, once it has started
+
+
+def abandon_start() -> None:
+    """The sweep of this process stops before any job ran (Hydra refused a job's config): its
+    parent run is deleted and its folder removed, as if it had never started."""
+    if _STARTED:
+        _STARTED.pop().abandon()
 
 
 def check_launcher_settings(config: DictConfig) -> None:
@@ -166,24 +215,25 @@ class SweepCallback(Callback):
         self.parent: ParentRun | None = None
         self.started = 0.0
         self.sigterm: contextlib.ExitStack | None = None
+        self.config: DictConfig | None = None
 
     def __getstate__(self) -> dict:
         """The copy a launcher sends to its workers: without the parent run (and its heartbeat
         thread), which only the launching process ends."""
-        return self.__dict__ | {"parent": None, "sigterm": None}
+        return self.__dict__ | {"parent": None, "sigterm": None, "config": None}
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             self._start(config)
         except Exception as exc:  # Hydra would only warn and run the sweep with nobody counting
-            if self.parent is not None:
-                self._quietly(self.parent.fail, exc)
             line, status = failure_line(exc, config.tracking.uri)
             print(f"svmlab: error: cannot start the sweep: {line}", file=sys.stderr)
+            self.abandon(config)
             raise SystemExit(status) from None
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
+        from svmlab.app.train import announce_new_store
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.liveness import reap_on_start
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
@@ -200,21 +250,41 @@ class SweepCallback(Callback):
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
         total = count_jobs(config)
+        announce_new_store(config.tracking)
         reap_on_start(config.tracking.uri, config.tracking.experiment,
                       config.tracking.stale_after_s)
         self.parent = ParentRun(
             config.tracking.uri, config.tracking.experiment, f"sweep {config.hydra.sweep.dir}",
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
                              "sweep.jobs": total},
-            OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV))
+            OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
+            wait_s=config.tracking.wait_s)
         (state / "sweep.json").write_text(json.dumps(
             {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process()}))
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
+        self.config = config
+        _STARTED.append(self)
         self.sigterm = contextlib.ExitStack()  # SIGTERM stops the sweep as Ctrl-C does
         self.sigterm.enter_context(sigterm_interrupts())
         atexit.register(self._stopped)
+
+    def abandon(self, config: DictConfig | None = None) -> None:
+        """Undo a start that ran no job: the parent run deleted, the sweep folder removed. Once
+        a job has ended, the sweep is stopped as any other (the exit hook ends it KILLED)."""
+        config = config or self.config
+        sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+        if read_outcomes(sweep_dir):
+            return
+        atexit.unregister(self._stopped)
+        if self.sigterm is not None:
+            self.sigterm.close()
+        if self.parent is not None:
+            self._quietly(self.parent.discard)
+        made = {STATE_DIR, "multirun.yaml"}  # what a start writes; a job's folder is a number
+        if sweep_dir.is_dir() and all(p.name in made for p in sweep_dir.iterdir()):
+            remove_dated_folder(sweep_dir, "hydra.sweep.dir", config.hydra.overrides.hydra)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
@@ -223,17 +293,20 @@ class SweepCallback(Callback):
             return
         outcome = job_outcome(config.hydra.job.num, job_return)
         done = record_outcome(sweep_dir, outcome)
-        print(progress_line(outcome, done, state["jobs"]), flush=True)
+        same_as = same_error(outcome, read_outcomes(sweep_dir)) if outcome["error"] else None
+        print(progress_line(outcome, done, state["jobs"], same_as), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
             return
+        from svmlab.lifecycle import LEFT_REASON, mark_left
+        from svmlab.tracking.liveness import kill_children
         from svmlab.tracking.store import ui_line
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
         outcomes = read_outcomes(sweep_dir)
         counts = summary(outcomes, read_state(sweep_dir)["jobs"])
-        run_id = self.parent.run_id
+        run_id = parent_id = self.parent.run_id
         failed = counts["failed"] + counts["killed"] + counts["missing"]
         if counts["total"] and counts["skipped"] == counts["total"] and not self.parent.nested:
             atexit.unregister(self._stopped)
@@ -243,16 +316,18 @@ class SweepCallback(Callback):
             stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
                                    jobs_table(outcomes))
         self.sigterm.close()
+        if stored:  # runs whose jobs lost the store (recorded in the sweep folder) end now
+            stored = self._quietly(kill_children, self.parent.uri, parent_id, LEFT_REASON)
+        else:  # the parent stays RUNNING: the reap finds it by the record
+            mark_left(str(sweep_dir), parent_id)
 
         print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
               f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"
               + (f", {counts['killed']} killed" if counts["killed"] else "")
               + (f", {counts['missing']} never reported" if counts["missing"] else "")
               + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
-        for o in outcomes:
-            if o["status"] in ("FAILED", "KILLED"):
-                print(f"  {o['status'].lower()}: #{o['job_num']} {o['name']}: {o['error']}",
-                      flush=True)
+        for line in failure_lines(outcomes):
+            print(line, flush=True)
         print(ui_line(self.parent.uri), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)

@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -122,17 +121,17 @@ def installed_commit() -> str | None:
 
 
 def config_digest(cfg: DictConfig) -> str:
-    """sha256 of the resolved config, without ``resume``, ``tracking.uri`` and
-    ``tracking.stale_after_s``.
+    """sha256 of the resolved config, without ``resume`` and the tracking keys that say how the
+    store is used (``uri``, ``stale_after_s``, ``new_folder``, ``wait_s``).
 
     Two runs with the same digest computed the same thing and were filed in the same
-    experiment; where the store lives (the URI), whether a sweep resumes and when a silent run
-    counts as dead do not count.
+    experiment; where the store lives (the URI), whether a sweep resumes, when a silent run
+    counts as dead and how long a store is waited for do not count.
     """
     tree = OmegaConf.to_container(cfg, resolve=True)
     tree.pop("resume", None)
-    tree["tracking"].pop("uri", None)
-    tree["tracking"].pop("stale_after_s", None)
+    for key in ("uri", "stale_after_s", "new_folder", "wait_s"):
+        tree["tracking"].pop(key, None)
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -143,10 +142,12 @@ def finished_before(cfg: DictConfig) -> str | None:
         raise ConfigError(f"resume must be true or false; got {resume!r}")
     if not resume:
         return None
+    from svmlab.tracking.patience import Patience
     from svmlab.tracking.queries import find_finished_run
 
-    return find_finished_run(cfg.tracking.uri, cfg.tracking.experiment,
-                             {DIGEST_TAG: config_digest(cfg)})
+    return Patience(cfg.tracking.uri, cfg.tracking.wait_s)(
+        find_finished_run, cfg.tracking.uri, cfg.tracking.experiment,
+        {DIGEST_TAG: config_digest(cfg)})
 
 
 def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
@@ -214,9 +215,11 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
             if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
                 from svmlab.tracking.liveness import reap_on_start
 
+                announce_new_store(tracking)
                 reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
             tracker = run_open.enter_context(Tracker(tracking.uri, tracking.experiment, run_name,
-                                                     parent_run_id=context.parent_run_id))
+                                                     parent_run_id=context.parent_run_id,
+                                                     wait_s=tracking.wait_s))
         context.run_id = tracker.run_id
         # the config is on record before the fit (a failed run keeps it); the results after
         with timed(phases, "store"):
@@ -277,6 +280,16 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     return tracker.run_id
 
 
+def announce_new_store(tracking: DictConfig) -> None:
+    """Say so when this command creates the store; refuse a store whose folder is missing
+    unless ``tracking.new_folder``."""
+    from svmlab.tracking.existing import new_store_line
+
+    line = new_store_line(tracking.uri, tracking.new_folder)
+    if line:
+        print(line, flush=True)
+
+
 def certified_line(estimator) -> str:
     """What the fit proved of itself: the certified relative duality gap of the problem it
     solved, and whether its stopping rule held."""
@@ -302,7 +315,7 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     still stop the sweep. A job whose launcher is gone ends its run KILLED and its process: a
     worker without a launcher must not go on with the queued jobs.
     """
-    from svmlab.lifecycle import LauncherGone, stop_without_launcher
+    from svmlab.lifecycle import LauncherGone, mark_left, stop_without_launcher
     from svmlab.tracking.store import store_error_line
 
     start = time.perf_counter()
@@ -320,8 +333,11 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
         print(f"svmlab: job #{context.job_num} stops: {exc}", file=sys.stderr, flush=True)
         os._exit(EXIT_INTERRUPTED)
     except Exception as exc:
-        error = store_error_line(exc, cfg.tracking.uri) or f"{type(exc).__name__}: {exc}"
-        outcome |= {"status": "FAILED", "run_id": context.run_id, "error": error}
+        error = store_error_line(exc, cfg.tracking.uri)
+        if error and context.run_id:  # the store is gone: the run may be left RUNNING
+            mark_left(context.sweep_dir, context.run_id)
+        outcome |= {"status": "FAILED", "run_id": context.run_id,
+                    "error": error or f"{type(exc).__name__}: {exc}"}
     return outcome | {"name": context.run_name or " ".join(context.overrides),
                       "metrics": context.metrics, "phases": context.phases,
                       "time_s": time.perf_counter() - start}
@@ -352,6 +368,7 @@ def main() -> None:
         line = composition_error_line(exc, sys.argv[1:])
         if line is not None:
             print(f"svmlab: error: {line}", file=sys.stderr)
+            sweep.abandon_start()  # a job's config Hydra refused before any job ran
             raise SystemExit(sweep.EXIT_USAGE) from None
         if not sweeping:
             raise
@@ -390,12 +407,7 @@ def remove_job_folder() -> None:
         return
     if any(p.name != ".hydra" and p.suffix != ".log" for p in folder.iterdir()):
         return
-    shutil.rmtree(folder, ignore_errors=True)
-    if any(o.startswith("hydra.run.dir=") for o in hc.overrides.hydra):
-        return
-    for parent in (folder.parent, folder.parent.parent):  # outputs/<date>, outputs
-        with contextlib.suppress(OSError):
-            parent.rmdir()  # only when empty
+    sweep.remove_dated_folder(folder, "hydra.run.dir", hc.overrides.hydra)
 
 
 @hydra.main(config_path="pkg://svmlab.conf", config_name="config", version_base="1.3")
@@ -421,6 +433,8 @@ def hydra_main(cfg: DictConfig) -> dict | None:
         if line is None:
             raise
         print(f"svmlab: error: {line}", file=sys.stderr)
+        if context.run_id is None:  # the store failed before the run began: no job folder
+            remove_job_folder()
         raise SystemExit(sweep.EXIT_STORE) from None
     return None
 

@@ -115,15 +115,16 @@ def compose_config(overrides: list[str]) -> tuple[DictConfig, dict, dict]:
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from svmlab.app.config import register_configs
+    from svmlab.app.config import composition_error_line, register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module("svmlab.conf", version_base="1.3"):
             cfg = compose("config", overrides=overrides, return_hydra_config=True)
-    except Exception as exc:  # Hydra's composition error: its first line says what is wrong
-        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+    except Exception as exc:  # Hydra's composition error: said in one line, with close matches
+        line = composition_error_line(exc, overrides) or str(exc).strip().splitlines()[0]
+        raise ConfigError(line) from exc
     choices = dict(cfg.hydra.runtime.choices)
     params = dict(cfg.hydra.sweeper.get("params") or {})
     with open_dict(cfg):
@@ -589,19 +590,20 @@ def run_tune(args: argparse.Namespace, parent_run_id: str | None = None) -> int:
         setup = prepare(args)
         load_folds(setup)
     except SvmlabError as exc:
-        return _error(str(exc), EXIT_USAGE)
+        return _error(args, str(exc), EXIT_USAGE)
     # one line per trial is printed here; Optuna's own log of a failed trial is a traceback
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     uri = setup.cfg.tracking.uri
     try:
         study = open_study(setup)
     except SvmlabError as exc:
-        return _error(str(exc), EXIT_USAGE)
+        return _error(args, str(exc), EXIT_USAGE)
     except Exception as exc:
         line = store_error_line(exc, args.storage)
         if line is None:
             raise
-        return _error(line.replace("the tracking store", "the study storage", 1), EXIT_STORE)
+        return _error(args, line.replace("the tracking store", "the study storage", 1),
+                      EXIT_STORE)
     parent = None
     try:
         recover(study, uri)
@@ -644,7 +646,7 @@ def run_tune(args: argparse.Namespace, parent_run_id: str | None = None) -> int:
             parent.end("FAILED", f"{type(exc).__name__}: {exc}")
         line = store_error_line(exc, uri)
         if isinstance(exc, SvmlabError) or line:
-            return _error(line or str(exc), EXIT_STORE if line else EXIT_USAGE)
+            return _error(args, line or str(exc), EXIT_STORE if line else EXIT_USAGE)
         raise
 
 
@@ -657,7 +659,9 @@ def _study_params(setup: Setup) -> dict:
             **{f"search.{k}": repr(v) for k, v in setup.space.items()}}
 
 
-def _error(message: str, status: int) -> int:
-    print(f"svmlab tune: error: {message}", file=sys.stderr)
+def _error(args: argparse.Namespace, message: str, status: int) -> int:
+    """One line naming the command that failed (``svmlab workflow`` when a workflow's selection
+    ran the study), and the exit status."""
+    print(f"{getattr(args, 'command_name', 'svmlab tune')}: error: {message}", file=sys.stderr)
     return status
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from svmlab.errors import SvmlabError
+from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
@@ -90,7 +90,7 @@ def command(args) -> int:
         workflow = load(args.name)
         workflow.sweep_overrides(args.scale)  # the scale exists
     except SvmlabError as exc:
-        print(f"svmlab: error: {exc}", file=sys.stderr)
+        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
         return 2
     return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
                args.overrides, args.storage)
@@ -113,12 +113,13 @@ def listing() -> str:
 def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int:
     """Print the claims of each workflow's latest finished run at ``scale`` as one Markdown
     table; 1 when a workflow has none (named on stderr), 3 when the store fails."""
-    from svmlab.tracking.store import resolved_uri, store_error_line
+    from svmlab.tracking.existing import require_store
+    from svmlab.tracking.store import store_error_line
     from svmlab.tracking.workflows import latest_claims
 
-    uri = resolved_uri(uri)
     rows, missing = [], []
     try:
+        uri = require_store(uri)
         for workflow in workflows:
             found = latest_claims(uri, experiment_name(workflow, scale),
                                   outer_tags(workflow, scale))
@@ -130,11 +131,14 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                       "claim (source)": f"{row.claim} ({row.source})", "paper": row.paper,
                       f"svmlab ({scale} scale)": row.svmlab, "verdict": row.verdict}
                      for row in frame.itertuples()]
+    except StoreError as exc:
+        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
+        return 3
     except Exception as exc:
         line = store_error_line(exc, uri)
         if line is None:
             raise
-        print(f"svmlab: error: {line}", file=sys.stderr)
+        print(f"svmlab workflow: error: {line}", file=sys.stderr)
         return 3
     for name in missing:
         print(f"svmlab: workflow {name} has no finished run at scale {scale} in {uri}; run "
@@ -200,7 +204,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         try:
             selection.check(workflow, scale, arguments, storage)
         except SvmlabError as exc:
-            print(f"svmlab: error: {workflow.path}: select: {exc}", file=sys.stderr)
+            print(f"svmlab workflow: error: {workflow.path}: select: {exc}", file=sys.stderr)
             return 2
     # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
     # (but not where the store is)
@@ -269,7 +273,21 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
     counts = claims_table.counts(judged)
     print(f"[{steps}/{steps}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     print(claims_table.markdown(claims_table.table(judged)))
+    _print_pages(workflow, uri, outer)
     return failed
+
+
+def _print_pages(workflow: Workflow, uri: str, outer) -> None:
+    """Where the workflow's pages are: the analysis's report, the executed notebook, the
+    claims."""
+    from svmlab.tracking.queries import artifact_location
+
+    pages = [("report", outer.done("analysis"), "report.html"),
+             ("notebook", outer.done("report"), f"{workflow.notebook}.html"),
+             ("claims", outer.run_id, "claims.md")]
+    for name, run_id, path in pages:
+        if run_id:
+            print(f"{name}: {artifact_location(uri, run_id, path)}")
 
 
 def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, outer,
@@ -396,9 +414,9 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list) -> li
         return values
 
     judged = claims_table.judge_all(workflow.claims, runs, derive)
-    with tempfile.TemporaryDirectory() as folder:
-        claims_table.write(Path(folder), workflow, scale, judged, outer.artifacts(folder="figures"),
-                           notes, chosen)
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as drawn:
+        claims_table.write(Path(folder), workflow, scale, judged,
+                           outer.download("figures", drawn), notes, chosen)
         outer.log(folder, {f"claims_{v.replace(' ', '_')}": n
                            for v, n in claims_table.counts(judged).items()})
     return judged

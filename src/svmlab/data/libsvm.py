@@ -133,20 +133,26 @@ class LibsvmEntry(Entry):
         remove_stale_parts(dest)
         found = find_copy(self.name, file, data_dir, cache_dir)
         if found is None:
-            self._download(file, dest, cache, base_url)
+            self._download(file, dest, cache, base_url, data_folder(data_dir))
             return dest, None
         where, path = found
         return path, self._verify(file, where, path, cache, verify)
 
-    def _download(self, file: CatalogueFile, dest: Path, cache: Path, base_url) -> None:
+    def _download(self, file: CatalogueFile, dest: Path, cache: Path, base_url,
+                  local: Path | None) -> None:
+        """Download ``file`` into ``dest``; a failure says where the file could be put by hand,
+        and that the local data folder ``local`` does not exist, when it does not."""
         base = base_url or os.environ.get("SVMLAB_LIBSVM_URL") or DEFAULT_URL
         url = f"{base.rstrip('/')}/{quote(file.name)}"
         try:
             content = download(url, dest, file.expected)
         except DownloadError as exc:
+            missing = (f" The data folder {local} (SVMLAB_DATA_DIR or paths.data_dir) does not "
+                       f"exist." if local is not None and not local.is_dir() else "")
             raise DownloadError(
-                f"{exc}\nTo provide the file by hand, put {file.name} (compressed or not) into "
-                f"{dest.parent}, or into <dir>/{self.name}/ and set SVMLAB_DATA_DIR=<dir>."
+                f"{exc}.{missing} To provide the file by hand, put {file.name} (compressed or "
+                f"not) into {dest.parent}, or into <dir>/{self.name}/ and set "
+                f"SVMLAB_DATA_DIR=<dir>."
             ) from exc
         if content is not None:
             remember(dest, content, cache)

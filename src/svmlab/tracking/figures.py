@@ -76,13 +76,18 @@ def plot_runs(uri: str | None, run_ids: list[str]) -> None:
     ``trace/convergence.png`` (the jobs of a sweep leave it out, to keep off their path)."""
     from mlflow import MlflowClient
 
-    from svmlab.tracking.queries import load_trace
+    from svmlab.errors import SvmlabError
+    from svmlab.tracking.queries import TRACE_ARTIFACT, find_run, load_trace
     from svmlab.tracking.store import resolved_uri
 
     client = MlflowClient(resolved_uri(uri))
     for run_id in run_ids:
+        run = find_run(uri, run_id)
+        if TRACE_ARTIFACT not in {a.path for a in client.list_artifacts(run_id, "trace")}:
+            raise SvmlabError(f"run {run_id} ({run.info.status}) has no trace "
+                              f"({TRACE_ARTIFACT}): only a run that trained to its end has one")
         trace = load_trace(uri, run_id)
-        title = client.get_run(run_id).info.run_name or run_id
+        title = run.info.run_name or run_id
         figure = convergence_figure({k: trace[k].to_numpy() for k in trace.columns}, title)
         client.log_figure(run_id, figure, CONVERGENCE_FIGURE)
         print(f"run {run_id}: {CONVERGENCE_FIGURE}")

@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
 
 from svmlab.lifecycle import (HEARTBEAT_S, HEARTBEAT_TAG, STALE_AFTER_S, Heartbeat,
-                              last_sign_of_life, why_dead)
+                              last_sign_of_life, left_by_its_job, why_dead)
 from svmlab.tracking.store import ensure_experiment, resolved_uri
 
 ERROR_TAG = "svmlab.error"
@@ -69,7 +69,8 @@ def reap(uri: str | None, ids: list[str],
     own = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the run this process will use
     for run in list(running_runs(client, ids)):
         reason = (None if run.info.run_id == own
-                  else why_dead(run.data.tags, _start_s(run), stale_after_s, now))
+                  else left_by_its_job(run.data.tags, run.info.run_id)
+                  or why_dead(run.data.tags, _start_s(run), stale_after_s, now))
         if reason:
             kill(client, run, reason, min(now, last_sign_of_life(run.data.tags, _start_s(run))))
             reaped.append((run.info.run_id, reason))

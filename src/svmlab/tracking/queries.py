@@ -69,6 +69,17 @@ def search_runs(uri: str | None, experiment_ids: list[str],
             return pd.DataFrame(rows)
 
 
+def find_run(uri: str | None, run_id: str):
+    """The run ``run_id`` of the store at ``uri``; SvmlabError when the store has none."""
+    try:
+        return MlflowClient(resolved_uri(uri)).get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+        raise SvmlabError(f"no run {run_id} in the tracking store {resolved_uri(uri)}; "
+                          f"the MLflow UI or svmlab analyze names the runs") from None
+
+
 def logged_metrics(uri: str | None, run_id: str) -> set[str]:
     """The names of the metrics a run logged."""
     return set(MlflowClient(resolved_uri(uri)).get_run(run_id).data.metrics)

@@ -3,9 +3,9 @@
 A Tracker is a context manager around one MLflow run. It logs params, tags, the dataset as a
 run input, final metrics, the convergence trace, artifacts and the model. Whatever happens inside
 the block, the run ends: FINISHED, FAILED (exception, error recorded) or KILLED (Ctrl-C,
-SIGTERM: ``svmlab.lifecycle``); the final write is tried again for up to a minute while the
-store is locked or unreachable. A run whose process dies without ending it (SIGKILL, a lost
-machine) is found by its host, pid and heartbeat tags and ended by the reap
+SIGTERM: ``svmlab.lifecycle``). Every write waits out a store that is briefly locked or
+unreachable (``svmlab.tracking.patience``, ``wait_s``). A run whose process dies without ending
+it (SIGKILL, a lost machine) is found by its host, pid and heartbeat tags and ended by the reap
 (``svmlab.tracking.liveness``).
 
 Everything goes through MLflow's public API, in few calls: params, tags and metrics in one
@@ -44,7 +44,8 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from svmlab.estimator.trace import GAP_PREFIXES
 from svmlab.lifecycle import DeferredSignals, start_tags
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
-from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line, until_stored
+from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
+from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line
 
 TRACE_PREFIX = "trace/"
 TRACE_ARTIFACT = "trace/trace.parquet"
@@ -145,8 +146,9 @@ class Tracker:
     """
 
     def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
-                 parent_run_id: str | None = None):
+                 parent_run_id: str | None = None, wait_s: float = WAIT_S):
         self.uri = uri
+        self.wait_s = wait_s
         self.experiment = experiment
         self.run_name = run_name
         self.parent_run_id = parent_run_id
@@ -160,18 +162,20 @@ class Tracker:
     def __enter__(self) -> Tracker:
         if self.uri:
             mlflow.set_tracking_uri(self.uri)
-        self.client = MlflowClient()
+        self.patience = patience = Patience(self.uri, self.wait_s, self.run_name or "",
+                                            self._signals.raise_held)
+        self.client = PatientClient(MlflowClient(), patience)
         project_run = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the project's run
         experiment_id = (self.client.get_run(project_run).info.experiment_id if project_run
                          else None)
         if experiment_id in (None, DEFAULT_EXPERIMENT_ID):
-            experiment_id = ensure_experiment(self.uri, self.experiment)
+            experiment_id = patience(ensure_experiment, self.uri, self.experiment)
         else:
             project_run = None  # the project's run is this run
-        mlflow.set_experiment(experiment_id=experiment_id)
+        patience(mlflow.set_experiment, experiment_id=experiment_id)
         with environ_without("MLFLOW_RUN_ID" if project_run else None):
-            run = mlflow.start_run(run_name=self.run_name, parent_run_id=self.parent_run_id,
-                                   tags=start_tags())
+            run = patience(mlflow.start_run, run_name=self.run_name,
+                           parent_run_id=self.parent_run_id, tags=start_tags())
         self.run_id = run.info.run_id
         if project_run:
             self.client.set_tag(project_run, "mlflow.note.content",
@@ -210,8 +214,7 @@ class Tracker:
         try:
             mlflow.end_run(status=status)
         except Exception:  # the run is off MLflow's stack already; its store may come back
-            until_stored(lambda: self.client.set_terminated(self.run_id, status),
-                         mlflow.get_tracking_uri())
+            self.client.set_terminated(self.run_id, status)
 
     def _record_error(self, exc: BaseException, tb) -> None:
         message = f"{type(exc).__name__}: {exc}"
@@ -255,7 +258,8 @@ class Tracker:
 
     @_store_write
     def log_dataset(self, dataset) -> None:
-        again_if_duplicate(lambda: mlflow.log_input(_SplitDataset(dataset), context="training"))
+        self.patience(again_if_duplicate,
+                      lambda: mlflow.log_input(_SplitDataset(dataset), context="training"))
 
     @_store_write
     def log_text(self, text: str, artifact_file: str) -> None:
@@ -343,4 +347,4 @@ class Tracker:
         """Log the fitted estimator (scikit-learn flavor) with signature and input example."""
         from svmlab.tracking.models import log_sklearn_model
 
-        log_sklearn_model(estimator, X_example, name)
+        self.patience(log_sklearn_model, estimator, X_example, name)

@@ -8,8 +8,8 @@ sessions wait up to 20 s for SQLite's write lock.
 A store that is unavailable for a while is waited for within bounds: MLflow's HTTP client retries
 a request to a tracking server 2 times with a 1 s backoff factor and a 30 s timeout (instead of
 its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request), unless
-the user set ``MLFLOW_HTTP_REQUEST_*`` variables; :func:`until_stored` tries a write that must
-happen (ending a run) again for up to a minute. :func:`store_problem` names what is wrong with a
+the user set ``MLFLOW_HTTP_REQUEST_*`` variables, so that ``svmlab.tracking.patience``
+decides how long a write waits. :func:`store_problem` names what is wrong with a
 store in a few words, for one-line messages; an error is the store's only when it comes from the
 store: a network failure must name the store's host (a failed download is not the store's), and
 an error svmlab raised about the user's data or config is never the store's.
@@ -49,6 +49,8 @@ class _RaisedAnyway(logging.Filter):
 
 
 logging.getLogger("mlflow.store.db.utils").addFilter(_RaisedAnyway())
+# its news of a new store's tables: svmlab says itself, in one line, that it creates a store
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
 UNREACHABLE = "unreachable"
 DAMAGED = "damaged (not a readable SQLite database)"
@@ -63,6 +65,8 @@ PROBLEMS = (
     (("could not find a registered", "unsupported uri", "not a valid uri"),
      "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
+    (("is in maintenance mode",),
+     "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)"),
 )
 TRANSIENT = ("locked", UNREACHABLE)  # what may pass if one waits
 _ERRNO_PROBLEMS = {errno.ENOSPC: "full (no space left on the device)", errno.EROFS: "read-only",
@@ -78,6 +82,8 @@ def sqlite_path(uri: str) -> Path | None:
     from sqlalchemy.engine import make_url
 
     database = make_url(uri).database
+    if database and database.startswith("file:"):  # SQLite's URI filename (...?uri=true)
+        database = database.removeprefix("file:")
     return Path(database).resolve() if database and database != ":memory:" else None
 
 
@@ -261,17 +267,3 @@ def store_error_line(exc: BaseException, uri: str | None) -> str | None:
         line += (f"; svmlab left {sqlite_path(uri) or uri} as it is: restore it from a backup, "
                  f"or start a new store (another tracking URI, e.g. sqlite:///new.db)")
     return line
-
-
-def until_stored(call, uri: str | None, attempts: int = 3, wait_s: float = 5.0):
-    """``call()``, a write to the store at ``uri``, tried again while the store is locked or
-    unreachable: 15 s of waiting in all, plus the attempts themselves (each SQLite attempt
-    waits up to 20 s for the lock)."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except Exception as exc:
-            problem = store_problem(exc, uri) or ""
-            if attempt == attempts - 1 or not problem.startswith(TRANSIENT):
-                raise
-            time.sleep(wait_s * (attempt + 1))

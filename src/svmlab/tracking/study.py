@@ -15,7 +15,8 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.lifecycle import start_tags
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
-from svmlab.tracking.store import ensure_experiment, resolved_uri, until_stored
+from svmlab.tracking.patience import Patience
+from svmlab.tracking.store import ensure_experiment, resolved_uri
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG
 
 STUDY_TAG = "svmlab.study"
@@ -111,9 +112,10 @@ class StudyRun:
         run_id, self.run_id = self.run_id, None
         if self.heartbeat is not None:
             self.heartbeat.stop()
+        patience = Patience(self.uri, who=f"study {self.name}")
         if error:
-            until_stored(lambda: self.client.set_tag(run_id, ERROR_TAG, error[:5000]), self.uri)
-        until_stored(lambda: self.client.set_terminated(run_id, status), self.uri)
+            patience(self.client.set_tag, run_id, ERROR_TAG, error[:5000])
+        patience(self.client.set_terminated, run_id, status)
 
 
 def fail_run(uri: str | None, run_id: str, reason: str) -> bool:

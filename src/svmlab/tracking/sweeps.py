@@ -5,12 +5,12 @@ from __future__ import annotations
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
-from svmlab.lifecycle import start_tags
+from svmlab.lifecycle import SWEEP_DIR_TAG, start_tags
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
-from svmlab.tracking.store import ensure_experiment, resolved_uri, until_stored
+from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
+from svmlab.tracking.store import ensure_experiment, resolved_uri
 
 ROLE_TAG = "svmlab.role"
-SWEEP_DIR_TAG = "svmlab.sweep_dir"
 PARENT_TAG = "mlflow.parentRunId"
 #: Set by a workflow: the run its sweep's parent run is nested under.
 PARENT_ENV = "SVMLAB_PARENT_RUN_ID"
@@ -26,11 +26,13 @@ class ParentRun:
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
-                 params: dict, overrides_yaml: str, parent_run_id: str | None = None):
+                 params: dict, overrides_yaml: str, parent_run_id: str | None = None,
+                 wait_s: float = WAIT_S):
         self.uri = resolved_uri(uri)
         self.nested = bool(parent_run_id)
-        experiment_id = ensure_experiment(self.uri, experiment)
-        self.client = MlflowClient(self.uri)
+        patience = Patience(self.uri, wait_s, "the sweep")
+        experiment_id = patience(ensure_experiment, self.uri, experiment)
+        self.client = PatientClient(MlflowClient(self.uri), patience)
         tags = {SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep", **start_tags()}
         if parent_run_id:
             tags[PARENT_TAG] = parent_run_id
@@ -63,12 +65,11 @@ class ParentRun:
                                                    for k, v in counts.items()])
         if jobs_table is not None:
             self.client.log_text(run_id, jobs_table, "jobs.tsv")
-        until_stored(lambda: self.client.set_terminated(
-            run_id, RunStatus.to_string(getattr(RunStatus, status))), self.uri)
+        self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))
 
     def discard(self) -> None:
         """End and delete the run: a resumed sweep that had nothing to do adds no run."""
         run_id = self.run_id
         self.end("FINISHED")
         if run_id is not None:
-            until_stored(lambda: self.client.delete_run(run_id), self.uri)
+            self.client.delete_run(run_id)

@@ -95,6 +95,12 @@ class OuterRun:
                     copied.append(path)
         return copied
 
+    def download(self, folder: str, into: str | os.PathLike) -> dict[str, Path]:
+        """This run's artifacts under ``folder``, downloaded into ``into``: {artifact path:
+        local path}."""
+        return {path: Path(self.client.download_artifacts(self.run_id, path, str(into)))
+                for path in self.artifacts(folder=folder)}
+
     def artifacts(self, run_id: str | None = None, folder: str = "") -> list[str]:
         """The paths of every artifact of a run (default: this one) under ``folder``."""
         paths = []

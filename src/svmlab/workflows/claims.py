@@ -114,9 +114,10 @@ def selection_markdown(select: Select, chosen: list) -> str:
 
 
 def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
-          figures: list[str] = (), notes: list[str] = (), chosen: list = ()) -> None:
+          figures: dict[str, Path] | None = None, notes: list[str] = (),
+          chosen: list = ()) -> None:
     """``claims.md``, ``claims.csv`` and ``claims.html``, a styled page that also shows
-    ``figures`` (paths relative to the page) in ``folder``; ``notes`` say how derived measures
+    ``figures`` ({caption: local PNG file}, embedded) in ``folder``; ``notes`` say how derived measures
     were obtained (e.g. the reference optimum of a distance to it), below the table; ``chosen``
     are the values the selection step chose, above it."""
     frame = table(judged)
@@ -133,7 +134,7 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
     cells = page.table(frame, index=False)
     for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
         cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
-    shown = "".join(page.figure(p, p) for p in figures)
+    shown = "".join(page.figure(path, caption) for caption, path in (figures or {}).items())
     selection = ([("selection", "Selection", page.conclusions([selection_text(workflow.select)])
                    + page.table(selection_table(chosen, workflow.select.metric), index=False))]
                  if chosen else [])

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from svmlab.analysis import hypotheses, notebooks, table
-from svmlab.errors import SvmlabError
+from svmlab.errors import SvmlabError, did_you_mean
 
 #: The workflow files shipped with svmlab.
 WORKFLOW_DIR = Path(__file__).resolve().parent
@@ -124,7 +124,7 @@ class Workflow:
         """The preset and the overrides of every scale's common part and of ``scale``."""
         if scale not in self.scales:
             raise WorkflowError(f"workflow {self.name} has no {scale} scale; its scales: "
-                                f"{', '.join(self.scales)}")
+                                f"{', '.join(self.scales)}.{did_you_mean(scale, self.scales)}")
         return [f"+experiment={self.preset}", *self.overrides, *self.scales[scale]]
 
 
@@ -138,7 +138,8 @@ def load(name: str) -> Workflow:
     path = Path(name) if name.endswith((".yaml", ".yml")) else WORKFLOW_DIR / f"{name}.yaml"
     if not path.is_file():
         raise WorkflowError(f"unknown workflow {name!r}; available: {', '.join(names())} "
-                            f"(or the path of a workflow file, *.yaml)")
+                            f"(or the path of a workflow file, *.yaml)."
+                            f"{did_you_mean(name, names())}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
