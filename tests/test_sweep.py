@@ -85,7 +85,8 @@ def test_config_digest_ignores_only_resume_the_store_address_and_the_reap_limit(
                             "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab",
                                          "stale_after_s": 600.0}})
     moved = OmegaConf.merge(cfg, {"tracking": {"uri": "http://127.0.0.1:5000",
-                                               "stale_after_s": 60.0}, "resume": True})
+                                               "stale_after_s": 60.0, "log_figure": True},
+                                  "resume": True})
     assert config_digest(moved) == config_digest(cfg)
     for change in ({"solver": {"C": 2.0}}, {"seed": 1}, {"tracking": {"experiment": "other"}}):
         assert config_digest(OmegaConf.merge(cfg, change)) != config_digest(cfg)

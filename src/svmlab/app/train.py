@@ -122,15 +122,16 @@ def installed_commit() -> str | None:
 
 def config_digest(cfg: DictConfig) -> str:
     """sha256 of the resolved config, without ``resume`` and the tracking keys that say how the
-    store is used (``uri``, ``stale_after_s``, ``new_folder``, ``wait_s``).
+    store is used (``uri``, ``stale_after_s``, ``new_folder``, ``wait_s``, ``log_figure``).
 
     Two runs with the same digest computed the same thing and were filed in the same
     experiment; where the store lives (the URI), whether a sweep resumes, when a silent run
-    counts as dead and how long a store is waited for do not count.
+    counts as dead, how long a store is waited for and whether the convergence figure was drawn
+    (`svmlab runs plot` draws it any time) do not count.
     """
     tree = OmegaConf.to_container(cfg, resolve=True)
     tree.pop("resume", None)
-    for key in ("uri", "stale_after_s", "new_folder", "wait_s"):
+    for key in ("uri", "stale_after_s", "new_folder", "wait_s", "log_figure"):
         tree["tracking"].pop(key, None)
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
 
