@@ -72,7 +72,8 @@ class Store:
 def claim(**fields) -> spec.Claim:
     """A claim checked as a workflow file's claim is."""
     return spec.parse({"paper": "p", "description": "d", "sweep": {"preset": "tiny"},
-                       "scales": {"quick": {}, "paper": {}}, "analysis": {"measures": ["fit_time_s"]},
+                       "scales": {"quick": {}, "paper": {}},
+                       "analysis": {"measures": ["fit_time_s"]},
                        "claims": [{"claim": "c", "source": "s", **fields}]},
                       Path("w.yaml")).claims[0]
 

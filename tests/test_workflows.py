@@ -2,7 +2,6 @@
 and unknown names fail clearly; claims are judged as stated; a workflow runs end to end into a
 temporary store, and one interrupted or missing a run is completed by running it again."""
 
-import math
 import os
 import signal
 import subprocess

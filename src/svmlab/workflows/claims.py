@@ -251,11 +251,10 @@ def _sensitivity(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
     if not slopes:
         raise _Undecided(INCONCLUSIVE, f"no block where both sides ran two values of {key}")
     d = np.array([abs(a) - abs(b) for a, b in slopes])
-    found = _located(claim, d, d, f"|slope| of log {claim.measure} against log {key} (tested "
-                                  f"less the other; median slopes "
-                                  f"{_number(np.median([a for a, _ in slopes]))} and "
-                                  f"{_number(np.median([b for _, b in slopes]))})", "")
-    return found
+    return _located(claim, d, d, f"|slope| of log {claim.measure} against log {key} (tested "
+                                 f"less the other; median slopes "
+                                 f"{_number(np.median([a for a, _ in slopes]))} and "
+                                 f"{_number(np.median([b for _, b in slopes]))})", "")
 
 
 def _censored(blocks: pd.DataFrame) -> str:
