@@ -31,7 +31,9 @@ MAJORITY = {"test_accuracy": "test_majority_rate"}
 MAJORITY_MARGIN = 0.01  # an accuracy this close to the majority rate shows no learned model
 #: Whose statements each table holds, in the order shown.
 TITLES = {"paper": "The paper's claims", "svmlab": "svmlab's own statements"}
-FIT_TIME = "fit_time_s"  # a censored time to a target is more than the run's own time
+#: What a censored measure (a target never reached: inf) is more than: the run's own time, or
+#: for an iteration count its number of iterations.
+FLOORS = {"time": "fit_time_s", "iters": "n_iter"}
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs matching ``where`` that carry the measure: their block (a tuple of the values
     of the claim's blocks), the keys of its shape, and the measure as bounds [low, high]. A
     value is its own bounds; an infinite one (a target never reached) is more than the run's
-    own time: [fit_time_s, inf]."""
+    own time: [fit_time_s, inf] (an iteration count: [n_iter, inf])."""
     column = f"metrics.{claim.measure}"
     if column not in runs or runs.empty:
         return pd.DataFrame(columns=["block", "key", "low", "high", "censored", "majority"])
@@ -143,8 +145,9 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     found = runs[chosen & runs[column].astype(float).notna().to_numpy()]
     value = found[column].astype(float)
     censored = np.isinf(value) & (value > 0)
-    floor = (found[f"metrics.{FIT_TIME}"].astype(float).fillna(0.0) if f"metrics.{FIT_TIME}"
-             in found else pd.Series(0.0, index=found.index))
+    below = f"metrics.{FLOORS.get(claim.measure.split('_')[0], FLOORS['time'])}"
+    floor = (found[below].astype(float).fillna(0.0) if below in found
+             else pd.Series(0.0, index=found.index))
     shape = claim.growth_with or claim.sensitivity_to
     majority = f"metrics.{MAJORITY.get(claim.measure)}"
     return pd.DataFrame({
