@@ -127,6 +127,19 @@ def test_a_censored_other_side_can_only_make_the_ratio_smaller(store):
     assert judged.row()["estimate"] == "0.6667" and judged.row()["interval"] == "[0, 0.6667]"
 
 
+def test_a_censored_iteration_count_is_more_than_the_runs_iterations(store):
+    """On d0 a stopped after 5 iterations (100 s) without reaching the target: its count is
+    at least 5, not its time; the estimate's lower end is that of the counts 5, 2, 2."""
+    s = Store(store)
+    s.run("a", "d0", gaps=NEVER, fit_time_s=100.0)
+    for i in (1, 2):
+        s.run("a", f"d{i}", gaps=[0.5, 0.005], fit_time_s=2.0)
+    judged, = s.judged(claim(measure="iters_to_gap_1e-2", value={"solver": "a"},
+                             decide={"below": 10}))
+    assert judged.estimate == (pytest.approx(2.75), np.inf)  # Walsh averages 2, 2, 2, 3.5, 3.5, 5
+    assert judged.interval == (2.0, np.inf) and judged.row()["estimate"] == "2.75 to inf"
+
+
 def test_one_seed_is_inconclusive_however_clear_the_run(store):
     s = Store(store)
     s.run("a", "w1a", fit_time_s=1.0)
