@@ -159,10 +159,10 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _blockwise(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """One row per block (and ``by``): the mean of its runs' bounds and key, how many of its
-    runs are censored."""
+    """One row per block (and ``by``, kept when missing): the mean of its runs' bounds and
+    key, how many of its runs are censored."""
     means = {c: (c, "mean") for c in ("low", "high", "key") if c not in by}
-    return frame.groupby(["block", *by], sort=True).agg(
+    return frame.groupby(["block", *by], sort=True, dropna=False).agg(
         **means, censored=("censored", "sum")).reset_index()
 
 
@@ -263,8 +263,8 @@ def _sensitivity(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
 def _censored(blocks: pd.DataFrame) -> str:
     """How many of the blocks' runs never reached their target, in words ('' when none)."""
     count = int(blocks.filter(like="censored").to_numpy().sum())
-    return (f"; {count} run(s) never reached the target: censored, their time more than the "
-            f"run's own") if count else ""
+    return (f"; {count} run(s) never reached the target: censored, more than the run's own "
+            f"time (or iterations)") if count else ""
 
 
 def _decide(rule: str, bound: float, paper: float | None, found: _Estimate) -> tuple[str, str]:
