@@ -337,8 +337,7 @@ def selection_markdown(select: Select, chosen: list) -> str:
 
 def summary(judged: list[Judged]) -> str:
     """The counts of each table, e.g. 'The paper's claims: 2 reproduced, ...'."""
-    return "; ".join(f"{TITLES[kind]}: " + ", ".join(f"{n} {v}" for v, n in counts(j).items())
-                     for kind, j in by_kind(judged).items())
+    return "; ".join(f"{TITLES[kind]}: {counted(j)}" for kind, j in by_kind(judged).items())
 
 
 def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
@@ -353,9 +352,8 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
     noted = "".join(f"\n- {n}" for n in notes)
     selected = selection_markdown(workflow.select, chosen) + "\n\n" if chosen else ""
     groups = by_kind(judged)
-    tables = "\n\n".join(f"## {TITLES[kind]}\n\n" + ", ".join(
-        f"{n} {v}" for v, n in counts(j).items()) + f".\n\n{markdown(table(j))}"
-        for kind, j in groups.items())
+    tables = "\n\n".join(f"## {TITLES[kind]}\n\n{counted(j)}.\n\n{markdown(table(j))}"
+                         for kind, j in groups.items())
     (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
                                       f"{summary(judged)}. Regenerate: `{command}`\n\n"
                                       + selected + tables
@@ -367,8 +365,7 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
         cells = page.table(table(j), index=False)
         for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
             cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
-        sections.append((kind, TITLES[kind], page.conclusions(
-            [", ".join(f"{n} {v}" for v, n in counts(j).items())]) + cells))
+        sections.append((kind, TITLES[kind], page.conclusions([counted(j)]) + cells))
     if notes:
         sections.append(("notes", "Notes", page.conclusions(list(notes))))
     shown = "".join(page.figure(p, p) for p in figures)
@@ -383,6 +380,11 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
 def counts(judged: list[Judged]) -> dict[str, int]:
     """How many claims got each verdict."""
     return {v: sum(j.verdict == v for j in judged) for v in VERDICTS}
+
+
+def counted(judged: list[Judged]) -> str:
+    """The counts in words: '2 reproduced, 0 not reproduced, ...'."""
+    return ", ".join(f"{n} {v}" for v, n in counts(judged).items())
 
 
 def metrics(judged: list[Judged]) -> dict[str, int]:
