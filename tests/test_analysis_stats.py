@@ -134,6 +134,33 @@ def test_effect_sizes_by_hand():
                                                            "high": 2.0, "coverage": 0.5}
 
 
+def test_censored_differences_bound_the_estimate_and_the_interval():
+    """Without censoring the bounds are hodges_lehmann's; a difference known only to be at
+    least 3 (or at most 0) moves the estimate and the interval ends to every value they can
+    take, and no further."""
+    d = np.array([0.5, 1.0, 2.0, 3.5, 1.5, 0.2, 2.5, 1.1])
+    plain = wilcoxon.hodges_lehmann(d)
+    same = wilcoxon.hodges_lehmann_bounds(d, d)
+    assert same == {"estimate_low": plain["estimate"], "estimate_high": plain["estimate"],
+                    "low": plain["low"], "high": plain["high"], "coverage": plain["coverage"]}
+    high = d.copy()
+    high[0] = np.inf
+    low = d.copy()
+    low[0] = 3.0  # at least 3
+    censored = wilcoxon.hodges_lehmann_bounds(low, high)
+    for value in (3.0, 10.0, 1e6):  # any value it may have lies within the bounds
+        shift = wilcoxon.hodges_lehmann(np.where(np.arange(len(d)) == 0, value, d))
+        assert censored["estimate_low"] <= shift["estimate"] <= censored["estimate_high"]
+        assert censored["low"] <= shift["low"] and shift["high"] <= censored["high"]
+    assert censored["estimate_low"] == wilcoxon.hodges_lehmann(low)["estimate"]
+    below = wilcoxon.hodges_lehmann_bounds(np.where(np.arange(8) == 0, -np.inf, d),
+                                           np.where(np.arange(8) == 0, 0.0, d))
+    assert below["low"] == -np.inf and below["high"] == wilcoxon.hodges_lehmann(
+        np.where(np.arange(8) == 0, 0.0, d))["high"]
+    with pytest.raises(SvmlabError, match="censored differences need bounds low <= high"):
+        wilcoxon.hodges_lehmann_bounds(high, low)
+
+
 def test_hypothesis_in_words():
     words = wilcoxon.hypothesis("FW", "CVM", "fit_time_s", False, "less")
     assert words == {"H0": "d = FW - CVM on fit_time_s is symmetric about 0",

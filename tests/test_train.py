@@ -53,9 +53,21 @@ def test_final_metrics_and_objectives(libsvm_run):
                 "objective_squared_hinge_l2"):
         assert key in metrics, key
     assert 0.9 < metrics["test_accuracy"] <= 1.0
+    assert 0.5 <= metrics["test_majority_rate"] < metrics["test_accuracy"]  # not a constant
     assert metrics["n_support"] >= 1
     assert "objective_hinge_l1" not in metrics  # no l1 norm for an rbf expansion
     assert metrics["trace/objective_hinge_l2"] == pytest.approx(metrics["objective_hinge_l2"])
+
+
+def test_the_runs_table_has_the_numbers_of_the_datasets_profile(libsvm_run):
+    from svmlab.tracking import queries
+
+    store, run = libsvm_run
+    (row,) = queries.search_runs(f"sqlite:///{store}", [run.info.experiment_id]).to_dict("records")
+    (logged,) = run.inputs.dataset_inputs
+    profile = json.loads(logged.dataset.profile)
+    assert row["inputs.n_train"] == profile["n_train"] > 0
+    assert row["inputs.n_test"] == profile["n_test"] > 0
 
 
 def test_artifacts(libsvm_run):

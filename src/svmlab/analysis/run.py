@@ -33,6 +33,7 @@ class Request:
     repetition: str = "seed"
     tracking_uri: str | None = None
     objective: str | None = None  # trace column of the convergence curves; None: detect
+    run_ids: list[str] | None = None  # only these runs (a workflow's current sweep); None: all
 
 
 @dataclass
@@ -58,7 +59,9 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
                                        measures=names, blocks=request.blocks,
                                        treatments=request.treatments,
                                        repetition=request.repetition,
-                                       tracking_uri=request.tracking_uri)
+                                       tracking_uri=request.tracking_uri,
+                                       run_ids=None if request.run_ids is None
+                                       else set(request.run_ids))
     if selection.confounds and options.strict:
         raise SvmlabError(select.confound_message(selection.confounds))
     with warnings.catch_warnings(record=True) as caught:
@@ -217,4 +220,5 @@ def notebook_parameters(request: Request, options: compare.Options) -> dict:
             "zero_method": options.zero_method, "method": options.method,
             "friedman_method": options.friedman_method, "continuity": options.continuity,
             "tie_rtol": options.rtol, "correction": options.correction,
-            "control": options.control, "objective": request.objective}
+            "control": options.control, "objective": request.objective,
+            "run_ids": request.run_ids}

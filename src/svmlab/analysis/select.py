@@ -40,9 +40,11 @@ class Selection:
 
 def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: list[str],
                 blocks: list[str] = ("dataset",), treatments: list[str] = ("solver",),
-                repetition: str = "seed", tracking_uri: str | None = None) -> Selection:
-    """Runs of the named experiments matching ``filter_string``; only FINISHED runs that have
-    the block and treatment keys are used (runs with a role, such as sweep parents, are skipped).
+                repetition: str = "seed", tracking_uri: str | None = None,
+                run_ids: set[str] | None = None) -> Selection:
+    """Runs of the named experiments matching ``filter_string`` (and among ``run_ids`` when
+    given: a workflow's current sweep); only FINISHED runs that have the block and treatment
+    keys are used (runs with a role, such as sweep parents, are skipped).
 
     ``blocks`` and ``treatments`` are params or tags (dotted keys as logged: ``solver.C``); a bare
     key is looked up among the tags, then the params; 'params.X' or 'tags.X' chooses. Several keys
@@ -52,7 +54,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
 
     if not experiments:
         raise SvmlabError("name at least one experiment to analyse")
-    runs, excluded = finished_runs(experiments, filter_string, tracking_uri)
+    runs, excluded = finished_runs(experiments, filter_string, tracking_uri, run_ids)
     block_columns = [_column(runs, key) for key in blocks]
     treatment_columns = [_column(runs, key) for key in treatments]
     labelled = runs[block_columns + treatment_columns].notna().all(axis=1)
@@ -108,15 +110,17 @@ def confound_message(found: dict[str, dict[str, list]]) -> str:
             f"one setting with --filter")
 
 
-def finished_runs(experiments: list[str], filter_string: str,
-                  tracking_uri: str | None) -> tuple[pd.DataFrame, dict]:
-    """The FINISHED runs of the experiments that match the filter, and how many others there
-    were by status. Runs with a role (a sweep's parent run, a workflow's own runs) summarise
-    other runs and are skipped."""
+def finished_runs(experiments: list[str], filter_string: str, tracking_uri: str | None,
+                  run_ids: set[str] | None = None) -> tuple[pd.DataFrame, dict]:
+    """The FINISHED runs of the experiments that match the filter (and are among ``run_ids``
+    when given), and how many others there were by status. Runs with a role (a sweep's parent
+    run, a workflow's own runs) summarise other runs and are skipped."""
     from svmlab.tracking import queries
 
     ids = queries.experiment_ids(tracking_uri, experiments)
     runs = queries.search_runs(tracking_uri, ids, filter_string)
+    if run_ids is not None and not runs.empty:
+        runs = runs[runs["run_id"].isin(run_ids)]
     if runs.empty:
         raise SvmlabError(f"no runs in {', '.join(experiments)} match the filter "
                           f"{filter_string!r}")

@@ -21,7 +21,7 @@ def evaluate(estimator, dataset) -> dict[str, float]:
     here. Objectives are evaluated on the training set and named by formulation
     (``svmlab.estimator.objectives``), so runs of different solvers compare on the same
     quantity; the certificate adds ``primal_``, ``dual_``, ``gap_`` and ``rel_gap_`` of the
-    solver's own formulation.
+    solver's own formulation. ``test_majority_rate`` is the test set's majority-class rate.
     """
     start = time.perf_counter()
     test_pred = estimator.predict(dataset.X_test)
@@ -33,6 +33,7 @@ def evaluate(estimator, dataset) -> dict[str, float]:
         "predict_time_s": predict_time_s,
         "train_accuracy": estimator.train_accuracy_,
         "test_accuracy": float(np.mean(test_pred == dataset.y_test)),
+        "test_majority_rate": majority_rate(dataset.y_test),
         "n_iter": float(estimator.n_iter_),
         **estimator.train_objectives_,
     }
@@ -46,6 +47,12 @@ def evaluate(estimator, dataset) -> dict[str, float]:
         metrics |= estimator.certificate_.metrics()
     check_finite(metrics, "final metrics")
     return metrics
+
+
+def majority_rate(y: np.ndarray) -> float:
+    """The share of the most frequent class: the accuracy of a constant classifier, which an
+    accuracy is read against (on imbalanced data it is high)."""
+    return float(np.unique(y, return_counts=True)[1].max() / len(y))
 
 
 def check_finite(values: dict[str, float], what: str) -> None:

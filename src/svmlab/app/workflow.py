@@ -11,7 +11,12 @@ The steps, each a run nested under one outer run (experiment ``workflow-<name>-<
 2. the analysis (``svmlab analyze`` with the workflow's measures and hypotheses), whose
    figures are copied to the outer run;
 3. the report: the significance-report notebook executed on the same selection;
-4. the claims table (Markdown, HTML, CSV) on the outer run.
+4. the claims tables (Markdown, HTML, CSV) on the outer run: the paper's claims and svmlab's
+   own statements.
+
+The analysis, the report and the claims read only the runs of the current sweep: those its
+latest sweep run in each sweep folder listed, trained or (``+resume=true``) finished before
+with the same config; other runs of the experiment (a dataset since removed) are left out.
 
 Running a workflow again reopens its outer run (found by its tags) and completes what is
 missing: a step is done when its run finished (a sweep only while every run it listed still
@@ -111,13 +116,14 @@ def listing() -> str:
 
 
 def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int:
-    """Print the claims of each workflow's latest finished run at ``scale`` as one Markdown
-    table; 1 when a workflow has none (named on stderr), 3 when the store fails."""
+    """Print the claims of each workflow's latest finished run at ``scale`` as Markdown: one
+    table of the papers' claims, one of svmlab's own statements; 1 when a workflow has none
+    (named on stderr), 3 when the store fails."""
     from svmlab.tracking.existing import require_store
     from svmlab.tracking.store import store_error_line
     from svmlab.tracking.workflows import latest_claims
 
-    rows, missing = [], []
+    rows, missing = {kind: [] for kind in claims_table.TITLES}, []
     try:
         uri = require_store(uri)
         for workflow in workflows:
@@ -127,10 +133,13 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                 missing.append(workflow.name)
                 continue
             frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
-            rows += [{"workflow": f"`{workflow.name}`",
-                      "claim (source)": f"{row.claim} ({row.source})", "paper": row.paper,
-                      f"svmlab ({scale} scale)": row.svmlab, "verdict": row.verdict}
-                     for row in frame.itertuples()]
+            for row in frame.to_dict("records"):
+                rows[row.get("kind", "paper")].append({
+                    "workflow": f"`{workflow.name}`",
+                    "claim (source)": f"{row['claim']} ({row['source']})",
+                    "paper": row["paper"], "n": row.get("n", ""),
+                    f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
+                    "interval": row.get("interval", ""), "verdict": row["verdict"]})
     except StoreError as exc:
         print(f"svmlab workflow: error: {exc}", file=sys.stderr)
         return 3
@@ -143,8 +152,10 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
     for name in missing:
         print(f"svmlab: workflow {name} has no finished run at scale {scale} in {uri}; run "
               f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
-    if rows:
-        print(claims_table.markdown(pd.DataFrame(rows)), end="")
+    shown = [f"{claims_table.TITLES[kind]}:\n\n{claims_table.markdown(pd.DataFrame(found))}"
+             for kind, found in rows.items() if found]
+    if shown:
+        print("\n".join(shown), end="")
     return 1 if missing else 0
 
 
@@ -251,7 +262,8 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
         if part_failed:  # some jobs failed: the others are analysed, the next run retries them
             failed.append("sweep")
 
-    request, options = analysis_request(workflow, scale, uri)
+    run_ids = outer.swept_runs([override_value(part, "hydra.sweep.dir") for _, part in sweeps])
+    request, options = analysis_request(workflow, scale, uri, run_ids)
     for number, role, step in ((2, "analysis", _analysis), (3, "report", _report)):
         number += first
         if role == "report" and workflow.notebook is None:
@@ -269,10 +281,10 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
             break
         print(f"[{number}/{steps}] {role}: run {run_id}", flush=True)
 
-    judged = _claims(workflow, scale, uri, outer, chosen)
-    counts = claims_table.counts(judged)
-    print(f"[{steps}/{steps}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
-    print(claims_table.markdown(claims_table.table(judged)))
+    judged = _claims(workflow, scale, uri, outer, chosen, run_ids)
+    print(f"[{steps}/{steps}] claims: {claims_table.summary(judged)}")
+    for kind, group in claims_table.by_kind(judged).items():
+        print(f"{claims_table.TITLES[kind]}:\n{claims_table.markdown(claims_table.table(group))}")
     _print_pages(workflow, uri, outer)
     return failed
 
@@ -348,8 +360,9 @@ def _sweep(arguments: list[str], parent_run_id: str) -> int:
         raise
 
 
-def analysis_request(workflow: Workflow, scale: str, uri: str):
-    """The analysis step's request and options (``svmlab analyze``'s)."""
+def analysis_request(workflow: Workflow, scale: str, uri: str, run_ids: set[str] | None = None):
+    """The analysis step's request and options (``svmlab analyze``'s), on ``run_ids`` when
+    given (the current sweep's runs)."""
     from svmlab.analysis import compare, hypotheses, run, table
 
     a = workflow.analysis
@@ -359,7 +372,8 @@ def analysis_request(workflow: Workflow, scale: str, uri: str):
     request = run.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
                           measures=[table.parse_measure(m) for m in a.measures],
                           blocks=[*a.blocks, *selected], treatments=a.treatments,
-                          tracking_uri=uri, objective=a.objective)
+                          tracking_uri=uri, objective=a.objective,
+                          run_ids=None if run_ids is None else sorted(run_ids))
     options = compare.Options(hypotheses=tuple(hypotheses.parse(h) for h in a.hypotheses),
                               control=a.control)
     return request, options
@@ -396,14 +410,16 @@ def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     return tracker.run_id
 
 
-def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list) -> list:
-    """Judge the claims on the workflow's finished runs; log the table to the outer run."""
+def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list,
+            run_ids: set[str]) -> list:
+    """Judge the claims on the finished runs of the current sweep (``run_ids``); log the
+    tables to the outer run."""
     from svmlab.analysis import precision, select
     from svmlab.tracking import queries
 
     try:
         runs, _ = select.finished_runs([experiment_name(workflow, scale)],
-                                       workflow.analysis.filter, uri)
+                                       workflow.analysis.filter, uri, run_ids)
     except SvmlabError:  # nothing finished yet: every claim is untestable
         runs = pd.DataFrame()
     notes = []
@@ -417,6 +433,5 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list) -> li
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as drawn:
         claims_table.write(Path(folder), workflow, scale, judged,
                            outer.download("figures", drawn), notes, chosen)
-        outer.log(folder, {f"claims_{v.replace(' ', '_')}": n
-                           for v, n in claims_table.counts(judged).items()})
+        outer.log(folder, claims_table.metrics(judged))
     return judged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,7 +48,8 @@ def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
 def search_runs(uri: str | None, experiment_ids: list[str],
                 filter_string: str = "") -> pd.DataFrame:
     """One row per run: run_id, experiment_id, status and columns 'params.X', 'tags.X',
-    'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global store).
+    'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global store),
+    and 'inputs.X', the numbers of the profile of the run's dataset (``inputs.n_train``).
 
     A filter MLflow cannot parse raises SvmlabError with MLflow's message.
     """
@@ -63,7 +65,8 @@ def search_runs(uri: str | None, experiment_ids: list[str],
                   "status": r.info.status,
                   **{f"params.{k}": v for k, v in r.data.params.items()},
                   **{f"tags.{k}": v for k, v in r.data.tags.items()},
-                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()}} for r in page]
+                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()},
+                  **_profile(r)} for r in page]
         token = page.token
         if not token:
             return pd.DataFrame(rows)
@@ -78,6 +81,16 @@ def find_run(uri: str | None, run_id: str):
             raise
         raise SvmlabError(f"no run {run_id} in the tracking store {resolved_uri(uri)}; "
                           f"the MLflow UI or svmlab analyze names the runs") from None
+
+
+def _profile(run) -> dict[str, float]:
+    """The numbers of the profile of the run's dataset input (``inputs.n_train``, ...)."""
+    found = {}
+    for item in run.inputs.dataset_inputs if run.inputs else ():
+        profile = json.loads(item.dataset.profile or "{}")
+        found |= {f"inputs.{k}": v for k, v in profile.items()
+                  if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return found
 
 
 def logged_metrics(uri: str | None, run_id: str) -> set[str]:

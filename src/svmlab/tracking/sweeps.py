@@ -12,6 +12,7 @@ from svmlab.tracking.store import ensure_experiment, resolved_uri
 
 ROLE_TAG = "svmlab.role"
 PARENT_TAG = "mlflow.parentRunId"
+JOBS_TABLE = "jobs.tsv"  # the sweep's jobs, one line each, with the run each trained or reused
 #: Set by a workflow: the run its sweep's parent run is nested under.
 PARENT_ENV = "SVMLAB_PARENT_RUN_ID"
 
@@ -64,7 +65,7 @@ class ParentRun:
             self.client.log_batch(run_id, metrics=[Metric(f"jobs_{k}", float(v), 0, 0)
                                                    for k, v in counts.items()])
         if jobs_table is not None:
-            self.client.log_text(run_id, jobs_table, "jobs.tsv")
+            self.client.log_text(run_id, jobs_table, JOBS_TABLE)
         self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))
 
     def discard(self) -> None:

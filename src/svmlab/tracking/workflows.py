@@ -15,7 +15,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.tracking.store import ensure_experiment, resolved_uri
-from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG
+from svmlab.tracking.sweeps import JOBS_TABLE, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 
 
 class OuterRun:
@@ -65,13 +65,32 @@ class OuterRun:
         latest = self.latest(role, tags)
         return latest[0] if latest and latest[1] == "FINISHED" else None
 
+    def listed_runs(self, sweep_run_id: str) -> set[str]:
+        """The runs a sweep listed in its jobs table: those its jobs trained, and for a job
+        skipped under ``+resume=true`` the run that FINISHED before with the same config; none
+        when the sweep ended without a table."""
+        if JOBS_TABLE not in self.artifacts(sweep_run_id):
+            return set()
+        with tempfile.TemporaryDirectory() as folder:
+            path = self.client.download_artifacts(sweep_run_id, JOBS_TABLE, folder)
+            lines = Path(path).read_text().splitlines()[1:]
+        return {line.split("\t")[5] for line in lines if line.split("\t")[5]}
+
+    def swept_runs(self, folders: list[str]) -> set[str]:
+        """The runs of this workflow's current sweep: those listed by the latest sweep run in
+        each sweep folder of ``folders``; runs of the experiment that no current sweep listed
+        (a dataset since removed, another scale's settings) are not among them."""
+        found = set()
+        for folder in folders:
+            latest = self.latest("sweep", {SWEEP_DIR_TAG: str(Path(folder).resolve())})
+            if latest:
+                found |= self.listed_runs(latest[0])
+        return found
+
     def missing_jobs(self, sweep_run_id: str) -> list[str]:
         """The runs a finished sweep listed (finished or skipped jobs) that are no longer
         FINISHED runs of the experiment: deleted, or replaced by nothing."""
-        with tempfile.TemporaryDirectory() as folder:
-            path = self.client.download_artifacts(sweep_run_id, "jobs.tsv", folder)
-            lines = Path(path).read_text().splitlines()[1:]
-        listed = {line.split("\t")[5] for line in lines if line.split("\t")[5]}
+        listed = self.listed_runs(sweep_run_id)
         finished, token = set(), None
         while True:
             page = self.client.search_runs([self.experiment_id], "attributes.status = 'FINISHED'",

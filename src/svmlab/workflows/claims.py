@@ -1,5 +1,10 @@
-"""A paper's claims judged on the runs of a workflow: the svmlab value of each claim, the test
-that decides it, and the verdict, as one table (Markdown, HTML, CSV)."""
+"""Claims judged on the runs of a workflow: each claim is decided on blocks of runs (by default
+one dataset and seed), by an estimate with a confidence interval, never by one run or a ratio
+of means; the paper's claims and svmlab's own statements are two tables (Markdown, HTML, CSV).
+
+The statistics are the analysis stage's: the Hodges-Lehmann estimate with its exact
+signed-rank interval (over blocks), bounded where a block is censored (a time to a target
+never reached), and Theil-Sen slopes on log-log axes (``svmlab.analysis.trend``)."""
 
 from __future__ import annotations
 
@@ -11,32 +16,71 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from svmlab.analysis import page, report
-from svmlab.workflows.spec import Claim, Select, Workflow
+from svmlab.analysis import page, report, trend, wilcoxon
+from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
-REPRODUCED, NOT_REPRODUCED, UNTESTABLE = "reproduced", "not reproduced", "not testable here"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNTESTABLE)
-COLUMNS = ("claim", "source", "measure", "paper", "svmlab", "test", "verdict", "detail")
+REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
+INCONCLUSIVE, UNTESTABLE = "inconclusive", "not testable here"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNTESTABLE)
+COLUMNS = ("claim", "source", "measure", "paper", "n", "estimate", "interval", "test", "verdict",
+           "detail")
+CONFIDENCE = 0.95
+MIN_BLOCKS = 3  # fewer blocks decide nothing: the interval is then the range of one or two runs
+#: The rate a constant classifier (the majority class) reaches, beside a measure of accuracy.
+MAJORITY = {"test_accuracy": "test_majority_rate"}
+MAJORITY_MARGIN = 0.01  # an accuracy this close to the majority rate shows no learned model
+#: Whose statements each table holds, in the order shown.
+TITLES = {"paper": "The paper's claims", "svmlab": "svmlab's own statements"}
+#: What a censored measure (a target never reached: inf) is more than: the run's own time, or
+#: for an iteration count its number of iterations.
+FLOORS = {"time": "fit_time_s", "iters": "n_iter"}
 
 
 @dataclass(frozen=True)
 class Judged:
-    """A claim with the value svmlab measured (None when untestable), the test and the verdict."""
+    """A claim with its verdict: ``n`` blocks, the ``estimate`` (a range (low, high) when
+    censored blocks leave it open; equal ends otherwise) and the ``interval``, on the scale of
+    the test (a ratio, a difference, a value or a slope); None when nothing was estimated."""
 
     claim: Claim
-    value: float | None
     test: str
     verdict: str
     detail: str
+    n: int = 0
+    estimate: tuple[float, float] | None = None
+    interval: tuple[float, float] | None = None
 
     def row(self) -> dict:
         c = self.claim
         paper = _number(c.paper) if c.paper is not None else ""
         if c.paper_text:
             paper = f"{paper} ({c.paper_text})" if paper else c.paper_text
+        estimate = interval = ""
+        if self.estimate is not None:
+            low, high = self.estimate
+            estimate = _number(low) if low == high else f"{_number(low)} to {_number(high)}"
+            interval = f"[{_number(self.interval[0])}, {_number(self.interval[1])}]"
         return {"claim": c.claim, "source": c.source, "measure": c.measure or "",
-                "paper": paper, "svmlab": "" if self.value is None else _number(self.value),
+                "paper": paper, "n": self.n or "", "estimate": estimate, "interval": interval,
                 "test": self.test, "verdict": self.verdict, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """What a claim's statistic gave: blocks, estimate range, interval, how it was obtained."""
+
+    n: int
+    estimate: tuple[float, float]
+    interval: tuple[float, float]
+    method: str
+
+
+class _Undecided(Exception):
+    """A claim that cannot be estimated on these runs: the verdict and the reason."""
+
+    def __init__(self, verdict: str, reason: str, n: int = 0):
+        super().__init__(reason)
+        self.verdict, self.reason, self.n = verdict, reason, n
 
 
 def judge_all(claims: list[Claim], runs: pd.DataFrame,
@@ -53,31 +97,203 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
 def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
     """One claim on runs that carry its measure as ``metrics.<measure>``."""
     if claim.untestable is not None:
-        return Judged(claim, None, "", UNTESTABLE, claim.untestable)
-    sides = [_side(claim.measure, claim.value, runs, claim.spread_over)]
-    if claim.relative_to is not None:
-        sides.append(_side(claim.measure, claim.relative_to, runs, claim.spread_over))
+        return Judged(claim, "", UNTESTABLE, claim.untestable)
     (rule, bound), = claim.decide.items()
-    test = _test_text(rule, bound, claim.paper)
-    empty = [s for s in sides if s.n == 0]
+    test = _test_text(claim, rule, bound)
+    sides = [claim.value] + ([claim.relative_to] if claim.relative_to is not None else [])
+    frames = [_runs_of(claim, where, runs) for where in sides]
+    empty = [_label(where) for where, frame in zip(sides, frames) if frame.empty]
     if empty:
-        return Judged(claim, None, test, UNTESTABLE,
-                      "; ".join(f"no finished run of {s.label} with {claim.measure}"
-                                for s in empty))
-    detail = " against ".join(s.text(claim.measure) for s in sides)
-    tested = sides[0]
-    if tested.n_inf:  # the method under test never reached a target (time_to_gap_...)
-        return Judged(claim, math.inf, test, NOT_REPRODUCED,
-                      f"{tested.label} never reached the target in {tested.n_inf} of "
-                      f"{tested.n} run(s): {detail}")
-    if len(sides) == 1:
-        value = tested.mean
-    elif claim.combine == "ratio":
-        value = tested.mean / sides[1].mean if sides[1].mean else math.inf
+        return Judged(claim, test, UNTESTABLE, "; ".join(
+            f"no finished run of {label} with {claim.measure}" for label in empty))
+    summary = " against ".join(_side_text(where, frame, claim.measure)
+                               for where, frame in zip(sides, frames))
+    try:
+        if claim.growth_with is not None:
+            found = _growth(claim, frames)
+        elif claim.sensitivity_to is not None:
+            found = _sensitivity(claim, frames)
+        else:
+            found = _paired(claim, frames)
+    except _Undecided as why:
+        return Judged(claim, test, why.verdict, f"{why.reason}; {summary}", why.n)
+    verdict, reason = _decide(rule, bound, claim.paper, found)
+    majority = frames[0]["majority"].mean()
+    if not math.isnan(majority):
+        summary += f"; majority-class rate of the test set {_number(majority)}"
+        if (verdict == REPRODUCED and claim.relative_to is None
+                and _near_majority(found.estimate, claim.paper, majority)):
+            verdict = NOT_REPRODUCED
+            reason = (f"within {MAJORITY_MARGIN * 100:g} pp of the majority-class rate "
+                      f"{_number(majority)} (a constant classifier's accuracy), where the "
+                      f"paper's figure is not")
+    return Judged(claim, test, verdict, f"{reason}; {found.method}; {summary}", found.n,
+                  found.estimate, found.interval)
+
+
+def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs matching ``where`` that carry the measure: their block (a tuple of the values
+    of the claim's blocks), the keys of its shape, and the measure as bounds [low, high]. A
+    value is its own bounds; an infinite one (a target never reached) is more than the run's
+    own time: [fit_time_s, inf] (an iteration count: [n_iter, inf])."""
+    column = f"metrics.{claim.measure}"
+    if column not in runs or runs.empty:
+        return pd.DataFrame(columns=["block", "key", "low", "high", "censored", "majority"])
+    chosen = np.ones(len(runs), dtype=bool)
+    for key, wanted in where.items():
+        chosen &= _matches(_key_values(runs, key), wanted)
+    found = runs[chosen & runs[column].astype(float).notna().to_numpy()]
+    value = found[column].astype(float)
+    censored = np.isinf(value) & (value > 0)
+    below = f"metrics.{FLOORS.get(claim.measure.split('_')[0], FLOORS['time'])}"
+    floor = (found[below].astype(float).fillna(0.0) if below in found
+             else pd.Series(0.0, index=found.index))
+    shape = claim.growth_with or claim.sensitivity_to
+    majority = f"metrics.{MAJORITY.get(claim.measure)}"
+    return pd.DataFrame({
+        "block": list(zip(*(_key_values(found, k).astype(str) for k in claim.blocks))),
+        "key": pd.to_numeric(_key_values(found, shape), errors="coerce") if shape else math.nan,
+        "low": np.where(censored, floor, value), "high": value, "censored": censored,
+        "majority": found[majority].astype(float) if majority in found else math.nan},
+        index=found.index)
+
+
+def _blockwise(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per block (and ``by``, kept when missing): the mean of its runs' bounds and
+    key, how many of its runs are censored."""
+    means = {c: (c, "mean") for c in ("low", "high", "key") if c not in by}
+    return frame.groupby(["block", *by], sort=True, dropna=False).agg(
+        **means, censored=("censored", "sum")).reset_index()
+
+
+def _paired(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
+    """The Hodges-Lehmann estimate and exact interval over blocks: of the per-block value
+    (one side), else of the per-block log ratio (or difference) of the two sides."""
+    tested = _blockwise(frames[0], [])
+    if len(frames) == 1:
+        return _located(claim, tested["low"], tested["high"], "value", _censored(tested))
+    other = _blockwise(frames[1], [])
+    low, high, both, censored = _differences(claim, tested, other)
+    left = len(tested) + len(other) - 2 * len(both)
+    log = claim.combine == "ratio"
+    found = _located(claim, low, high, "log ratio" if log else "difference", censored,
+                     f", {left} unpaired block(s) left out" if left else "")
+    if not log:
+        return found
+    exp = tuple(float(np.exp(v)) for v in (*found.estimate, *found.interval))
+    return _Estimate(found.n, exp[:2], exp[2:], found.method)
+
+
+def _differences(claim: Claim, tested: pd.DataFrame, other: pd.DataFrame):
+    """Per paired block, the bounds of the log ratio or the difference of the two sides."""
+    both = tested.merge(other, on="block", suffixes=("", "_other"))
+    if both.empty:
+        raise _Undecided(UNTESTABLE, f"no block ({' x '.join(claim.blocks)}) has runs of both "
+                                     f"sides")
+    if claim.combine == "difference":
+        return (both["low"] - both["high_other"], both["high"] - both["low_other"], both,
+                _censored(both))
+    if (both[["low", "low_other"]] <= 0).any(axis=None):
+        raise _Undecided(UNTESTABLE, f"a ratio needs positive values of {claim.measure}")
+    with np.errstate(divide="ignore"):
+        return (np.log(both["low"]) - np.log(both["high_other"]),
+                np.log(both["high"]) - np.log(both["low_other"]), both, _censored(both))
+
+
+def _located(claim: Claim, low, high, what: str, censored: str, unpaired: str = "") -> _Estimate:
+    """The Hodges-Lehmann estimate and interval of per-block numbers known within bounds."""
+    n = len(low)
+    found = wilcoxon.hodges_lehmann_bounds(np.asarray(low), np.asarray(high),
+                                           confidence=CONFIDENCE)
+    method = (f"{n} block(s) ({' x '.join(claim.blocks)}){unpaired}: Hodges-Lehmann estimate "
+              f"of the per-block {what} with its exact {CONFIDENCE * 100:g} % signed-rank "
+              f"interval (attained {found['coverage'] * 100:.3g} %){censored}")
+    return _Estimate(n, (found["estimate_low"], found["estimate_high"]),
+                     (found["low"], found["high"]), method)
+
+
+def _growth(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
+    """The Theil-Sen slope of the per-block log ratio (or difference) against log of the
+    block's size (``growth_with``), with Sen's interval."""
+    tested, other = (_blockwise(f, []) for f in frames)
+    low, high, both, censored = _differences(claim, tested, other)
+    if censored:
+        raise _Undecided(INCONCLUSIVE, f"a censored block{censored} has no place on a fitted "
+                                       f"line", len(both))
+    size = both["key"]
+    if size.isna().any() or (size <= 0).any():
+        raise _Undecided(UNTESTABLE, f"runs without a positive {claim.growth_with}")
+    if size.nunique() < MIN_BLOCKS:
+        raise _Undecided(INCONCLUSIVE, f"{size.nunique()} value(s) of {claim.growth_with}; a "
+                                       f"slope is decided on {MIN_BLOCKS} at least", len(both))
+    fit = trend.theil_sen(size, low, confidence=CONFIDENCE)
+    what = "log ratio" if claim.combine == "ratio" else "difference"
+    return _Estimate(len(both), (fit["estimate"],) * 2, (fit["low"], fit["high"]),
+                     f"{len(both)} block(s) ({' x '.join(claim.blocks)}): Theil-Sen slope of "
+                     f"the per-block {what} against log {claim.growth_with} over "
+                     f"{size.nunique()} sizes, Sen's {CONFIDENCE * 100:g} % interval "
+                     f"(approximate)")
+
+
+def _sensitivity(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
+    """Per block, each side's least-squares slope of log measure against log ``sensitivity_to``
+    over the values both sides ran; the Hodges-Lehmann estimate and interval of |slope| of the
+    tested side less the other's (below 0: the tested side is less sensitive)."""
+    key = claim.sensitivity_to
+    tested, other = (_blockwise(f, ["key"]) for f in frames)
+    if (tested["key"].isna().any() or other["key"].isna().any()
+            or (tested["key"] <= 0).any() or (other["key"] <= 0).any()):
+        raise _Undecided(UNTESTABLE, f"runs without a positive value of {key}")
+    both = tested.merge(other, on=["block", "key"], suffixes=("", "_other"))
+    if _censored(both):
+        raise _Undecided(INCONCLUSIVE, f"a censored value{_censored(both)} has no place on a "
+                                       f"fitted line")
+    slopes = [(trend.log_log_slope(g["key"], np.log(g["low"])),
+               trend.log_log_slope(g["key"], np.log(g["low_other"])))
+              for _, g in both.groupby("block") if g["key"].nunique() >= 2]
+    if not slopes:
+        raise _Undecided(INCONCLUSIVE, f"no block where both sides ran two values of {key}")
+    d = np.array([abs(a) - abs(b) for a, b in slopes])
+    return _located(claim, d, d, f"|slope| of log {claim.measure} against log {key} (tested "
+                                 f"less the other; median slopes "
+                                 f"{_number(np.median([a for a, _ in slopes]))} and "
+                                 f"{_number(np.median([b for _, b in slopes]))})", "")
+
+
+def _censored(blocks: pd.DataFrame) -> str:
+    """How many of the blocks' runs never reached their target, in words ('' when none)."""
+    count = int(blocks.filter(like="censored").to_numpy().sum())
+    return (f"; {count} run(s) never reached the target: censored, more than the run's own "
+            f"time (or iterations)") if count else ""
+
+
+def _decide(rule: str, bound: float, paper: float | None, found: _Estimate) -> tuple[str, str]:
+    """The verdict of an interval against the claim's rule: reproduced when the whole interval
+    holds it, not reproduced when none of it does, inconclusive when it straddles the bound
+    or rests on fewer than MIN_BLOCKS blocks."""
+    low, high = found.interval
+    if rule in ("tolerance", "relative_tolerance"):
+        width = bound if rule == "tolerance" else bound * abs(paper)
+        holds, fails = (paper - width <= low and high <= paper + width,
+                        high < paper - width or low > paper + width)
+    elif rule == "below":
+        holds, fails = high < bound, low >= bound
     else:
-        value = tested.mean - sides[1].mean
-    return Judged(claim, value, test, REPRODUCED if _holds(rule, bound, value, claim.paper)
-                  else NOT_REPRODUCED, detail)
+        holds, fails = low > bound, high <= bound
+    if found.n < MIN_BLOCKS:
+        return INCONCLUSIVE, f"{found.n} block(s): {MIN_BLOCKS} at least decide a claim"
+    if holds:
+        return REPRODUCED, "the whole interval holds the claim"
+    if fails:
+        return NOT_REPRODUCED, "no value of the interval holds the claim"
+    return INCONCLUSIVE, "the interval straddles the bound"
+
+
+def _near_majority(estimate: tuple[float, float], paper: float | None, majority: float) -> bool:
+    """An accuracy within MAJORITY_MARGIN of the majority rate, where the paper's is not."""
+    ours = max(abs(e - majority) for e in estimate) <= MAJORITY_MARGIN
+    theirs = paper is not None and abs(paper - majority) <= MAJORITY_MARGIN
+    return ours and not theirs
 
 
 def table(judged: list[Judged]) -> pd.DataFrame:
@@ -88,6 +304,12 @@ def table(judged: list[Judged]) -> pd.DataFrame:
 def markdown(frame: pd.DataFrame) -> str:
     """The claims table as GitHub-flavoured Markdown."""
     return report.markdown(frame)
+
+
+def by_kind(judged: list[Judged]) -> dict[str, list[Judged]]:
+    """The judged claims of each kind (the paper's, svmlab's own) that has any."""
+    found = {kind: [j for j in judged if j.claim.kind == kind] for kind in KINDS}
+    return {kind: claims for kind, claims in found.items() if claims}
 
 
 def selection_table(chosen: list, metric: str) -> pd.DataFrame:
@@ -113,35 +335,47 @@ def selection_markdown(select: Select, chosen: list) -> str:
     return f"{selection_text(select)}\n\n{markdown(selection_table(chosen, select.metric))}"
 
 
+def summary(judged: list[Judged]) -> str:
+    """The counts of each table, e.g. 'The paper's claims: 2 reproduced, ...'."""
+    return "; ".join(f"{TITLES[kind]}: {counted(j)}" for kind, j in by_kind(judged).items())
+
+
 def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
           figures: dict[str, Path] | None = None, notes: list[str] = (),
           chosen: list = ()) -> None:
-    """``claims.md``, ``claims.csv`` and ``claims.html``, a styled page that also shows
-    ``figures`` ({caption: local PNG file}, embedded) in ``folder``; ``notes`` say how derived measures
-    were obtained (e.g. the reference optimum of a distance to it), below the table; ``chosen``
-    are the values the selection step chose, above it."""
-    frame = table(judged)
+    """``claims.md``, ``claims.csv`` (with a ``kind`` column) and ``claims.html``, a styled
+    page that also shows ``figures`` ({caption: local PNG file}, embedded) in ``folder``: the
+    paper's claims and svmlab's own statements as two tables with their own counts; ``notes``
+    say how derived measures were obtained (e.g. the reference optimum of a distance to it),
+    below the tables; ``chosen`` are the values the selection step chose, above them."""
     title = f"{workflow.name} ({scale} scale): {workflow.paper}"
-    summary = ", ".join(f"{n} {v}" for v, n in counts(judged).items())
     command = f"svmlab workflow {workflow.name} --scale {scale}"
     noted = "".join(f"\n- {n}" for n in notes)
     selected = selection_markdown(workflow.select, chosen) + "\n\n" if chosen else ""
+    groups = by_kind(judged)
+    tables = "\n\n".join(f"## {TITLES[kind]}\n\n{counted(j)}.\n\n{markdown(table(j))}"
+                         for kind, j in groups.items())
     (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
-                                      f"Claims: {summary}. Regenerate: `{command}`\n\n"
-                                      + selected + markdown(frame)
+                                      f"{summary(judged)}. Regenerate: `{command}`\n\n"
+                                      + selected + tables
                                       + (f"\n\nNotes:{noted}\n" if notes else ""))
-    frame.to_csv(folder / "claims.csv", index=False)
-    cells = page.table(frame, index=False)
-    for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
-        cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
+    pd.concat([table(j).assign(kind=kind) for kind, j in groups.items()]).to_csv(
+        folder / "claims.csv", index=False)
+    sections = []
+    for kind, j in groups.items():
+        cells = page.table(table(j), index=False)
+        for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
+            cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
+        sections.append((kind, TITLES[kind], page.conclusions([counted(j)]) + cells))
+    if notes:
+        sections.append(("notes", "Notes", page.conclusions(list(notes))))
     shown = "".join(page.figure(path, caption) for caption, path in (figures or {}).items())
     selection = ([("selection", "Selection", page.conclusions([selection_text(workflow.select)])
                    + page.table(selection_table(chosen, workflow.select.metric), index=False))]
                  if chosen else [])
     (folder / "claims.html").write_text(page.render(
-        title, f"{workflow.description}\n{summary}\n{command}",
-        selection + [("claims", "Claims", cells + (page.conclusions(list(notes)) if notes else ""))]
-        + ([("figures", "Figures", shown)] if shown else [])))
+        title, f"{workflow.description}\n{summary(judged)}\n{command}",
+        selection + sections + ([("figures", "Figures", shown)] if shown else [])))
 
 
 def counts(judged: list[Judged]) -> dict[str, int]:
@@ -149,57 +383,37 @@ def counts(judged: list[Judged]) -> dict[str, int]:
     return {v: sum(j.verdict == v for j in judged) for v in VERDICTS}
 
 
-@dataclass(frozen=True)
-class _Side:
-    label: str
-    n: int
-    mean: float
-    n_inf: int = 0  # runs whose value is infinite: a time-to-target never reached
-    low: float = math.nan
-    high: float = math.nan
-
-    over: str | None = None  # the largest over the smallest mean across this key's values
-
-    def text(self, measure: str) -> str:
-        spread = f" (range {_number(self.low)} to {_number(self.high)})" if self.n > 1 else ""
-        never = f", {self.n_inf} never reached the target" if self.n_inf else ""
-        if self.over:
-            return (f"{measure}: largest / smallest mean across {self.over} = "
-                    f"{_number(self.mean)} ({_number(self.high)} / {_number(self.low)}) over "
-                    f"{self.n} run(s) of {self.label}{never}")
-        return (f"{measure} {_number(self.mean)} = mean of {self.n} run(s) of {self.label}"
-                f"{spread}{never}")
+def counted(judged: list[Judged]) -> str:
+    """The counts in words: '2 reproduced, 0 not reproduced, ...'."""
+    return ", ".join(f"{n} {v}" for v, n in counts(judged).items())
 
 
-def _side(measure: str, where: dict, runs: pd.DataFrame, over: str | None = None) -> _Side:
-    """The mean (and range) of ``measure`` over the runs matching every key of ``where``; with
-    ``over``, the ratio of the largest to the smallest mean across the values of that key (how
-    sensitive the measure is to it)."""
-    label = ", ".join(f"{k}={v}" for k, v in where.items())
-    column = f"metrics.{measure}"
-    if column not in runs or runs.empty:
-        return _Side(label, 0, math.nan)
-    chosen = np.ones(len(runs), dtype=bool)
-    for key, wanted in where.items():
-        chosen &= _matches(_key_values(runs, key), wanted)
-    values = runs.loc[chosen, column].astype(float).dropna()
-    if not len(values):
-        return _Side(label, 0, math.nan)
-    n_inf = int(np.isinf(values).sum())
-    if over is not None:
-        means = values.groupby(_key_values(runs, over).loc[values.index].astype(str)).mean()
-        if len(means) < 2:
-            return _Side(f"{label} (one value of {over})", 0, math.nan)
-        spread = math.inf if n_inf else float(means.max() / means.min())
-        return _Side(label, len(values), spread, n_inf, float(means.min()), float(means.max()),
-                     over)
-    return _Side(label, len(values), float(values.mean()), n_inf,
-                 float(values.min()), float(values.max()))
+def metrics(judged: list[Judged]) -> dict[str, int]:
+    """The counts as run metrics: ``claims_<verdict>`` for the paper's claims and
+    ``svmlab_statements_<verdict>`` for svmlab's own."""
+    prefix = {"paper": "claims", "svmlab": "svmlab_statements"}
+    return {f"{prefix[kind]}_{v.replace(' ', '_')}": n
+            for kind in KINDS for v, n in counts([j for j in judged if j.claim.kind == kind])
+            .items()}
+
+
+def _side_text(where: dict, frame: pd.DataFrame, measure: str) -> str:
+    """A side in words: its runs, blocks, median and range of the measure, censored runs."""
+    never = int(frame["censored"].sum())
+    spread = (f"median {_number(frame['high'].median())}, range {_number(frame['high'].min())} "
+              f"to {_number(frame['high'].max())}")
+    return (f"{_label(where)}: {len(frame)} run(s) in {frame['block'].nunique()} block(s), "
+            f"{measure} {spread}" + (f", {never} never reached the target" if never else ""))
+
+
+def _label(where: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in where.items())
 
 
 def _key_values(runs: pd.DataFrame, key: str) -> pd.Series:
-    """The values of a tag, else of a param (``solver.C``); all missing if neither was logged."""
-    for column in (f"tags.{key}", f"params.{key}"):
+    """The values of a tag, else of a param (``solver.C``), else of the dataset's recorded
+    profile (``n_train``); all missing if none was logged."""
+    for column in (f"tags.{key}", f"params.{key}", f"inputs.{key}"):
         if column in runs and runs[column].notna().any():
             return runs[column]
     return pd.Series([None] * len(runs), index=runs.index)
@@ -221,19 +435,19 @@ def _equal(logged, wanted) -> bool:
         return str(logged) == str(wanted)
 
 
-def _holds(rule: str, bound: float, value: float, paper: float | None) -> bool:
-    if rule == "tolerance":
-        return abs(value - paper) <= bound
-    if rule == "relative_tolerance":
-        return abs(value - paper) <= bound * abs(paper)
-    return value < bound if rule == "below" else value > bound
-
-
-def _test_text(rule: str, bound: float, paper: float | None) -> str:
-    return {"tolerance": f"|svmlab - paper| <= {_number(bound)}",
-            "relative_tolerance": f"|svmlab - paper| <= {_number(bound)} x |{paper}|",
-            "below": f"svmlab < {_number(bound)}",
-            "above": f"svmlab > {_number(bound)}"}[rule]
+def _test_text(claim: Claim, rule: str, bound: float) -> str:
+    paper = claim.paper
+    if claim.growth_with:
+        scale = "log ratio" if claim.combine == "ratio" else "difference"
+        name = f"slope of the {scale} against log {claim.growth_with}"
+    elif claim.sensitivity_to:
+        name = f"|slope| - |slope of the other| against log {claim.sensitivity_to}"
+    else:
+        name = "svmlab"
+    return {"tolerance": f"|{name} - paper| <= {_number(bound)}",
+            "relative_tolerance": f"|{name} - paper| <= {_number(bound)} x |{paper}|",
+            "below": f"{name} < {_number(bound)}",
+            "above": f"{name} > {_number(bound)}"}[rule]
 
 
 def _number(value: float) -> str:

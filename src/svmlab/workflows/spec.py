@@ -19,6 +19,8 @@ SCALES = ("quick", "medium", "paper")
 SCALE_REQUIRED = {"quick": True, "medium": False, "paper": True}
 DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
 COMBINATIONS = ("ratio", "difference")
+#: Whose statement a claim is: the paper's, or svmlab's own (a certificate, a companion).
+KINDS = ("paper", "svmlab")
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
             "analysis": True, "report": False, "claims": True, "select": False}
 SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": False,
@@ -31,7 +33,8 @@ ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypoth
 REPORT_KEYS = {"notebook": True}
 CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
-              "decide": False, "why": False, "untestable": False, "spread_over": False}
+              "decide": False, "why": False, "untestable": False, "kind": False,
+              "blocks": False, "growth_with": False, "sensitivity_to": False}
 
 
 class WorkflowError(SvmlabError):
@@ -40,17 +43,20 @@ class WorkflowError(SvmlabError):
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper and the comparison that decides it.
+    """One claim and the comparison that decides it (``svmlab.workflows.claims`` judges it).
 
-    The svmlab value is the mean of ``measure`` over the runs matching ``value`` (tags or params
-    and their values); with ``relative_to`` it is that mean divided by (``ratio``) or minus
-    (``difference``) the mean over the runs matching ``relative_to``. ``decide`` holds one of
-    DECISIONS: the svmlab value within ``tolerance`` (absolute) or ``relative_tolerance`` of
-    the paper's number, or ``below`` / ``above`` a bound; ``why`` justifies that bound from the
-    paper's wording. ``untestable`` says why svmlab cannot test the claim at all (a solver or
-    dataset it does not have). With ``spread_over`` (a tag or param, e.g. ``solver.C``) each
-    side's number is the largest over the smallest mean of the measure across that key's values:
-    how sensitive the measure is to it."""
+    ``measure`` is read on the runs matching ``value`` (tags or params and their values), one
+    number per block (the runs sharing the values of ``blocks``, by default dataset and seed);
+    with ``relative_to`` each block is paired with the same block of the runs matching it, and
+    compared by their ratio or (``combine: difference``) their difference. ``decide`` holds one
+    of DECISIONS: the estimate within ``tolerance`` (absolute) or ``relative_tolerance`` of the
+    paper's number, or ``below`` / ``above`` a bound; ``why`` justifies that bound from the
+    paper's wording. ``untestable`` says why svmlab cannot test it at all (a solver or dataset
+    it does not have). Two shapes replace the per-block comparison by a slope: ``growth_with``
+    (a key whose value is a size, e.g. ``n_train``) fits how the per-block number changes with
+    it; ``sensitivity_to`` (a key that varies inside a block, e.g. ``solver.C``) fits each
+    side's slope over the values both sides ran and compares their sizes. ``kind`` says whose
+    statement it is: the paper's, or svmlab's own (a certificate, a companion measurement)."""
 
     claim: str
     source: str
@@ -63,7 +69,10 @@ class Claim:
     decide: dict = field(default_factory=dict)
     why: str | None = None
     untestable: str | None = None
-    spread_over: str | None = None
+    kind: str = "paper"
+    blocks: list[str] = field(default_factory=lambda: ["dataset", "seed"])
+    growth_with: str | None = None
+    sensitivity_to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +251,9 @@ def _claim(data: Any, where: str) -> Claim:
                                     or not isinstance(claim.paper, (int, float))):
         raise WorkflowError(f"{where}.paper: the paper's number; got {claim.paper!r} (words "
                             f"go in paper_text)")
+    if claim.kind not in KINDS:
+        raise WorkflowError(f"{where}.kind: {claim.kind!r}; allowed: {', '.join(KINDS)} (whose "
+                            f"statement it is)")
     if claim.untestable is not None:
         return claim
     missing = [k for k in ("measure", "value", "decide") if k not in data]
@@ -265,10 +277,34 @@ def _claim(data: Any, where: str) -> Claim:
         raise WorkflowError(f"{where}.decide.{rule}: a number; got {bound!r}")
     if claim.why is not None:
         _text(claim.why, f"{where}.why")
+    _shape(claim, data, rule, where)
     if rule.endswith("tolerance") and not isinstance(claim.paper, (int, float)):
         raise WorkflowError(f"{where}: decide.{rule} compares with the paper's number; "
                             f"give it as paper: <number>")
     return claim
+
+
+def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
+    """The blocks and the slope shapes of a claim: keys that exist together and make sense."""
+    if "blocks" in data and (not _strings(data["blocks"], f"{where}.blocks")
+                             or not all(b.strip() for b in data["blocks"])):
+        raise WorkflowError(f"{where}.blocks: the keys whose values make a block, e.g. "
+                            f"[dataset, seed]; got {data['blocks']!r}")
+    shapes = [k for k in ("growth_with", "sensitivity_to") if getattr(claim, k) is not None]
+    if len(shapes) > 1:
+        raise WorkflowError(f"{where}: growth_with and sensitivity_to exclude each other")
+    for key in shapes:
+        _text(data[key], f"{where}.{key}")
+        if rule not in ("below", "above"):
+            raise WorkflowError(f"{where}: {key} decides on a slope: use decide below or above "
+                                f"(e.g. {{below: 0}}); got {rule}")
+        if claim.relative_to is None:
+            raise WorkflowError(f"{where}: {key} fits the comparison of two sides; give "
+                                f"relative_to")
+    if claim.sensitivity_to is not None:
+        if claim.sensitivity_to in claim.blocks:
+            raise WorkflowError(f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
+                                f"block; take it out of blocks ({', '.join(claim.blocks)})")
 
 
 def _mapping(data: Any, where: str, keys: dict[str, bool]) -> dict:

@@ -1,0 +1,317 @@
+"""Claims decided on blocks of runs read from a real MLflow store: a censored block (a target
+never reached), a growth slope, the majority-class rate beside an accuracy, too few blocks, the
+runs of the current sweep only, and the two tallies (the paper's claims, svmlab's own)."""
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Dataset, DatasetInput, Metric, Param, RunTag
+
+from svmlab.analysis import precision, run, select
+from svmlab.app import cli
+from svmlab.app.sweep import jobs_table
+from svmlab.app.workflow import analysis_request, experiment_name, outer_tags
+from svmlab.tracking import queries
+from svmlab.tracking.runs import TRACE_ARTIFACT
+from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
+from svmlab.tracking.workflows import OuterRun
+from svmlab.workflows import claims, spec
+
+TINY = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
+EXPERIMENT = experiment_name(spec.load(str(TINY)), "quick")
+
+
+class Store:
+    """Training runs written into a test store with MLflow's client, as svmlab logs them:
+    tags solver and dataset, params seed and solver.C, final metrics, the dataset's profile
+    (n_train) and, for a certified run, its trace."""
+
+    def __init__(self, path: Path):
+        self.uri = f"sqlite:///{path}"
+        self.client = MlflowClient(self.uri)
+        found = self.client.get_experiment_by_name(EXPERIMENT)
+        self.experiment_id = (found.experiment_id if found
+                              else self.client.create_experiment(EXPERIMENT))
+
+    def run(self, solver: str, dataset: str, seed: int = 0, C: float = 1.0, n_train: int = 100,
+            gaps: list[float] | None = None, **metrics: float) -> str:
+        """A FINISHED run; ``gaps``: its certified relative gap at times 1, 2, ... s."""
+        run_id = self.client.create_run(self.experiment_id).info.run_id
+        tags = {"solver": solver, "dataset": dataset}
+        if gaps is not None:
+            tags["svmlab.formulation"] = "hinge_l2"
+            metrics |= {"rel_gap_hinge_l2": gaps[-1], "n_iter": len(gaps)}
+        self.client.log_batch(run_id, metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()],
+                              params=[Param("seed", str(seed)), Param("solver.C", str(C))],
+                              tags=[RunTag(k, v) for k, v in tags.items()])
+        profile = json.dumps({"n_train": n_train, "n_test": 10})
+        self.client.log_inputs(run_id, [DatasetInput(Dataset(dataset, "d" * 32, "code", "{}",
+                                                             profile=profile))])
+        if gaps is not None:
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / Path(TRACE_ARTIFACT).name
+                pd.DataFrame({"iteration": np.arange(1.0, len(gaps) + 1),
+                              "time_s": np.arange(1.0, len(gaps) + 1),
+                              "rel_gap_hinge_l2": gaps}).to_parquet(path)
+                self.client.log_artifact(run_id, str(path), str(Path(TRACE_ARTIFACT).parent))
+        self.client.set_terminated(run_id, "FINISHED")
+        return run_id
+
+    def judged(self, *claim_list: spec.Claim, run_ids: set[str] | None = None) -> list:
+        """The claims judged as a workflow judges them, on the store's finished runs."""
+        runs, _ = select.finished_runs([EXPERIMENT], "", self.uri, run_ids)
+        return claims.judge_all(list(claim_list), runs, lambda names: precision.derive(
+            runs, names, self.uri, queries.load_trace)[0])
+
+
+def claim(**fields) -> spec.Claim:
+    """A claim checked as a workflow file's claim is."""
+    return spec.parse({"paper": "p", "description": "d", "sweep": {"preset": "tiny"},
+                       "scales": {"quick": {}, "paper": {}},
+                       "analysis": {"measures": ["fit_time_s"]},
+                       "claims": [{"claim": "c", "source": "s", **fields}]},
+                      Path("w.yaml")).claims[0]
+
+
+FASTER = {"measure": "time_to_gap_1e-2", "value": {"solver": "a"},
+          "relative_to": {"solver": "b"}, "decide": {"below": 1}}
+CERTIFIED = [0.5, 0.1, 0.005]  # reaches 1e-2 at 3 s
+NEVER = [0.5, 0.3, 0.2, 0.1, 0.05]  # never reaches 1e-2; its run took 5 s
+
+
+def test_a_censored_block_can_only_make_the_tested_sides_ratio_larger(store):
+    """a never reaches the target on d0: its time there is more than its run's 5 s, so the
+    ratio of that block is at least 5/3 and the interval is open upwards: a claim that a is
+    faster cannot be reproduced, and with a slower than b everywhere else it is refuted."""
+    s = Store(store)
+    s.run("a", "d0", gaps=NEVER, fit_time_s=5.0)
+    s.run("b", "d0", gaps=CERTIFIED, fit_time_s=3.0)
+    for i in range(1, 6):
+        s.run("a", f"d{i}", gaps=[0.5, 0.005], fit_time_s=2.0)
+        s.run("b", f"d{i}", gaps=CERTIFIED, fit_time_s=3.0)
+    faster, = s.judged(claim(**FASTER))
+    assert faster.n == 6 and faster.interval[1] == np.inf
+    assert faster.verdict == claims.INCONCLUSIVE
+    assert "1 run(s) never reached the target: censored" in faster.detail
+    slower, = s.judged(claim(**FASTER | {"decide": {"above": 1}}))
+    assert slower.verdict == claims.INCONCLUSIVE  # 5 blocks say 2/3: the interval holds 1
+
+    for i in range(1, 6):  # now a is slower than b everywhere: the censored block agrees
+        s.run("a", f"e{i}", gaps=[0.5, 0.3, 0.2, 0.005], fit_time_s=4.0)
+        s.run("b", f"e{i}", gaps=[0.005], fit_time_s=1.0)
+    only = {f"e{i}" for i in range(1, 6)} | {"d0"}
+    runs = claim(**FASTER | {"value": {"solver": "a", "dataset": sorted(only)},
+                             "relative_to": {"solver": "b", "dataset": sorted(only)}})
+    refuted, = s.judged(runs)
+    assert refuted.verdict == claims.NOT_REPRODUCED and refuted.interval[0] > 1
+
+
+def test_a_censored_other_side_can_only_make_the_ratio_smaller(store):
+    """b never reaches the target on d0 (its run took 8 s), a did in 1 s: that block's ratio is
+    below 1/8, so it holds 'a is faster' and the claim is reproduced on all six blocks; a ratio
+    of means would have divided by infinity."""
+    s = Store(store)
+    s.run("a", "d0", gaps=[0.005], fit_time_s=1.0)
+    s.run("b", "d0", gaps=NEVER + [0.02] * 3, fit_time_s=8.0)
+    for i in range(1, 6):
+        s.run("a", f"d{i}", gaps=[0.5, 0.005], fit_time_s=2.0)
+        s.run("b", f"d{i}", gaps=CERTIFIED, fit_time_s=3.0)
+    judged, = s.judged(claim(**FASTER))
+    assert judged.verdict == claims.REPRODUCED and judged.n == 6
+    assert judged.interval[0] == 0.0 and judged.interval[1] == pytest.approx(2 / 3)
+    assert judged.row()["estimate"] == "0.6667" and judged.row()["interval"] == "[0, 0.6667]"
+
+
+def test_a_censored_iteration_count_is_more_than_the_runs_iterations(store):
+    """On d0 a stopped after 5 iterations (100 s) without reaching the target: its count is
+    at least 5, not its time; the estimate's lower end is that of the counts 5, 2, 2."""
+    s = Store(store)
+    s.run("a", "d0", gaps=NEVER, fit_time_s=100.0)
+    for i in (1, 2):
+        s.run("a", f"d{i}", gaps=[0.5, 0.005], fit_time_s=2.0)
+    judged, = s.judged(claim(measure="iters_to_gap_1e-2", value={"solver": "a"},
+                             decide={"below": 10}))
+    assert judged.estimate == (pytest.approx(2.75), np.inf)  # Walsh averages 2, 2, 2, 3.5, 3.5, 5
+    assert judged.interval == (2.0, np.inf) and judged.row()["estimate"] == "2.75 to inf"
+
+
+def test_one_seed_is_inconclusive_however_clear_the_run(store):
+    s = Store(store)
+    s.run("a", "w1a", fit_time_s=1.0)
+    s.run("b", "w1a", fit_time_s=100.0)
+    one, = s.judged(claim(measure="fit_time_s", value={"solver": "a"},
+                          relative_to={"solver": "b"}, decide={"below": 1}))
+    assert one.verdict == claims.INCONCLUSIVE and one.n == 1
+    assert one.detail.startswith("1 block(s): 3 at least decide a claim")
+    for seed in (1, 2):
+        s.run("a", "w1a", seed, fit_time_s=1.0)
+        s.run("b", "w1a", seed, fit_time_s=100.0)
+    three, = s.judged(claim(measure="fit_time_s", value={"solver": "a"},
+                            relative_to={"solver": "b"}, decide={"below": 1}))
+    assert three.verdict == claims.REPRODUCED and three.n == 3
+    assert three.estimate == pytest.approx((0.01, 0.01))
+
+
+def test_a_single_sides_value_gets_an_interval_over_blocks_that_can_straddle(store):
+    s = Store(store)
+    for seed, accuracy in enumerate([0.80, 0.84, 0.88]):
+        s.run("a", "a1a", seed, test_accuracy=accuracy)
+    near, = s.judged(claim(measure="test_accuracy", value={"solver": "a"}, paper=0.84,
+                           decide={"tolerance": 0.05}))
+    edge, = s.judged(claim(measure="test_accuracy", value={"solver": "a"}, paper=0.84,
+                           decide={"tolerance": 0.02}))
+    far, = s.judged(claim(measure="test_accuracy", value={"solver": "a"}, paper=0.95,
+                          decide={"tolerance": 0.02}))
+    assert near.interval == pytest.approx((0.80, 0.88)) and near.verdict == claims.REPRODUCED
+    assert edge.verdict == claims.INCONCLUSIVE and "straddles" in edge.detail
+    assert far.verdict == claims.NOT_REPRODUCED
+
+
+def test_growth_with_n_is_the_fitted_slope_of_the_log_ratio_against_log_n(store):
+    """a's time over b's falls as n^-0.5 over four sizes: slope -0.5, so 'a's speed-up grows
+    with n' holds; on two sizes a slope is not decided."""
+    s = Store(store)
+    for n in (1000, 2000, 4000, 8000):
+        s.run("a", f"n{n}", n_train=n, fit_time_s=float(n) ** 0.5)
+        s.run("b", f"n{n}", n_train=n, fit_time_s=float(n))
+    grows = claim(measure="fit_time_s", growth_with="n_train", value={"solver": "a"},
+                  relative_to={"solver": "b"}, decide={"below": 0})
+    judged, = s.judged(grows)
+    assert judged.estimate == pytest.approx((-0.5, -0.5)) and judged.n == 4
+    assert judged.verdict == claims.REPRODUCED and "Theil-Sen slope" in judged.detail
+    assert judged.test == "slope of the log ratio against log n_train < 0"
+    two, = s.judged(claim(**{**FASTER, "measure": "fit_time_s", "growth_with": "n_train",
+                             "value": {"solver": "a", "dataset": ["n1000", "n2000"]},
+                             "relative_to": {"solver": "b", "dataset": ["n1000", "n2000"]},
+                             "decide": {"below": 0}}))
+    assert two.verdict == claims.INCONCLUSIVE and "2 value(s) of n_train" in two.detail
+
+
+def test_sensitivity_to_C_compares_the_fitted_slopes_over_the_same_C_grid(store):
+    """a's time is flat in C, b's proportional to C (on 1, 10, 100): per block |0| - |1| = -1;
+    b's extra value of C (1000) is not on a's grid and is left out of b's fit."""
+    s = Store(store)
+    for seed in range(3):
+        for C in (1.0, 10.0, 100.0):
+            s.run("a", "a1a", seed, C, fit_time_s=2.0)
+            s.run("b", "a1a", seed, C, fit_time_s=C)
+        s.run("b", "a1a", seed, 1000.0, fit_time_s=1.0)
+    judged, = s.judged(claim(measure="fit_time_s", sensitivity_to="solver.C",
+                             value={"solver": "a"}, relative_to={"solver": "b"},
+                             decide={"below": 0}))
+    assert judged.estimate == pytest.approx((-1.0, -1.0)) and judged.n == 3
+    assert judged.verdict == claims.REPRODUCED
+
+
+def test_an_accuracy_within_a_point_of_the_majority_rate_is_not_reproduced(store):
+    """97.02 % on a test set whose majority class is 97 % is a constant classifier's accuracy:
+    it cannot reproduce a paper's 98.1 %; a paper's 97.6 % (itself near the rate) it can."""
+    s = Store(store)
+    for seed in range(3):
+        s.run("mfw", "w3a", seed, test_accuracy=0.9702, test_majority_rate=0.97)
+    beaten, near = s.judged(
+        claim(measure="test_accuracy", value={"solver": "mfw"}, paper=0.981,
+              decide={"tolerance": 0.015}),
+        claim(measure="test_accuracy", value={"solver": "mfw"}, paper=0.976,
+              decide={"tolerance": 0.01}))
+    assert beaten.verdict == claims.NOT_REPRODUCED
+    assert beaten.detail.startswith("within 1 pp of the majority-class rate 0.97")
+    assert near.verdict == claims.REPRODUCED
+    assert "majority-class rate of the test set 0.97" in near.detail
+
+
+def test_the_evaluation_records_the_majority_rate_of_the_test_set():
+    from svmlab.app.evaluation import majority_rate
+
+    assert majority_rate(np.array([1, 1, 1, -1])) == 0.75
+
+
+def sweep_run(s: Store, outer: OuterRun, folder: Path, listed: list[str], start: int) -> str:
+    """A sweep's parent run under the workflow's run, listing ``listed`` in its jobs table."""
+    run_id = s.client.create_run(s.experiment_id, start_time=start, tags={
+        ROLE_TAG: "sweep", PARENT_TAG: outer.run_id,
+        SWEEP_DIR_TAG: str(folder.resolve())}).info.run_id
+    s.client.log_text(run_id, jobs_table([
+        {"job_num": i, "name": f"job{i}", "status": "FINISHED", "metrics": {}, "time_s": 1.0,
+         "run_id": r, "error": None} for i, r in enumerate(listed)]), "jobs.tsv")
+    s.client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def test_only_the_runs_of_the_current_sweep_are_analysed_and_judged(store, tmp_path):
+    """An earlier sweep in the same folder trained a dataset since removed; the current one
+    reran a1a and reused (``+resume=true``) the earlier run of w1a: claims and analysis read
+    those two runs' blocks only."""
+    s = Store(store)
+    kept = [s.run(solver, "w1a", seed, test_accuracy=0.9, fit_time_s=1.0)
+            for solver in ("liblinear", "libsvm") for seed in range(3)]
+    stale = [s.run(solver, "removed", seed, test_accuracy=0.1, fit_time_s=1.0)
+             for solver in ("liblinear", "libsvm") for seed in range(3)]
+    fresh = [s.run(solver, "a1a", seed, test_accuracy=0.8, fit_time_s=1.0)
+             for solver in ("liblinear", "libsvm") for seed in range(3)]
+    workflow = spec.load(str(TINY))
+    outer = OuterRun(s.uri, EXPERIMENT, "outer", outer_tags(workflow, "quick"))
+    folder = tmp_path / "multirun"
+    sweep_run(s, outer, folder, kept + stale, start=1)
+    sweep_run(s, outer, folder, kept + fresh, start=2)
+    sweep_run(s, outer, tmp_path / "elsewhere", stale, start=3)  # another folder: not ours
+
+    current = outer.swept_runs([str(folder)])
+    assert current == set(kept + fresh)
+    request, options = analysis_request(workflow, "quick", s.uri, current)
+    analysis = run.analyze(request, options)
+    assert set(analysis.selection.run_ids) == current
+    assert set(analysis.selection.long["block"]) == {"w1a", "a1a"}
+    removed, everywhere = s.judged(
+        claim(measure="test_accuracy", value={"dataset": "removed"}, decide={"above": 0}),
+        claim(measure="test_accuracy", value={"solver": "liblinear"},
+              relative_to={"solver": "libsvm"}, combine="difference", decide={"above": -1}),
+        run_ids=current)
+    assert removed.verdict == claims.UNTESTABLE
+    assert "no finished run of dataset=removed" in removed.detail
+    assert everywhere.n == 6 and everywhere.verdict == claims.REPRODUCED
+
+
+def test_the_papers_claims_and_svmlabs_statements_are_two_tables_and_two_counts(
+        store, tmp_path, capfd):
+    s = Store(store)
+    for seed in range(3):
+        s.run("libsvm", "breast_cancer", seed, test_accuracy=0.9995)
+    paper = claim(measure="test_accuracy", value={"solver": "libsvm"}, paper=0.999,
+                  decide={"tolerance": 0.001})
+    ours = claim(measure="test_accuracy", value={"solver": "libsvm"}, kind="svmlab",
+                 decide={"above": 0.999})
+    untestable = claim(untestable="no such solver")
+    judged = s.judged(paper, ours, untestable)
+    assert claims.metrics(judged) == {
+        "claims_reproduced": 1, "claims_not_reproduced": 0, "claims_inconclusive": 0,
+        "claims_not_testable_here": 1, "svmlab_statements_reproduced": 1,
+        "svmlab_statements_not_reproduced": 0, "svmlab_statements_inconclusive": 0,
+        "svmlab_statements_not_testable_here": 0}
+
+    workflow = spec.load(str(TINY))
+    outer = OuterRun(s.uri, EXPERIMENT, "outer", outer_tags(workflow, "quick"))
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    claims.write(folder, workflow, "quick", judged)
+    outer.log(folder, claims.metrics(judged))
+    outer.end("FINISHED")
+    text = (folder / "claims.md").read_text()
+    assert ("The paper's claims: 1 reproduced, 0 not reproduced, 0 inconclusive, 1 not "
+            "testable here; svmlab's own statements: 1 reproduced") in text
+    assert text.index("## The paper's claims") < text.index("## svmlab's own statements")
+    table = pd.read_csv(folder / "claims.csv")
+    assert list(table["kind"]) == ["paper", "paper", "svmlab"]
+    assert list(table.columns) == [*claims.COLUMNS, "kind"]
+    assert "own statements" in (folder / "claims.html").read_text()
+
+    assert cli.main(["workflow", "table", str(TINY), "--tracking-uri", s.uri]) == 0
+    out = capfd.readouterr().out
+    first, second = out.split("svmlab's own statements:")
+    assert first.startswith("The paper's claims:") and first.count("| `tiny` |") == 2
+    assert second.count("| `tiny` |") == 1 and "| 3 | 0.9995 | [0.9995, 0.9995] |" in second
