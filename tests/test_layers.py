@@ -8,7 +8,7 @@
                 and psutil only, so that every layer may use it
     tracking    the only package that imports MLflow
     app         the only package that imports Hydra (hydra, omegaconf), and the only one that
-                reads the command line (argparse, sys.argv)
+                reads the command line (argparse, sys.argv); no other layer imports it
 
 Imports are read from the source (every `import` statement, also inside functions), so a lazy
 import breaks a rule as much as a top-level one; so are reads of `sys.argv` and calls of
@@ -37,7 +37,8 @@ def _modules():
 
 
 def _imports(module: str, path: Path) -> set[str]:
-    """Absolute names of every module imported by the file."""
+    """Absolute names of every module imported by the file (with ``from a import b``, both
+    ``a`` and ``a.b``: ``b`` may be a module)."""
     names = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -49,6 +50,8 @@ def _imports(module: str, path: Path) -> set[str]:
                 names.add(f"{base}.{node.module}" if node.module else base)
             else:
                 names.add(node.module)
+                # ``from package import module`` imports that module too
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -110,6 +113,8 @@ def _violations(module: str, imports: set[str], command_line: set[str] = frozens
         if top == "svmlab":
             other = _layer(name)
             base = layer.split(".")[0]
+            if other == "app" and base != "app":
+                found.append(f"{name}: only the application layer imports svmlab.app")
             if base in ALLOWED_SVMLAB and other.split(".")[0] not in ALLOWED_SVMLAB[base]:
                 found.append(f"{name}: the {base} layer imports only "
                              f"{sorted(ALLOWED_SVMLAB[base])}")
@@ -134,6 +139,9 @@ def test_module_keeps_its_layer_rules(module, path):
 
 
 def test_the_rules_catch_what_they_forbid():
+    for lower in ("svmlab.tracking.runs", "svmlab.data.libsvm", "svmlab.analysis.run",
+                  "svmlab.workflows.claims", "svmlab.lifecycle"):
+        assert _violations(lower, {"svmlab.app.train"})
     assert _violations("svmlab.estimator.base", {"numba"})
     assert _violations("svmlab.estimator.base", {"svmlab.numerics.rows"})
     assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.pegasos.steps"})
@@ -168,3 +176,13 @@ def test_the_top_level_links_point_into_the_package(name):
     """The checkout's top level shows what ships inside the package, as links into it."""
     link = Path(__file__).resolve().parents[1] / name
     assert link.is_symlink() and link.resolve() == (SRC / name).resolve()
+
+
+def test_no_module_of_the_application_layer_imports_one_that_imports_it_back():
+    """The application layer's modules import one another without a cycle (a cycle makes
+    their import order matter, and hides which one is the lower)."""
+    app = {module: _imports(module, path) for module, path in MODULES
+           if module.startswith("svmlab.app")}
+    for module, imports in app.items():
+        for other in imports & set(app):
+            assert module not in app[other], f"{module} <-> {other}"

@@ -233,8 +233,8 @@ class SweepCallback(Callback):
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
-        from svmlab.app.train import announce_new_store
         from svmlab.lifecycle import sigterm_interrupts, this_process
+        from svmlab.tracking.existing import announce_new_store
         from svmlab.tracking.liveness import reap_on_start
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
 
@@ -250,7 +250,7 @@ class SweepCallback(Callback):
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
         total = count_jobs(config)
-        announce_new_store(config.tracking)
+        announce_new_store(config.tracking.uri, config.tracking.new_folder)
         reap_on_start(config.tracking.uri, config.tracking.experiment,
                       config.tracking.stale_after_s)
         self.parent = ParentRun(

@@ -214,9 +214,10 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     with contextlib.ExitStack() as run_open:
         with timed(phases, "store"):
             if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
+                from svmlab.tracking.existing import announce_new_store
                 from svmlab.tracking.liveness import reap_on_start
 
-                announce_new_store(tracking)
+                announce_new_store(tracking.uri, tracking.new_folder)
                 reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
             tracker = run_open.enter_context(Tracker(tracking.uri, tracking.experiment, run_name,
                                                      parent_run_id=context.parent_run_id,
@@ -279,16 +280,6 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
         print(certified_line(estimator))
         print(tracker.ui_line)
     return tracker.run_id
-
-
-def announce_new_store(tracking: DictConfig) -> None:
-    """Say so when this command creates the store; refuse a store whose folder is missing
-    unless ``tracking.new_folder``."""
-    from svmlab.tracking.existing import new_store_line
-
-    line = new_store_line(tracking.uri, tracking.new_folder)
-    if line:
-        print(line, flush=True)
 
 
 def certified_line(estimator) -> str:

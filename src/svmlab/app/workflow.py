@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from svmlab.app.overrides import override_key, override_value, replaced
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
@@ -182,20 +183,6 @@ def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "j
     own = workflow.sweep_overrides(scale)
     own += [o for o in defaults if override_key(o) not in {override_key(w) for w in own}]
     return replaced(own, extra)
-
-
-def replaced(overrides: list[str], new: list[str]) -> list[str]:
-    """``overrides`` less those that set a key of ``new``, then ``new``."""
-    keys = {override_key(o) for o in new}
-    return [o for o in overrides if override_key(o) not in keys] + list(new)
-
-
-def override_key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
-def override_value(overrides: list[str], key: str) -> str:
-    return [o.split("=", 1)[1] for o in overrides if override_key(o) == key][-1]
 
 
 def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = "joblib",

@@ -24,16 +24,16 @@ def require_store(uri: str | None) -> str:
     return uri
 
 
-def new_store_line(uri: str | None, new_folder: bool = False) -> str | None:
-    """The line a writing command prints before it creates a new SQLite store at ``uri``; None
-    when the store exists or is not a file. ConfigError when the store's folder does not exist,
-    unless ``new_folder``."""
+def announce_new_store(uri: str | None, new_folder: bool = False) -> None:
+    """Say in one line that a writing command is about to create a new SQLite store at
+    ``uri`` (nothing when the store exists or is not a file); ConfigError when the store's
+    folder does not exist, unless ``new_folder``."""
     uri = resolved_uri(uri)
     path = sqlite_path(uri)
     if path is None or path.is_file():
-        return None
+        return
     if not path.parent.is_dir() and not new_folder:
         raise ConfigError(f"the folder of the tracking store {uri} does not exist: "
                           f"{path.parent}; check the path, or add tracking.new_folder=true to "
                           f"create it")
-    return f"svmlab: creating a new tracking store at {uri}"
+    print(f"svmlab: creating a new tracking store at {uri}", flush=True)
