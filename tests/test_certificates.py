@@ -17,6 +17,8 @@ from svmlab.estimator.certificates import (
 )
 from svmlab.estimator.formulations import L2
 from svmlab.estimator.kernels import Kernel
+from svmlab.numerics.box_ascent import box_ascent
+from svmlab.numerics.rows import rows_of
 from svmlab.solvers.baselines import Liblinear, Libsvm
 
 
@@ -167,35 +169,70 @@ def test_zero_c_and_relative_gap_conventions():
         Formulation("logistic")
 
 
-def test_a_wide_free_set_gives_the_exact_fit_of_largest_sum(problem):
-    """60 free points in 5 dimensions: the optimality condition v(a) = w is met by many a in
-    the box; the refinement takes the one of largest sum, a bound at least as tight as any
-    other exact fit's (here scipy's bounded least squares), and still below P*."""
+def test_the_l2_refinement_ascends_the_dual_on_the_free_set(problem):
+    """Without a free bias, the l2 refinement maximises the dual over the free points (the
+    others fixed): with every point free it reaches the exact dual optimum (SLSQP), a bound
+    at least as tight as the exact fit of largest sum (linprog) or of least squares (bvls),
+    and still below P*; on part of the points it never loses to the model's own point."""
     X, y = problem
     C = 0.7
     Z = X * y[:, None]
     a_star = exact_dual(Z @ Z.T, C)
+    d_star = a_star.sum() - 0.5 * np.sum((Z.T @ a_star) ** 2)
     p_star = hinge_primal(X, y, Z.T @ a_star, 0.0, C)
-    w = Z.T @ a_star + 0.05 * np.random.default_rng(1).normal(size=X.shape[1])
-    form, image = Formulation("hinge"), LinearImage(X, y, w)
-    base, free = form.loss_term.dual_candidate(y * (X @ w), C), np.arange(len(y))
-    refined = image.fit_free(base, free, C, L2(), balanced=False)
-    assert np.all((refined >= 0.0) & (refined <= C))
-    np.testing.assert_allclose(image.vector(refined), w, atol=1e-8)
-    other = lsq_linear(Z.T, w, bounds=(0.0, C), method="bvls", tol=1e-14).x
-    np.testing.assert_allclose(Z.T @ other, w, atol=1e-8)
-    assert refined.sum() >= other.sum() - 1e-9
-    assert dual_bound(form, C, other, image) <= dual_bound(form, C, refined, image) <= p_star
+    form = Formulation("hinge")
+    for offset in (0.05, 100.0):  # the optimality condition within reach, and beyond it
+        w = Z.T @ a_star + offset * np.random.default_rng(1).normal(size=X.shape[1])
+        image = LinearImage(X, y, w)
+        base = form.loss_term.dual_candidate(y * (X @ w), C)
+        refined = image.fit_free(base, np.arange(len(y)), C, L2(), balanced=False)
+        assert np.all((refined >= 0.0) & (refined <= C))
+        bound = dual_bound(form, C, refined, image)
+        assert d_star * (1 - 1e-5) <= bound <= p_star * (1 + 1e-12)
+        others = [lsq_linear(Z.T, w, bounds=(0.0, C), method="bvls", tol=1e-14).x]
+        lp = linprog(-np.ones(len(y)), A_eq=Z.T, b_eq=w, bounds=(0.0, C), method="highs")
+        others += [lp.x] if lp.status == 0 else []
+        assert all(dual_bound(form, C, a, image) <= bound for a in others)
+        part = np.flatnonzero(np.abs(1.0 - y * (X @ w)) <= 0.5)
+        partial = image.fit_free(base, part, C, L2(), balanced=False)
+        np.testing.assert_array_equal(np.delete(partial, part), np.delete(base, part))
+        assert dual_bound(form, C, base, image) <= dual_bound(form, C, partial, image) <= p_star
 
 
-def test_a_free_set_that_cannot_meet_the_condition_gets_the_least_squares_fit(problem):
+def test_a_free_bias_gets_the_balanced_exact_fit_of_largest_sum(problem):
+    """With a free bias, where v(a) = w and sum_i a_i y_i = 0 can be met on the free set, the
+    refinement meets both with the a of largest sum, at least that of scipy's bounded least
+    squares (another exact fit)."""
     X, y = problem
     C = 0.7
     Z = X * y[:, None]
-    w = 100.0 * np.ones(X.shape[1])  # beyond the reach of a in [0, C]^60
+    a_star = exact_dual(Z @ Z.T, C, y)
+    w = Z.T @ a_star + 0.05 * np.random.default_rng(1).normal(size=X.shape[1])
     image = LinearImage(X, y, w)
-    fit = image.fit_free(np.zeros(len(y)), np.arange(len(y)), C, L2(), balanced=False)
-    exact = lsq_linear(Z.T, w, bounds=(0.0, C), method="bvls", tol=1e-14).x
-    cost = lambda a: np.sum((Z.T @ a - w) ** 2)
-    assert np.all((fit >= 0.0) & (fit <= C))
-    assert cost(fit) == pytest.approx(cost(exact), rel=1e-6)
+    base = Formulation("hinge").loss_term.dual_candidate(y * (X @ w), C)
+    refined = image.fit_free(base, np.arange(len(y)), C, L2(), balanced=True)
+    assert np.all((refined >= 0.0) & (refined <= C))
+    np.testing.assert_allclose(image.vector(refined), w, atol=1e-8)
+    assert abs(refined @ y) < 1e-8
+    system = np.vstack([Z.T, y])
+    other = lsq_linear(system, np.append(w, 0.0), bounds=(0.0, C), method="bvls", tol=1e-14).x
+    np.testing.assert_allclose(system @ other, np.append(w, 0.0), atol=1e-8)
+    assert refined.sum() >= other.sum() - 1e-9
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_box_ascent_reaches_the_box_qp_optimum(sparse):
+    """max sum x - 1/2 ||s0 + R^T x||^2 over [0, C]^m against L-BFGS-B, with s kept in step."""
+    rng = np.random.default_rng(4)
+    R = rng.normal(size=(200, 6)) * (rng.random((200, 6)) < 0.6)
+    s0, C = rng.normal(size=6), 0.4
+    x, s = np.full(200, C / 2), s0 + R.T @ np.full(200, C / 2)
+    box_ascent(rows_of(sp.csr_matrix(R) if sparse else R), s, x, C, 10_000, 0.0)
+    np.testing.assert_allclose(s, s0 + R.T @ x, atol=1e-12)
+    assert np.all((x >= 0.0) & (x <= C))
+    value = lambda z: z.sum() - 0.5 * np.sum((s0 + R.T @ z) ** 2)
+    ref = minimize(lambda z: (-value(z), R @ (s0 + R.T @ z) - 1.0), np.zeros(200), jac=True,
+                   method="L-BFGS-B", bounds=[(0.0, C)] * 200,
+                   options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
+    assert value(x) == pytest.approx(-ref.fun, rel=1e-9)
+    assert value(x) >= -ref.fun - 1e-9

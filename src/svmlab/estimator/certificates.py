@@ -26,9 +26,13 @@ Dual points come from the solver when it has them (LIBSVM's dual coefficients, t
 solvers' alpha) and from the model itself: a_i = -C loss'(m_i), which is exact for the smooth
 losses at the optimum. For the hinge the points with m_i = 1 (free support vectors) get their
 a_i from the optimality condition w = v(a) over the points whose margin lies within delta of 1,
-for a few delta, tried only while the gap stays above the tolerance asked for: where the
-condition can be met, by the a of largest sum among those that meet it (an LP), else by bounded
-least squares (`_free_set_fit`); every candidate is then made feasible (the
+for a few delta, tried only while the gap stays above the tolerance asked for, each set
+warm-started from the previous one's a. With the l2 penalty and no free bias the a_i of the
+free set maximise the dual itself, sum a - 1/2 ||v(a)||^2 over the box with the other a_i fixed
+(coordinate ascent, `numerics.box_ascent`: a few passes over the free set, so the cost grows
+with the free set, not with the data). Otherwise, where the condition can be met, they are
+the a of largest sum among those that meet it (an LP), else the bounded least-squares fit
+(`_free_set_fit`). Every candidate is then made feasible (the
 equality of a free bias by shrinking the heavier class, the l1 constraint by scaling) and
 scaled by the best factor t (D(t a) is concave in t). The best candidate is kept. Each of
 these steps is a method of the formulation's parts (`formulations`): a loss or penalty class
@@ -57,10 +61,14 @@ from svmlab.estimator.formulations import (
     PowerHinge,
     Scaling,
 )
+from svmlab.numerics.box_ascent import box_ascent
+from svmlab.numerics.rows import rows_of
 
 FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
 MAX_KERNEL_FREE = 2000  # points in a kernel model's free set (a dense QP of this size)
 BALANCE_WEIGHT = 1e3  # weight of a free bias's equality in the free-set least squares
+FREE_SET_PASSES = 100  # passes of the l2 free-set ascent over its points, at most
+FREE_SET_GAIN_TOL = 1e-5  # ... fewer once a pass raises the dual by this relative amount or less
 CERTIFICATE_TOL = 1e-3  # relative gap a fit's certificate refines toward, unless its solver asks
 
 
@@ -182,10 +190,14 @@ class LinearImage(DualImage):
         return float(np.abs(self.vector(a)).max(initial=0.0))
 
     def fit_free(self, a, free, C, penalty, balanced):
-        """a_free by `_free_set_fit` on the d rows of the optimality condition (plus the
-        weighted balance row of a free bias)."""
+        """a_free by `_free_set_ascent` for a penalty that allows it (l2) without a free bias,
+        else by `_free_set_fit` on the d rows of the optimality condition (plus the weighted
+        balance row of a free bias)."""
         fixed = a.copy()
         fixed[free] = 0.0
+        if penalty.ascent and not balanced:
+            fixed[free] = self._free_set_ascent(np.clip(a[free], 0.0, C), fixed, free, C)
+            return fixed
         rows, target = penalty.optimality_target(self.w)
         residual = (target - self.vector(fixed))[rows]
         A_free = self.A[:, free][rows] if sp.issparse(self.A) else self.A[rows][:, free]
@@ -200,6 +212,15 @@ class LinearImage(DualImage):
             return fixed
         fixed[free] = np.clip(_free_set_fit(A_free, residual, C), 0.0, C)
         return fixed
+
+    def _free_set_ascent(self, x, fixed, free, C):
+        """x = a_free maximising the l2 dual sum a - 1/2 ||v(a)||^2 over [0, C]^m with a off
+        the free set fixed, by `box_ascent` from x (at most FREE_SET_PASSES passes)."""
+        columns = self.A[:, free].T
+        columns = columns.tocsr() if sp.issparse(columns) else columns
+        s = self.vector(fixed) + np.asarray(columns.T @ x).ravel()
+        box_ascent(rows_of(columns), s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL)
+        return x
 
 
 def _free_set_fit(A: np.ndarray | sp.csr_matrix, r: np.ndarray, C: float) -> np.ndarray:
@@ -313,7 +334,8 @@ def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Form
         if not key or key in seen:
             continue
         seen.add(key)
-        yield image.fit_free(base, free, C, form.penalty_term, form.bias_term.balanced)
+        base = image.fit_free(base, free, C, form.penalty_term, form.bias_term.balanced)
+        yield base
 
 
 def _best_scaled_dual(loss: Scaling, penalty: Scaling, S: float) -> float:

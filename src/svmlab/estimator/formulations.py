@@ -197,6 +197,7 @@ class Penalty(ABC):
     `from_norms`, `scaling` and `optimality_target`, which the certificates use."""
 
     name: str
+    ascent = False  # whether the hinge's free-set refinement may ascend sum a - R*(v(a))
 
     @abstractmethod
     def value(self, w: np.ndarray) -> float:
@@ -209,6 +210,7 @@ class Penalty(ABC):
 
 class L2(Penalty):
     name = "l2"
+    ascent = True
 
     def value(self, w):
         return 0.5 * float(w @ w)
