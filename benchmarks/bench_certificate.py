@@ -1,21 +1,22 @@
 """The end-of-fit certificate: its time and its certified gap, against the fit's time and
-against the previous free-set refinement (lsq_linear's trf on every free set), in one run.
+against the previous free-set refinement, in one run.
 
 The hinge's free-set refinement (estimator/certificates.py) completes the model's dual point on
 the points near the margin: a free set of d rows and m columns, m up to tens of thousands for
-a model far from the optimum. It now takes the exact fit of largest sum (an LP, HiGHS) where
-the optimality condition can be met, and the bounded least-squares fit (trf) elsewhere; the
-reference ("trf") runs the same certificate with trf on every free set, as before. Cases:
+a model far from the optimum. With the l2 penalty and no free bias it now ascends the dual over
+the free set (coordinate ascent, numerics/box_ascent.py); the reference ("LP") runs the same
+certificate with the previous refinement, the exact fit of largest sum (an LP, HiGHS) where
+the optimality condition can be met and the bounded least-squares fit (trf) elsewhere. Cases:
 - pegasos: ijcnn1, C = 1, seed 0, 5 epochs (the brief fit), and the alm_paper preset's
   Pegasos (its defaults: up to 100 epochs, tol 1e-2) at C = 1 and 10;
 - nesvm: a9a, C = 1, NESVM's defaults (stop at a certified gap of 1e-2 of its quick bound),
   and nesvm_paper's settings (stop='paper', eps 1e-3, homotopy off, the paper's Lipschitz
-  constant): far from the optimum, so its free sets cannot meet the condition;
-- l1_newton: a9a, l1_newton_paper's settings (lam 1e-4, mu 1e-2, eta 0.1, alpha_min 1e-4,
-  tol 0): its certificate has a free-set LP of its own (solvers/l1_newton/certificate.py), for
-  comparison.
-Columns: fit time, the certificate's median time over --repeats (the reference once: minutes),
-their ratio, and the certified relative gap of each.
+  constant): a free bias, so the LP and trf as before;
+- l1_newton: a9a, its defaults and l1_newton_paper's settings (lam 1e-4, mu 1e-2, eta 0.1,
+  alpha_min 1e-4, tol 0): its certificate has a free-set LP of its own
+  (solvers/l1_newton/certificate.py), the same in both columns.
+Columns: fit time, the certificate's median time over --repeats (the reference once), their
+ratio, and the certified relative gap of each.
 
     python benchmarks/bench_certificate.py [--data-dir ../shared/data/libsvm] [--repeats 3]
     python benchmarks/bench_certificate.py --cases pegasos_5 --no-reference
@@ -29,11 +30,10 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import lsq_linear
 from sklearn.exceptions import ConvergenceWarning
 
 from svmlab import data
-from svmlab.estimator import certificates
+from svmlab.estimator.formulations import L2
 from svmlab.solvers.l1_newton import L1NewtonSVM
 from svmlab.solvers.nesvm import NESVM
 from svmlab.solvers.pegasos import Pegasos
@@ -48,13 +48,9 @@ CASES = {
     "pegasos_C10": ("ijcnn1", lambda: Pegasos(C=10.0, random_state=0)),
     "nesvm": ("a9a", lambda: NESVM(C=1.0)),
     "nesvm_paper": ("a9a", lambda: NESVM(C=1.0, **NESVM_PAPER)),
+    "l1_newton": ("a9a", lambda: L1NewtonSVM()),
     "l1_newton_paper": ("a9a", lambda: L1NewtonSVM(**L1_NEWTON_PAPER)),
 }
-
-
-def trf_only(A, r, C):
-    """The previous refinement: the bounded least-squares fit on every free set."""
-    return lsq_linear(A, r, bounds=(0.0, C), method="trf", lsmr_tol="auto", max_iter=200).x
 
 
 def timed_certificate(model, X, y_pm, repeats):
@@ -71,12 +67,12 @@ def main():
     parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_DATA_DIR", DEFAULT_DATA))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
-    parser.add_argument("--no-reference", action="store_true", help="skip the trf reference")
+    parser.add_argument("--no-reference", action="store_true", help="skip the LP reference")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     print(f"{'case':16} {'data':7} {'fit s':>7} {'cert s':>8} {'ratio':>6} {'rel_gap':>10} "
-          f"{'trf cert s':>10} {'trf rel_gap':>11} {'speed-up':>8}")
+          f"{'LP cert s':>10} {'LP rel_gap':>11} {'speed-up':>8}")
     for name in args.cases:
         dataset, make = CASES[name]
         d = data.load(dataset, data_dir=args.data_dir)
@@ -86,12 +82,11 @@ def main():
         row = (f"{name:16} {dataset:7} {model.fit_time_s_:7.2f} {seconds:8.2f} "
                f"{seconds / model.fit_time_s_:6.1f} {cert.rel_gap:10.6f}")
         if not args.no_reference:
-            fit = certificates._free_set_fit
-            certificates._free_set_fit = trf_only
+            L2.ascent = False
             try:
                 old_seconds, old = timed_certificate(model, X, y_pm, 1)
             finally:
-                certificates._free_set_fit = fit
+                L2.ascent = True
             row += f" {old_seconds:10.2f} {old.rel_gap:11.6f} {old_seconds / seconds:8.1f}"
         print(row, flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

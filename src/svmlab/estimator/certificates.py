@@ -151,11 +151,12 @@ class DualImage(ABC):
 
     @abstractmethod
     def fit_free(self, a: np.ndarray, free: np.ndarray, C: float, penalty: Penalty,
-                 balanced: bool) -> np.ndarray:
+                 balanced: bool, enough: float = np.inf) -> np.ndarray:
         """a with its entries on ``free`` chosen in [0, C] so that v(a) meets the model's
         optimality condition (l2: v(a) = w; l1: v(a)_j = sign(w_j) where w_j != 0) and, if
         ``balanced`` (a free bias), sum_i a_i y_i = 0, with the largest sum of a; or, where
-        no such a exists, best matches it."""
+        no such a exists, best matches it. A method that improves the dual bound step by step
+        may stop once it reaches ``enough``."""
 
 
 class LinearImage(DualImage):
@@ -189,14 +190,15 @@ class LinearImage(DualImage):
     def sup_norm(self, a):
         return float(np.abs(self.vector(a)).max(initial=0.0))
 
-    def fit_free(self, a, free, C, penalty, balanced):
+    def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         """a_free by `_free_set_ascent` for a penalty that allows it (l2) without a free bias,
         else by `_free_set_fit` on the d rows of the optimality condition (plus the weighted
         balance row of a free bias)."""
         fixed = a.copy()
         fixed[free] = 0.0
         if penalty.ascent and not balanced:
-            fixed[free] = self._free_set_ascent(np.clip(a[free], 0.0, C), fixed, free, C)
+            fixed[free] = self._free_set_ascent(np.clip(a[free], 0.0, C), fixed, free, C,
+                                                enough)
             return fixed
         rows, target = penalty.optimality_target(self.w)
         residual = (target - self.vector(fixed))[rows]
@@ -213,13 +215,15 @@ class LinearImage(DualImage):
         fixed[free] = np.clip(_free_set_fit(A_free, residual, C), 0.0, C)
         return fixed
 
-    def _free_set_ascent(self, x, fixed, free, C):
+    def _free_set_ascent(self, x, fixed, free, C, enough):
         """x = a_free maximising the l2 dual sum a - 1/2 ||v(a)||^2 over [0, C]^m with a off
-        the free set fixed, by `box_ascent` from x (at most FREE_SET_PASSES passes)."""
+        the free set fixed, by `box_ascent` from x (at most FREE_SET_PASSES passes, fewer once
+        the dual reaches ``enough``)."""
         columns = self.A[:, free].T
         columns = columns.tocsr() if sp.issparse(columns) else columns
         s = self.vector(fixed) + np.asarray(columns.T @ x).ravel()
-        box_ascent(rows_of(columns), s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL)
+        box_ascent(rows_of(columns), s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL,
+                   enough - fixed.sum())
         return x
 
 
@@ -254,7 +258,7 @@ class KernelImage(DualImage):
         c = (a * self.y)[nz]
         return float(c @ self.kernel.dot(self.X[nz], self.X[nz], c))
 
-    def fit_free(self, a, free, C, penalty, balanced):
+    def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         """The box QP min ||w - v(a)||^2 (+ a weighted (sum_i a_i y_i)^2 if ``balanced``)
         over a_free, on at most MAX_KERNEL_FREE points."""
         fixed = a.copy()
@@ -310,7 +314,8 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
         if value > best:
             best, source = value, origin
     if refine and form.loss_term.refinable:
-        for a in _free_set_points(C, margins, image, form):
+        enough = primal - tol * abs(primal)  # the dual value that certifies tol
+        for a in _free_set_points(C, margins, image, form, enough):
             if relative_gap(primal, best) <= tol:
                 break
             refined = True
@@ -320,9 +325,11 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     return Certificate(form.name, primal, float(best), source, refined)
 
 
-def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Formulation):
+def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Formulation,
+                     enough: float):
     """The hinge's refinements: a_i from the optimality condition on the points whose margin
-    lies within delta of 1, for growing delta (computed one at a time, when asked for)."""
+    lies within delta of 1, for growing delta (computed one at a time, when asked for, each
+    from the last; ``enough``: see `DualImage.fit_free`)."""
     r = 1.0 - margins
     base = form.loss_term.dual_candidate(margins, C)
     scale = max(1.0, float(np.abs(margins).max(initial=0.0)))
@@ -334,7 +341,7 @@ def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Form
         if not key or key in seen:
             continue
         seen.add(key)
-        base = image.fit_free(base, free, C, form.penalty_term, form.bias_term.balanced)
+        base = image.fit_free(base, free, C, form.penalty_term, form.bias_term.balanced, enough)
         yield base
 
 

@@ -15,10 +15,11 @@ from numba import njit
 
 
 @njit(cache=True)
-def box_ascent(rows, s, x, C, passes, tol):
+def box_ascent(rows, s, x, C, passes, tol, goal=np.inf):
     """Up to ``passes`` passes from x (in place; s = s0 + sum_j x_j r_j, kept in step), each in
     a new random order (seeded: the same result every time), stopping after a pass that raises
-    the objective by at most tol (sum_j x_j + 1/2 ||s||^2). Returns the passes made."""
+    the objective by at most tol (sum_j x_j + 1/2 ||s||^2), or that brings it to ``goal``.
+    Returns the passes made."""
     data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
     m = rows.n_rows
     squares = np.zeros(m)
@@ -45,6 +46,7 @@ def box_ascent(rows, s, x, C, passes, tol):
                     s[k - start if dense else indices[k]] += step * data[k]
                 x[j] = new
                 gain += step * (slope - 0.5 * step * squares[j])
-        if gain <= tol * (x.sum() + 0.5 * (s @ s)):
+        total, half_square = x.sum(), 0.5 * (s @ s)
+        if gain <= tol * (total + half_square) or total - half_square >= goal:
             return done
     return passes

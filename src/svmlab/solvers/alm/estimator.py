@@ -36,7 +36,7 @@ class RowsImage(DualImage):
         rmatvec(self.rows, a * self.y, self.out)
         return float(self.out @ self.out)
 
-    def fit_free(self, a, free, C, penalty, balanced):
+    def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         raise NotImplementedError("RowsImage serves the solver's own dual point only")
 
 
