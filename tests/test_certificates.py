@@ -236,3 +236,16 @@ def test_box_ascent_reaches_the_box_qp_optimum(sparse):
                    options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
     assert value(x) == pytest.approx(-ref.fun, rel=1e-9)
     assert value(x) >= -ref.fun - 1e-9
+
+
+def test_box_ascent_stops_at_its_goal():
+    """A goal below the optimum ends the ascent early, at a point that reaches it."""
+    rng = np.random.default_rng(5)
+    R, s0, C = rng.normal(size=(300, 4)), rng.normal(size=4), 0.5
+    value = lambda z, s: z.sum() - 0.5 * s @ s
+    x, s = np.zeros(300), s0.copy()
+    full = box_ascent(rows_of(R), s, x, C, 10_000, 0.0)
+    goal = 0.5 * (value(np.zeros(300), s0) + value(x, s))
+    x, s = np.zeros(300), s0.copy()
+    early = box_ascent(rows_of(R), s, x, C, 10_000, 0.0, goal)
+    assert early < full and value(x, s) >= goal
