@@ -3,10 +3,10 @@ against the previous free-set refinement, in one run.
 
 The hinge's free-set refinement (estimator/certificates.py) completes the model's dual point on
 the points near the margin: a free set of d rows and m columns, m up to tens of thousands for
-a model far from the optimum. With the l2 penalty and no free bias it now ascends the dual over
-the free set (coordinate ascent, numerics/box_ascent.py); the reference ("LP") runs the same
-certificate with the previous refinement, the exact fit of largest sum (an LP, HiGHS) where
-the optimality condition can be met and the bounded least-squares fit (trf) elsewhere. Cases:
+a model far from the optimum. With the l2 penalty and no free bias it now ascends the dual over the
+free set (coordinate ascent, numerics/box_ascent.py, which Pegasos passes); the reference ("LP")
+runs the same certificate with the previous refinement, the exact fit of largest sum (an LP, HiGHS)
+where the optimality condition can be met and the bounded least-squares fit (trf) elsewhere. Cases:
 - pegasos: ijcnn1, C = 1, seed 0, 5 epochs (the brief fit), and the alm_paper preset's
   Pegasos (its defaults: up to 100 epochs, tol 1e-2) at C = 1 and 10;
 - nesvm: a9a, C = 1, NESVM's defaults (stop at a certified gap of 1e-2 of its quick bound),

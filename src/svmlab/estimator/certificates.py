@@ -28,11 +28,11 @@ losses at the optimum. For the hinge the points with m_i = 1 (free support vecto
 a_i from the optimality condition w = v(a) over the points whose margin lies within delta of 1,
 for a few delta, tried only while the gap stays above the tolerance asked for, each set
 warm-started from the previous one's a. With the l2 penalty and no free bias the a_i of the
-free set maximise the dual itself, sum a - 1/2 ||v(a)||^2 over the box with the other a_i fixed
-(coordinate ascent, `numerics.box_ascent`: a few passes over the free set, so the cost grows
-with the free set, not with the data). Otherwise, where the condition can be met, they are
-the a of largest sum among those that meet it (an LP), else the bounded least-squares fit
-(`_free_set_fit`). Every candidate is then made feasible (the
+free set maximise the dual itself, sum a - 1/2 ||v(a)||^2 over the box with the other a_i
+fixed (coordinate ascent, `numerics.box_ascent`, where the solver passes it: a few passes over
+the free set, so the cost grows with the free set, not with the data). Otherwise, where the
+condition can be met, they are the a of largest sum among those that meet it (an LP), else the
+bounded least-squares fit (`_free_set_fit`). Every candidate is then made feasible (the
 equality of a free bias by shrinking the heavier class, the l1 constraint by scaling) and
 scaled by the best factor t (D(t a) is concave in t). The best candidate is kept. Each of
 these steps is a method of the formulation's parts (`formulations`): a loss or penalty class
@@ -61,8 +61,6 @@ from svmlab.estimator.formulations import (
     PowerHinge,
     Scaling,
 )
-from svmlab.numerics.box_ascent import box_ascent
-from svmlab.numerics.rows import rows_of
 
 FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
 MAX_KERNEL_FREE = 2000  # points in a kernel model's free set (a dense QP of this size)
@@ -160,11 +158,16 @@ class DualImage(ABC):
 
 
 class LinearImage(DualImage):
-    """Linear features x (with a penalised bias: [x, s]); the model's weights w (and b / s)."""
+    """Linear features x (with a penalised bias: [x, s]); the model's weights w (and b / s).
+
+    ``ascent``, if given, is the l2 refinement's solver (`numerics.box_ascent.free_set_ascent`,
+    compiled, which this layer does not import: a solver family passes it), called as
+    ascent(points, s, x, C, passes, tol, goal) with the free set's points y_i x_i as rows."""
 
     def __init__(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
-                 bias_scale: float | None = None):
+                 bias_scale: float | None = None, ascent=None):
         super().__init__(y)
+        self.ascent = ascent
         self.A = X.T.multiply(y).tocsr() if sp.issparse(X) else (X * y[:, None]).T
         self.w = w
         if bias_scale is not None:  # the constant feature of a penalised bias
@@ -192,11 +195,11 @@ class LinearImage(DualImage):
 
     def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         """a_free by `_free_set_ascent` for a penalty that allows it (l2) without a free bias,
-        else by `_free_set_fit` on the d rows of the optimality condition (plus the weighted
-        balance row of a free bias)."""
+        given an ``ascent``, else by `_free_set_fit` on the d rows of the optimality condition
+        (plus the weighted balance row of a free bias)."""
         fixed = a.copy()
         fixed[free] = 0.0
-        if penalty.ascent and not balanced:
+        if self.ascent is not None and penalty.ascent and not balanced:
             fixed[free] = self._free_set_ascent(np.clip(a[free], 0.0, C), fixed, free, C,
                                                 enough)
             return fixed
@@ -217,14 +220,13 @@ class LinearImage(DualImage):
 
     def _free_set_ascent(self, x, fixed, free, C, enough):
         """x = a_free maximising the l2 dual sum a - 1/2 ||v(a)||^2 over [0, C]^m with a off
-        the free set fixed, by `box_ascent` from x (at most FREE_SET_PASSES passes, fewer once
+        the free set fixed, by ``ascent`` from x (at most FREE_SET_PASSES passes, fewer once
         the dual reaches ``enough``)."""
-        columns = self.A[:, free].T
-        columns = columns.tocsr() if sp.issparse(columns) else columns
-        s = self.vector(fixed) + np.asarray(columns.T @ x).ravel()
-        box_ascent(rows_of(columns), s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL,
-                   enough - fixed.sum())
-        return x
+        points = self.A[:, free].T
+        points = points.tocsr() if sp.issparse(points) else points
+        s = self.vector(fixed) + np.asarray(points.T @ x).ravel()
+        return self.ascent(points, s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL,
+                           enough - fixed.sum())
 
 
 def _free_set_fit(A: np.ndarray | sp.csr_matrix, r: np.ndarray, C: float) -> np.ndarray:

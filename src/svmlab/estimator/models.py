@@ -68,7 +68,11 @@ class LinearSVMClassifier(_CertifiedModel):
     """f(x) = coef_[0] . x + intercept_[0].
 
     `_fit` sets coef_ (shape (1, n_features)) and intercept_ (shape (1,), 0 without intercept).
+    A solver family may set ``_free_set_ascent`` to the compiled solver of the hinge's l2
+    free-set refinement (see `certificates.LinearImage`).
     """
+
+    _free_set_ascent = None
 
     def _decision_function(self, X) -> np.ndarray:
         return X @ self.coef_[0] + self.intercept_[0]
@@ -81,7 +85,8 @@ class LinearSVMClassifier(_CertifiedModel):
         return self._linear_image(X, y, self.coef_[0], float(self.intercept_[0]))
 
     def _linear_image(self, X, y, w: np.ndarray, b: float) -> LinearImage:
-        return LinearImage(X, y, w, b, self._formulation().bias_term.scale)
+        return LinearImage(X, y, w, b, self._formulation().bias_term.scale,
+                           self._free_set_ascent)
 
     def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
                              refine: bool = True) -> Certificate:

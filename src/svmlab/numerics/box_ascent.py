@@ -13,6 +13,14 @@ taken from. scipy has no bounded solver that exploits a few rows of many short c
 import numpy as np
 from numba import njit
 
+from svmlab.numerics.rows import rows_of
+
+
+def free_set_ascent(points, s, x, C, passes, tol, goal):
+    """`box_ascent` on the rows of ``points`` (CSR or dense); x returned."""
+    box_ascent(rows_of(points), s, x, C, passes, tol, goal)
+    return x
+
 
 @njit(cache=True)
 def box_ascent(rows, s, x, C, passes, tol, goal=np.inf):

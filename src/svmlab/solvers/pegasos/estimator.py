@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval
 
 from svmlab.estimator.certificates import Formulation
 from svmlab.estimator.models import LinearSVMClassifier
+from svmlab.numerics.box_ascent import free_set_ascent
 from svmlab.numerics.rows import rows_of
 from svmlab.solvers.pegasos.steps import pegasos_steps
 
@@ -39,6 +40,7 @@ class Pegasos(LinearSVMClassifier):
         "random_state": ["random_state"],
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2, "tol": 0.0}
+    _free_set_ascent = staticmethod(free_set_ascent)
 
     def __init__(self, C=1.0, *, epochs=100, max_iter=None, tol=1e-2, projection=True,
                  random_state=None):
