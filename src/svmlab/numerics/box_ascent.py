@@ -6,8 +6,10 @@ with r_j the rows of a `numerics.rows.Rows` matrix: the dual of an l2-penalised 
 restricted to some of its coordinates (the others fixed in s0), as LIBLINEAR's dual coordinate
 descent solves it over all of them. Each update is exact along its coordinate, so the objective
 never decreases; a pass costs one read of the rows, whatever the size of the data the rows were
-taken from. scipy has no bounded solver that exploits a few rows of many short columns this way
-(lsq_linear and linprog factor or iterate on the whole system), hence this module.
+taken from. LIBLINEAR's solver runs on a whole data set, not on a subset with the rest of the
+dual fixed, and scipy's bounded solvers were far slower here: on Pegasos' ijcnn1 free set
+(17,847 points, 22 rows) HiGHS' LP took 0.5 s, and L-BFGS-B on this objective took seconds for
+a looser bound than 100 passes of this ascent give in tens of milliseconds; hence this module.
 """
 
 import numpy as np
