@@ -612,7 +612,7 @@ def test_the_preset_composes_into_the_paper_sweep():
         paper = build_estimator(composed(f"solver={name}"))
         assert (paper.p, paper.max_iter, paper.tol, paper.tol_gap) == (p, 100, 1e-4, None)
         assert (paper.tol_change, paper.mu_schedule, paper.rho, paper.mu0) == (
-            "absolute", "paper29", 1.05, None)
+            "absolute", "paper29", 1.01, None)
         timing = build_estimator(composed(f"solver={name}_timing"))
         assert (timing.p, timing.max_iter, timing.tol, timing.mu_schedule) == (
             p, 1000, 0.0, "paper29")
