@@ -16,7 +16,8 @@ certificate, the one of Nie et al. (ICML 2014): the first trace row whose object
 and penalty with a free bias (``objective_hinge_l2`` for every hinge-loss run, however it treats
 its bias), and obj* is the least final value of that objective among the runs of the same
 dataset, C and seed (a seeded split trains on other data): the tight solve the selection holds
-(e.g. LIBLINEAR's last fit of a ``tol_path``) sets it, and the notes give each reference and the run it came from.
+(e.g. LIBLINEAR's last fit of a ``tol_path``) sets it, and the notes give each reference and
+the run it came from.
 """
 
 from __future__ import annotations

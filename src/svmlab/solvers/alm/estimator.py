@@ -47,19 +47,19 @@ class SVMALM(LinearSVMClassifier):
     ``inner_steps`` warm-started CG iterations per outer iteration, default 3, 1 = the paper's
     Algorithm 2; 'exact': CG to relative residual cg_tol within cg_maxit iterations, default
     min(d+1, 1000), Algorithm 1); mu_schedule ('constant', 'geometric': min(rho mu, mu_max),
-    'balance', 'paper29': rho mu clamped into [mu, the right-hand side of the paper's Eq. 29],
-    non-decreasing), mu0 (default 0.1 C), rho, mu_max; w_init ('ones', the paper's, or 'zeros');
-    prox_tol, prox_maxit (general p); refresh_every. Stopping (any enabled rule stops): tol_gap
-    (default 1e-2): the relative duality gap certified by the dual point alpha = -y lam <=
-    tol_gap (on the solver's clock); the paper's rules, off by default
+    'balance', 'paper29': rho mu clamped into [mu, the right-hand side of the paper's
+    Eq. 29], non-decreasing), mu0 (default 0.1 C), rho, mu_max; w_init ('ones', the paper's,
+    or 'zeros'); prox_tol, prox_maxit (general p); refresh_every. Stopping (any enabled rule
+    stops): tol_gap (default 1e-2): the relative duality gap certified by the dual point
+    alpha = -y lam <= tol_gap (on the solver's clock); the paper's rules, off by default
     (conf/solver/alm_paper.yaml): tol, |obj_k - obj_k-1| <= tol max(1, |obj_k-1|) with
-    tol_change='relative', <= tol with 'absolute' (section 4's "objectives changes are less than
-    10^-4", read as written; 0 disables it), and eps_grad (p > 1): ||grad obj(w, b)|| <=
-    eps_grad (times ||grad obj|| at the start if grad_rel); max_iter outer iterations. The dual bound of the multipliers' point is
-    computed on a schedule, at iterations 1, 2, ..., 20, 22, 24, 26, 28, 30, 33, ... spaced by a
-    factor 1.1 (CERTIFY_GROWTH), and at the iteration that ends the fit, so it costs a small
-    part of a fit; every iteration's certified gap is its objective minus the best bound so far,
-    so a fit stops at the first iterate that bound certifies. trace_certificate=True computes
+    tol_change='relative', <= tol with 'absolute' (section 4's "objectives changes are less
+    than 10^-4", read as written; 0 disables it), and eps_grad (p > 1): ||grad obj(w, b)|| <=
+    eps_grad (times ||grad obj|| at the start if grad_rel); max_iter outer iterations. The dual
+    bound of the multipliers' point is computed on a schedule, at iterations 1, 2, ..., 20, 22,
+    24, 26, 28, 30, 33, ... spaced by a factor 1.1 (CERTIFY_GROWTH), and at the iteration that
+    ends the fit, so it costs a small part of a fit; every iteration's certified gap is its
+    objective minus the best bound so far, so a fit stops at the first iterate that bound certifies. trace_certificate=True computes
     the bound at every iteration (off the clock without tol_gap; without either, no iterate is
     certified, only the final model).
 
