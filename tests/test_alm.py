@@ -294,6 +294,46 @@ def test_12_mu_schedules():
     np.testing.assert_allclose(mu, 0.01 * 1.05 ** np.arange(50), rtol=1e-12)
 
 
+def test_12b_eq29_schedule_is_the_papers_bound_one_iteration_late():
+    """paper29: mu_(k+1) = min(max(min(rho mu_k, RHS), mu_k), mu_max) with RHS of Eq. 29 on the
+    iterations (k-1, k), computed here from the iterates: non-decreasing, and held back by the
+    bound where rho mu_k exceeds it."""
+    A, y = make_problem(200, 6)
+    C, rho, mu_max = 1.0, 1.5, 50.0
+    states, steps = run(A, y, 40, mu=0.1 * C, exact=False, schedule="paper29", rho=rho,
+                        mu_max=mu_max, C=C)
+    mus = np.array([step.mu for step in steps])
+    f = np.array([0.5 * w @ w + C * np.sum(np.maximum(y * e, 0)) for w, _, _, e, _ in states])
+    res2 = np.array([step.primal_residual ** 2 for step in steps])
+    assert mus[1] == pytest.approx(rho * mus[0], rel=1e-15)
+    rhs = (0.5 * mus[:-1] * res2[:-1] + f[:-1] - f[1:]) / (0.5 * res2[1:])
+    expected = np.minimum(np.maximum(np.minimum(rho * mus[1:-1], rhs[:-1]), mus[1:-1]), mu_max)
+    np.testing.assert_allclose(mus[2:], expected, rtol=1e-12)
+    assert np.all(np.diff(mus) >= 0)
+    held = rhs[:-1] < rho * mus[1:-1]
+    assert held.any() and (~held).any()  # the bound and the growth both decide somewhere
+
+
+def test_12c_objective_change_stop_as_written():
+    """tol_change='absolute' stops at the first |obj_k - obj_k-1| <= tol (section 4 as
+    written), 'relative' at the first <= tol max(1, |obj_k-1|); at C = 10 the objective is far
+    above 1, so the absolute test stops later."""
+    A, y = make_problem(300, 8)
+    start = objective(A, y, np.ones(8), 0.0, 10.0, 1.0)
+    stops = {}
+    for tol_change in ("absolute", "relative"):
+        model = SVMALM(C=10.0, inner_steps=1, tol=1e-4, tol_change=tol_change, tol_gap=None,
+                       max_iter=3000).fit(A, y)
+        obj = np.array(model.trace_.columns()["objective_hinge_l2"])
+        previous = np.append(start, obj[:-1])
+        scale = np.maximum(1.0, np.abs(previous)) if tol_change == "relative" else 1.0
+        held = np.abs(obj - previous) <= 1e-4 * scale
+        assert held[-1] and not held[:-1].any()
+        assert model.stop_reason_.startswith("paper's rule")
+        stops[tol_change] = len(obj)
+    assert start > 1e3 and stops["absolute"] > stops["relative"]
+
+
 # -- optimality and agreement with reference solvers ----------------------------------------
 
 @pytest.mark.parametrize("C", [0.01, 1.0])
@@ -560,7 +600,8 @@ def test_the_preset_composes_into_the_paper_sweep():
     cfg = composed("+experiment=alm_paper", hydra=True)
     sweep = cfg.hydra.sweeper.params
     assert (sweep.solver, sweep.dataset, sweep["solver.C"], sweep.seed) == (
-        "alm_paper,alm_l2_paper,liblinear_hinge_paper,liblinear_paper,pegasos", "ijcnn1,w8a",
+        "alm_paper,alm_l2_paper,alm_paper_timing,alm_l2_paper_timing,liblinear_hinge_paper,"
+        "liblinear_paper,pegasos", "ijcnn1,w8a",
         "1.0,10.0", "range(5)")
     assert cfg.tracking.experiment == "alm_paper" and cfg.solver.C == 1.0
     for solver in sweep.solver.split(","):
@@ -570,6 +611,13 @@ def test_the_preset_composes_into_the_paper_sweep():
     for name, p in (("alm_paper", 1.0), ("alm_l2_paper", 2.0)):
         paper = build_estimator(composed(f"solver={name}"))
         assert (paper.p, paper.max_iter, paper.tol, paper.tol_gap) == (p, 100, 1e-4, None)
+        assert (paper.tol_change, paper.mu_schedule, paper.rho, paper.mu0) == (
+            "absolute", "paper29", 1.01, None)
+        timing = build_estimator(composed(f"solver={name}_timing"))
+        assert (timing.p, timing.max_iter, timing.tol, timing.mu_schedule) == (
+            p, 1000, 0.0, "paper29")
+    constant = build_estimator(composed("solver=alm_paper", "solver.mu_schedule=constant"))
+    assert constant.mu_schedule == "constant"
 
 
 @pytest.mark.slow

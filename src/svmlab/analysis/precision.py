@@ -15,8 +15,9 @@ certificate, the one of Nie et al. (ICML 2014): the first trace row whose object
 ``tol`` of the reference optimum, (obj - obj*) / |obj*| <= tol. The objective is the run's loss
 and penalty with a free bias (``objective_hinge_l2`` for every hinge-loss run, however it treats
 its bias), and obj* is the least final value of that objective among the runs of the same
-dataset and C: the tight solve the selection holds (e.g. LIBLINEAR's last fit of a
-``tol_path``) sets it, and the notes give each reference and the run it came from.
+dataset, C and seed (a seeded split trains on other data): the tight solve the selection holds
+(e.g. LIBLINEAR's last fit of a ``tol_path``) sets it, and the notes give each reference and
+the run it came from.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from svmlab.errors import SvmlabError
 
 PATTERN = re.compile(r"^(time|iters)_to_(gap|obj)_(.+)$")
 FORMULATION_TAG = "tags.svmlab.formulation"
-REFERENCE_KEYS = ("tags.dataset", "params.solver.C")  # runs that share a reference optimum
+# runs that share a reference optimum: the seed can change the training data (a seeded split)
+REFERENCE_KEYS = {"tags.dataset": "", "params.solver.C": "C = ", "tags.seed": "seed "}
 
 
 def parse(name: str) -> tuple[str, float] | None:
@@ -90,7 +92,8 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     values = {name: np.full(len(runs), np.nan) for name in names}
     objective = [objective_of(f) if isinstance(f, str) else None
                  for f in runs.get(FORMULATION_TAG, pd.Series([None] * len(runs)))]
-    groups = runs[[k for k in REFERENCE_KEYS if k in runs]].astype(str).agg("|".join, axis=1)
+    keys = [k for k in REFERENCE_KEYS if k in runs]
+    groups = runs[keys].astype(str).agg("|".join, axis=1)
     references, notes = {}, []
     for i, (_, run) in enumerate(runs.iterrows()):
         column = objective[i]
@@ -102,7 +105,7 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
             best = peers.astype(float).dropna().idxmin()  # the run's own value is among them
             references[key] = float(peers[best])
             notes.append(f"reference optimum {column} = {references[key]:.10g} for "
-                         f"{key[0].replace('|', ', C = ')}: the final value of run "
+                         f"{_describe(keys, key[0])}: the final value of run "
                          f"{runs.loc[best, 'run_id']} (solver {runs.loc[best].get('tags.solver')})")
         reference = references[key]
         trace = load_trace(tracking_uri, run["run_id"])
@@ -112,6 +115,11 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
             time_s, iteration = first_reach(trace.assign(distance=distance), "distance", tol)
             values[name][i] = time_s if kind == "time" else iteration
     return values, notes
+
+
+def _describe(keys: list[str], group: str) -> str:
+    """'d, C = 1.0, seed 0' for the group 'd|1.0|0' of the reference keys ``keys``."""
+    return ", ".join(REFERENCE_KEYS[k] + v for k, v in zip(keys, group.split("|")))
 
 
 def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,

@@ -25,7 +25,7 @@ import numpy as np
 from svmlab.numerics.rows import Rows, matvec
 from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, multiplier_step
 
-SCHEDULES = ("constant", "geometric", "balance")
+SCHEDULES = ("constant", "geometric", "balance", "paper29")
 BALANCE_RATIO = 10.0  # "balance": change mu when one residual exceeds 10x the other
 BALANCE_FACTOR = 2.0  # ... by this factor (Boyd et al. 2011, §3.4.1)
 
@@ -88,17 +88,32 @@ def check_labels(y: np.ndarray) -> None:
                          f"{np.unique(y)[:10].tolist()}")
 
 
-def next_mu(s: Settings, mu: float, primal_residual: float, dual_residual: float) -> float:
+def next_mu(s: Settings, mu: float, primal_residual: float, dual_residual: float,
+            bound29: float = math.inf) -> float:
     """mu_(k+1): constant; geometric min(rho mu, mu_max); balance (x or / 2 when one residual
-    is 10x the other, capped at mu_max)."""
+    is 10x the other, capped at mu_max); paper29: rho mu clamped into [mu, bound29], the
+    right-hand side of the paper's Eq. 29 (non-decreasing, capped at mu_max)."""
     if s.schedule == "geometric":
         return min(s.rho * mu, s.mu_max)
+    if s.schedule == "paper29":
+        return min(max(min(s.rho * mu, bound29), mu), s.mu_max)
     if s.schedule == "balance":
         if primal_residual > BALANCE_RATIO * dual_residual:
             return min(BALANCE_FACTOR * mu, s.mu_max)
         if dual_residual > BALANCE_RATIO * primal_residual:
             return mu / BALANCE_FACTOR
     return mu
+
+
+def eq29_bound(res2: float, f: float, previous: float | None) -> float:
+    """The right-hand side of Eq. 29 (spec §1.4.4) on iterations (k-1, k), the bound for
+    mu_(k+1): (mu_(k-1) ||res_(k-1)||^2 / 2 + f_(k-1) - f_k) / (||res_k||^2 / 2), where
+    ``previous`` = mu_(k-1) ||res_(k-1)||^2 / 2 + f_(k-1), res2 = ||res_k||^2 and
+    f = 1/2 ||w||^2 + C sum (y e)_+^p. Eq. 29 is implicit in mu_(k+1), so it is evaluated one
+    iteration late; +inf without a previous iteration or residual."""
+    if previous is None or res2 == 0.0:
+        return math.inf
+    return (previous - f) / (0.5 * res2)
 
 
 def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[Step]:
@@ -108,7 +123,7 @@ def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[St
     g, h = np.empty(d), np.empty(d if s.exact else 0)
     d_w, m_w, q, u_old = np.empty(d), np.empty(d), np.empty(n), np.empty(n)
     maxit = s.cg_maxit if s.exact else s.inner_steps
-    k = 0
+    k, lyapunov = 0, None  # lyapunov: mu ||res||^2 / 2 + f of the last iteration (paper29)
     while True:
         k += 1
         mu = state.mu
@@ -127,5 +142,11 @@ def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[St
                                               u_old, b_old)
         objective = 0.5 * float(state.w @ state.w) + s.C * loss
         step = Step(k, mu, objective, math.sqrt(res2), mu * math.sqrt(change2), cg_its, cg_res)
-        state.mu = next_mu(s, mu, step.primal_residual, step.dual_residual)
+        bound = math.inf
+        if s.schedule == "paper29":
+            f = 0.5 * float(state.w @ state.w) + s.C * float(
+                np.sum(np.maximum(y * state.e, 0.0) ** s.p))
+            bound = eq29_bound(res2, f, lyapunov)
+            lyapunov = 0.5 * mu * res2 + f
+        state.mu = next_mu(s, mu, step.primal_residual, step.dual_residual, bound)
         yield step

@@ -47,17 +47,19 @@ class SVMALM(LinearSVMClassifier):
     ``inner_steps`` warm-started CG iterations per outer iteration, default 3, 1 = the paper's
     Algorithm 2; 'exact': CG to relative residual cg_tol within cg_maxit iterations, default
     min(d+1, 1000), Algorithm 1); mu_schedule ('constant', 'geometric': min(rho mu, mu_max),
-    'balance'), mu0 (default 0.1 C), rho, mu_max; w_init ('ones', the paper's, or 'zeros');
-    prox_tol, prox_maxit (general p); refresh_every. Stopping (any enabled rule stops): tol_gap
-    (default 1e-2): the relative duality gap certified by the dual point alpha = -y lam <=
-    tol_gap (on the solver's clock); the paper's rules, off by default
-    (conf/solver/alm_paper.yaml): tol, |obj_k - obj_k-1| <= tol max(1, |obj_k-1|) (0 disables
-    it), and eps_grad (p > 1): ||grad obj(w, b)|| <= eps_grad (times ||grad obj|| at the start
-    if grad_rel); max_iter outer iterations. The dual bound of the multipliers' point is
-    computed on a schedule, at iterations 1, 2, ..., 20, 22, 24, 26, 28, 30, 33, ... spaced by a
-    factor 1.1 (CERTIFY_GROWTH), and at the iteration that ends the fit, so it costs a small
-    part of a fit; every iteration's certified gap is its objective minus the best bound so far,
-    so a fit stops at the first iterate that bound certifies. trace_certificate=True computes
+    'balance', 'paper29': rho mu clamped into [mu, the right-hand side of the paper's
+    Eq. 29], non-decreasing), mu0 (default 0.1 C), rho, mu_max; w_init ('ones', the paper's,
+    or 'zeros'); prox_tol, prox_maxit (general p); refresh_every. Stopping (any enabled rule
+    stops): tol_gap (default 1e-2): the relative duality gap certified by the dual point
+    alpha = -y lam <= tol_gap (on the solver's clock); the paper's rules, off by default
+    (conf/solver/alm_paper.yaml): tol, |obj_k - obj_k-1| <= tol max(1, |obj_k-1|) with
+    tol_change='relative', <= tol with 'absolute' (section 4's "objectives changes are less
+    than 10^-4", read as written; 0 disables it), and eps_grad (p > 1): ||grad obj(w, b)|| <=
+    eps_grad (times ||grad obj|| at the start if grad_rel); max_iter outer iterations. The dual
+    bound of the multipliers' point is computed on a schedule, at iterations 1, 2, ..., 20, 22,
+    24, 26, 28, 30, 33, ... spaced by a factor 1.1 (CERTIFY_GROWTH), and at the iteration that
+    ends the fit, so it costs a small part of a fit; every iteration's certified gap is its
+    objective minus the best bound so far, so a fit stops at the first iterate that bound certifies. trace_certificate=True computes
     the bound at every iteration (off the clock without tol_gap; without either, no iterate is
     certified, only the final model).
 
@@ -86,6 +88,7 @@ class SVMALM(LinearSVMClassifier):
         "mu_max": [Interval(Real, 0.0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0.0, None, closed="left")],
+        "tol_change": [StrOptions({"absolute", "relative"})],
         "eps_grad": [Interval(Real, 0.0, None, closed="neither"), None],
         "grad_rel": ["boolean"],
         "tol_gap": [Interval(Real, 0.0, None, closed="neither"), None],
@@ -101,9 +104,9 @@ class SVMALM(LinearSVMClassifier):
 
     def __init__(self, C=1.0, *, p=1.0, fit_intercept=True, variant="inexact", inner_steps=3,
                  mu_schedule="constant", mu0=None, rho=1.0, mu_max=1e5, max_iter=10_000, tol=0.0,
-                 eps_grad=None, grad_rel=False, tol_gap=1e-2, cg_tol=1e-10, cg_maxit=None,
-                 w_init="ones", prox_tol=1e-12, prox_maxit=100, refresh_every=50,
-                 trace_certificate=False):
+                 tol_change="relative", eps_grad=None, grad_rel=False, tol_gap=1e-2,
+                 cg_tol=1e-10, cg_maxit=None, w_init="ones", prox_tol=1e-12, prox_maxit=100,
+                 refresh_every=50, trace_certificate=False):
         self.C = C
         self.p = p
         self.fit_intercept = fit_intercept
@@ -115,6 +118,7 @@ class SVMALM(LinearSVMClassifier):
         self.mu_max = mu_max
         self.max_iter = max_iter
         self.tol = tol
+        self.tol_change = tol_change
         self.eps_grad = eps_grad
         self.grad_rel = grad_rel
         self.tol_gap = tol_gap
@@ -149,8 +153,8 @@ class SVMALM(LinearSVMClassifier):
     def _stopping_rule(self) -> str:
         target = (f"certified rel_gap_{self._formulation().name} <= tol_gap={self.tol_gap}"
                   if self.tol_gap is not None else "none (tol_gap=None: no certified gap asked)")
-        rules = [f"|obj_k - obj_k-1| <= tol max(1, |obj_k-1|) with tol={self.tol}"] \
-            if self.tol > 0 else []
+        relative = " max(1, |obj_k-1|)" if self.tol_change == "relative" else ""
+        rules = [f"|obj_k - obj_k-1| <= tol{relative} with tol={self.tol}"] if self.tol > 0 else []
         if self.eps_grad is not None:
             scale = " ||grad obj(w_init, 0)||" if self.grad_rel else ""
             rules.append(f"||grad obj(w, b)|| <= eps_grad{scale} with eps_grad={self.eps_grad}")
@@ -178,8 +182,8 @@ class SVMALM(LinearSVMClassifier):
         with trace.buffered() as rows_out:
             for step in iterate(rows, y, state, settings):
                 paper = None
-                if self.tol > 0 and abs(previous - step.objective) <= self.tol * max(
-                        1.0, abs(previous)):
+                scale = max(1.0, abs(previous)) if self.tol_change == "relative" else 1.0
+                if self.tol > 0 and abs(previous - step.objective) <= self.tol * scale:
                     paper = f"paper's rule |obj_k - obj_k-1| <= tol={self.tol}"
                 elif self.eps_grad is not None and (
                         self._gradient_norm(rows, y, state) <= self.eps_grad * grad0):
