@@ -411,7 +411,7 @@ def test_an_empty_label_is_named_by_its_row(tmp_path):
                            "-m", "acc:higher"], capture_output=True, text=True, timeout=600,
                           cwd=tmp_path)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == (f"svmlab: error: {csv}: row 5 after the header (',A,0.9') has an "
+    assert done.stderr == (f"svmlab analyze: error: {csv}: row 5 after the header (',A,0.9') has an "
                            f"empty block label (column 'block'); give every row its block\n")
     csv.write_text("dataset,solver,acc\n" + rows.replace("y,B", "y, "))
     with pytest.raises(SvmlabError, match="row 4 after the header \\('y, ,0.6'\\) has an empty "

@@ -160,9 +160,9 @@ def test_user_errors_exit_2_with_a_message(store, capsys):
     uri = f"sqlite:///{store}"
     before = len(analysis_runs(store))
     assert svmlab("analyze", "--tracking-uri", uri, "-e", "nosuch") == 2
-    assert "svmlab: error: unknown experiment(s) nosuch; the store" in capsys.readouterr().err
+    assert "svmlab analyze: error: unknown experiment(s) nosuch; the store" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--filter", "params.x ~ 1") == 2
-    assert "svmlab: error: bad filter" in capsys.readouterr().err
+    assert "svmlab analyze: error: bad filter" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "-m", "auc") == 2
     assert "auc:higher or auc:lower" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--alpha", "0.05,high") == 2

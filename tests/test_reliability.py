@@ -296,8 +296,7 @@ def failed_run_without_trace(store) -> str:
     (["runs", "plot", failed_run_without_trace, "--tracking-uri", "{uri}"], 2,
      "(FAILED) has no trace (trace/trace.parquet)"),
     (["analyze", "--measure", "test_acc"], 2, "Did you mean 'test_accuracy'?"),
-    (["tune", "solver=libsvn", "tracking.uri={uri}"], 2,
-     "svmlab tune: error: unknown solver 'libsvn'; allowed: "),
+    (["tune", "solver=libsvn", "tracking.uri={uri}"], 2, "Did you mean 'libsvm'?"),
     (["runs", "reap", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
      "svmlab runs reap: error: no tracking store at sqlite:///"),
     (["runs", "plot", "deadbeef", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
@@ -319,6 +318,7 @@ def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_
     assert cli.main(args) == status
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1, err
+    assert err.startswith(f"svmlab {args[0]}"), err  # names the command that failed
     assert not (tmp_path / "none.db").exists() and not (tmp_path / "mlruns").exists()
 
 

@@ -141,7 +141,7 @@ def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> i
             request, options, experiment=args.analysis_experiment, run_name=args.run_name,
             notebook=notebook, convergence=not request.csv)
     except SvmlabError as exc:
-        print(f"svmlab: error: {exc}", file=sys.stderr)
+        print(f"svmlab {args.command}: error: {exc}", file=sys.stderr)
         return 3 if isinstance(exc, StoreError) else 2
     for message in analysis.warnings:
         print(f"svmlab: warning: {message}", file=sys.stderr)
@@ -159,7 +159,7 @@ def report_command(args: argparse.Namespace) -> int:
     try:
         request, options = _request(args)
     except SvmlabError as exc:
-        print(f"svmlab: error: {exc}", file=sys.stderr)
+        print(f"svmlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     parameters = run.notebook_parameters(request, options)
     return analyze_command(args, notebook={"notebook": args.notebook, "parameters": parameters,
