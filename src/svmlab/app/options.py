@@ -11,8 +11,8 @@ known by module and name, and a base class by what its module defines or imports
 name, so a class of the same name in another family never stands in for it. A declaration this
 reading cannot follow leaves that one solver out, with one line naming its file; the others
 stay options. The conformance suite checks, for every registered solver, that this reading
-equals the node built from the imported class (`solver_node`). A declared class defined elsewhere (a user's, a
-test's) is an option once its module is imported (`imported_nodes`).
+equals the node built from the imported class (`solver_node`). A declared class defined
+elsewhere (a user's, a test's) is an option once its module is imported (`imported_nodes`).
 """
 
 from __future__ import annotations

@@ -59,9 +59,9 @@ class SVMALM(LinearSVMClassifier):
     bound of the multipliers' point is computed on a schedule, at iterations 1, 2, ..., 20, 22,
     24, 26, 28, 30, 33, ... spaced by a factor 1.1 (CERTIFY_GROWTH), and at the iteration that
     ends the fit, so it costs a small part of a fit; every iteration's certified gap is its
-    objective minus the best bound so far, so a fit stops at the first iterate that bound certifies. trace_certificate=True computes
-    the bound at every iteration (off the clock without tol_gap; without either, no iterate is
-    certified, only the final model).
+    objective minus the best bound so far, so a fit stops at the first iterate that bound
+    certifies. trace_certificate=True computes the bound at every iteration (off the clock
+    without tol_gap; without either, no iterate is certified, only the final model).
 
     Fitted: coef_, intercept_, multipliers_ (lam), mu_ (the last penalty used), converged_ (the
     certified gap of the last iterate is <= tol_gap; never without tol_gap), stop_reason_ (the
