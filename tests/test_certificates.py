@@ -221,18 +221,21 @@ def test_a_free_bias_gets_the_balanced_exact_fit_of_largest_sum(problem):
     assert refined.sum() >= other.sum() - 1e-9
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_box_ascent_reaches_the_box_qp_optimum(sparse):
-    """max sum x - 1/2 ||s0 + R^T x||^2 over [0, C]^m against L-BFGS-B, with s kept in step."""
+@pytest.mark.parametrize("sparse,shrink", [(False, 0.0), (True, 0.0), (False, 0.7),
+                                           (True, 0.7)])
+def test_box_ascent_reaches_the_box_qp_optimum(sparse, shrink):
+    """max sum x - 1/2 ||S(s0 + R^T x)||^2 over [0, C]^m (S: the soft threshold at shrink;
+    C^1 and concave) against L-BFGS-B, with s kept in step."""
     rng = np.random.default_rng(4)
     R = rng.normal(size=(200, 6)) * (rng.random((200, 6)) < 0.6)
     s0, C = rng.normal(size=6), 0.4
     x, s = np.full(200, C / 2), s0 + R.T @ np.full(200, C / 2)
-    box_ascent(rows_of(sp.csr_matrix(R) if sparse else R), s, x, C, 10_000, 0.0)
+    box_ascent(rows_of(sp.csr_matrix(R) if sparse else R), s, x, C, 10_000, 0.0, np.inf, shrink)
     np.testing.assert_allclose(s, s0 + R.T @ x, atol=1e-12)
     assert np.all((x >= 0.0) & (x <= C))
-    value = lambda z: z.sum() - 0.5 * np.sum((s0 + R.T @ z) ** 2)
-    ref = minimize(lambda z: (-value(z), R @ (s0 + R.T @ z) - 1.0), np.zeros(200), jac=True,
+    S = lambda u: np.sign(u) * np.maximum(np.abs(u) - shrink, 0.0)
+    value = lambda z: z.sum() - 0.5 * np.sum(S(s0 + R.T @ z) ** 2)
+    ref = minimize(lambda z: (-value(z), R @ S(s0 + R.T @ z) - 1.0), np.zeros(200), jac=True,
                    method="L-BFGS-B", bounds=[(0.0, C)] * 200,
                    options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
     assert value(x) == pytest.approx(-ref.fun, rel=1e-9)

@@ -2,6 +2,8 @@
 (scipy's linprog/HiGHS on the exact LP-SVM, L-BFGS-B on the smoothed problem, LIBLINEAR for
 mu = 0, plain NumPy for the kernels and brute force for the line search)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -14,7 +16,7 @@ from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import Formulation, LinearImage, certify
 from svmlab.numerics.losses import sqrt_hinge
 from svmlab.numerics.rows import rows_of
-from svmlab.solvers.l1_newton import L1NewtonSVM
+from svmlab.solvers.l1_newton import L1NewtonSVM, certificate
 from svmlab.solvers.l1_newton.certificate import exact_objective, scaled_dual
 from svmlab.solvers.l1_newton.linesearch import initial_slope, linesearch_l1
 from svmlab.solvers.l1_newton.newton import (
@@ -349,6 +351,32 @@ def test_the_certificate_is_within_10x_the_true_gap_near_the_optimum(seed, shape
     assert true <= 1e-3
     gap = model.certificate_.gap * (mu if lam == 0 else 1.0) / P
     assert true - 1e-12 <= gap <= 10 * true + 1e-10
+
+
+@pytest.mark.parametrize("seed,shape,sparse", [(4, (300, 20), False), (5, (200, 40), True),
+                                              (6, (60, 120), False)])
+def test_the_free_set_ascent_bound_never_claims_less_than_the_true_gap(seed, shape, sparse,
+                                                                         monkeypatch):
+    """lam > 0: at loose and default fits the ascent's dual point bounds P* from below, so the
+    certified gap is at least the true one; P* from a fit certified to 1e-9 by HiGHS' LP on
+    the free set (`LINPROG`, the exact route the ascent replaced). The default fit stops with
+    its gap certified below tol."""
+    X, y = problem(*shape, seed=seed)
+    X = sp.csr_matrix(X) if sparse else X
+    lam, mu = 1e-3, 0.3 * mu_max(X.toarray() if sparse else X, y)
+    with monkeypatch.context() as patch:
+        patch.setattr(certificate, "LINPROG", True)
+        ref = L1NewtonSVM(lam=lam, mu=mu, eta=1e-12, alpha_min=1e-9, tol=1e-10).fit(X, y)
+    assert ref.certificate_.rel_gap <= 1e-9
+    best = ref.certificate_.primal
+    for settings in ({"alpha_min": 0.5, "tol": 0.0}, {"alpha_min": 0.05, "tol": 0.0}, {}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = L1NewtonSVM(lam=lam, mu=mu, **settings).fit(X, y)
+        w, cert = model.coef_[0], model.certificate_
+        assert cert.primal == pytest.approx(exact_objective(y * (X @ w), w, lam, mu), rel=1e-14)
+        assert cert.dual <= best * (1 + 1e-12) and cert.gap >= cert.primal - best - 1e-12
+    assert model.converged_ and cert.rel_gap <= 1e-2
 
 
 def test_kkt_and_agreement_with_the_smoothed_reference_at_tight_tolerance():

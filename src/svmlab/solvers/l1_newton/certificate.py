@@ -12,22 +12,36 @@ point (without its free-set least squares, too slow on a9a-sized data). Its Fenc
 so every theta gives the lower bound max_t D(t theta) over 0 <= t <= 1/max(theta). The dual
 points tried are the smoothed problem's own, theta_i = j_alpha'(z_i) (exact at the smoothed
 optimum, spec §1.4), the hinge's subgradient 1[z_i > 0], and that subgradient completed on the
-points with z_i near 0 (`support_fits`), where the hinge's derivative is undetermined: there
-theta_F in [0, 1] is fitted by bounded least squares to P's optimality condition on the support
-S of w, 1/N X_S^T (y o theta) = lam w_S + mu sign(w_S). At the optimum of the LP (lam = 0) F
-holds about |S| points, so the fit is a small dense problem, and the certified gap follows the
-true suboptimality (j_alpha' alone leaves it orders of magnitude looser unless the last level
-was solved to eta = 1e-10).
+points with z_i near 0 (`free_set_duals`), where the hinge's derivative is undetermined, for
+growing free sets F, until the bound certifies the tolerance asked for. With lam > 0, theta_F
+maximises D itself with theta fixed off F, by coordinate ascent from j_alpha' on F
+(`numerics.box_ascent` with its soft threshold: D is the box QP there up to the threshold),
+each pass reading F's rows only, so the cost grows with F, not with the data; it stops once D
+certifies the tolerance. With lam = 0 (or `LINPROG`) theta_F is HiGHS' exact solution of the
+short, wide LP max sum theta_F s.t. |X^T (y o theta)| <= N (mu + lam |w|) on the features F
+touches (feasible for the dual at lam = 0, where the ascent does not apply: D is then linear
+on a polytope, where coordinate ascent stalls). The LP took 0.79 of a 1.08 s default fit on
+a9a (11 calls); the ascent certifies the same gap in milliseconds. At the optimum of the LP
+(lam = 0) F holds about |S| points, and the certified gap follows the true suboptimality
+(j_alpha' alone leaves it orders of magnitude looser unless the last level was solved to
+eta = 1e-10).
 """
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from svmlab.estimator.certificates import FREE_SET_WIDTHS, Certificate
+from svmlab.estimator.certificates import (
+    FREE_SET_GAIN_TOL,
+    FREE_SET_PASSES,
+    FREE_SET_WIDTHS,
+    Certificate,
+)
 from svmlab.estimator.formulations import ElasticNet
+from svmlab.numerics.box_ascent import free_set_ascent
 
 MAX_FREE = 100_000  # points of a free set (closest to the margin first)
+LINPROG = False  # the LP on every free set, lam > 0 too: the reference the ascent is timed by
 
 FORMULATION = "hinge_elastic_net"
 
@@ -47,32 +61,71 @@ def scaled_dual(theta: np.ndarray, v: np.ndarray, lam: float, mu: float) -> floa
 
 
 def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, mu: float,
-                   hinge_sum: np.ndarray):
-    """Dual points theta = 1[z > 0] off a free set F = {|z_i| <= delta} and, on F, the LP
-    solution of the module docstring, for the widths delta of the estimator layer's hinge
-    certificate; ``hinge_sum`` = X^T (y o 1[z > 0])."""
-    n = len(y)
-    base = (z > 0.0).astype(float)
-    scale = max(1.0, float(np.abs(z).max(initial=0.0)))
-    order = np.argsort(np.abs(z), kind="stable")
-    sizes = np.searchsorted(np.abs(z[order]), np.multiply(FREE_SET_WIDTHS, scale), "right")
-    bound = n * (mu + lam * np.abs(w))
-    for count in sorted(set(np.minimum(sizes, MAX_FREE)) - {0}):
-        free = np.sort(order[:count])
-        rows = sp.csr_matrix(X[free]).multiply(y[free, None]).tocsr()  # y_i x_i, i in F
-        rows.sort_indices()
+                   hinge_sum: np.ndarray, start: np.ndarray, enough: float = np.inf):
+    """Dual points (theta, v): theta = 1[z > 0] off a free set F = {|z_i| <= delta} and, on F,
+    the best theta_F found, for the widths delta of the estimator layer's hinge certificate,
+    one set at a time (``hinge_sum`` = X^T (y o 1[z > 0])). With lam > 0 theta_F ascends D
+    itself from ``start`` on F (`_ascended`, stopping once D >= ``enough``); with lam = 0, or
+    `LINPROG`, it is the LP's solution of the module docstring. v = 1/N X^T (y o theta) is
+    summed over F's rows only."""
+    n, base = len(y), (z > 0.0).astype(float)
+    guess = np.clip(start, 0.0, 1.0)
+    for free in _free_sets(z):
+        rows = X[free]
+        rows = sp.csr_matrix(rows) if sp.issparse(rows) else sp.csr_matrix(rows * y[free, None])
+        if sp.issparse(X):
+            rows.data *= np.repeat(y[free], np.diff(rows.indptr))  # y_i x_i, i in F
         fixed = hinge_sum - rows.T @ base[free]  # X^T (y o theta) without F's part
-        group, size, unique = _duplicates(rows)
-        touched = np.flatnonzero(unique.getnnz(axis=0))
-        A = unique[:, touched].T.tocsr()
-        result = linprog(-np.ones(len(size)), A_ub=sp.vstack([A, -A]),
-                         b_ub=np.r_[bound[touched] - fixed[touched],
-                                    bound[touched] + fixed[touched]],
-                         bounds=np.c_[np.zeros(len(size)), size], method="highs")
-        if result.status == 0:
-            theta = base.copy()
-            theta[free] = np.clip(result.x[group] / size[group], 0.0, 1.0)
-            yield theta
+        if lam > 0.0 and not LINPROG:
+            goal = n * enough - base.sum() + base[free].sum()  # N D >= N enough
+            fitted = guess[free] = _ascended(rows, fixed, guess[free], n, lam, mu, goal)
+        else:
+            fitted = _largest_sum(rows, fixed, n * (mu + lam * np.abs(w)))
+            if fitted is None:
+                continue
+        theta = base.copy()
+        theta[free] = fitted
+        yield theta, (fixed + rows.T @ fitted) / n
+
+
+def _free_sets(z: np.ndarray):
+    """The free sets {|z_i| <= delta scale} (at most MAX_FREE points, the closest first) of
+    the widths delta in FREE_SET_WIDTHS, each once, sorted."""
+    scale = max(1.0, float(np.abs(z).max(initial=0.0)))
+    near = np.flatnonzero(np.abs(z) <= FREE_SET_WIDTHS[-1] * scale)
+    order = near[np.argsort(np.abs(z[near]), kind="stable")]
+    sizes = np.searchsorted(np.abs(z[order]), np.multiply(FREE_SET_WIDTHS, scale), "right")
+    for count in sorted(set(np.minimum(sizes, MAX_FREE)) - {0}):
+        yield np.sort(order[:count])  # in the data's order: rows read in sequence
+
+
+def _ascended(rows, fixed: np.ndarray, theta: np.ndarray, n: int, lam: float, mu: float,
+              goal: float) -> np.ndarray:
+    """theta_F maximising N D over [0, 1]^F with theta fixed off F, by `box_ascent` from
+    ``theta`` (rows: y_i x_i, i in F; fixed: X^T (y o theta) without F's part): N D =
+    sum theta - 1/2 ||S(s)||^2 with s = X^T (y o theta) / sqrt(N lam) and S the soft threshold
+    at mu sqrt(N / lam); ``goal``: the value of sum theta_F - 1/2 ||S(s)||^2 that certifies the
+    tolerance asked for."""
+    scale = 1.0 / np.sqrt(n * lam)
+    points = rows * scale
+    s = (fixed + rows.T @ theta) * scale
+    return free_set_ascent(points, s, theta.copy(), 1.0, FREE_SET_PASSES, FREE_SET_GAIN_TOL,
+                           goal, mu * np.sqrt(n / lam))
+
+
+def _largest_sum(rows, fixed: np.ndarray, bound: np.ndarray) -> np.ndarray | None:
+    """theta_F in [0, 1]^F of largest sum with |fixed + rows^T theta_F| <= bound on the
+    features F touches (HiGHS), None if there is none."""
+    rows.sort_indices()
+    group, size, unique = _duplicates(rows)
+    touched = np.flatnonzero(unique.getnnz(axis=0))
+    A = unique[:, touched].T.tocsr()
+    result = linprog(-np.ones(len(size)), A_ub=sp.vstack([A, -A]),
+                     b_ub=np.r_[bound[touched] - fixed[touched], bound[touched] + fixed[touched]],
+                     bounds=np.c_[np.zeros(len(size)), size], method="highs")
+    if result.status != 0:
+        return None
+    return np.clip(result.x[group] / size[group], 0.0, 1.0)
 
 
 def _duplicates(rows):
@@ -85,12 +138,15 @@ def _duplicates(rows):
     return group, np.bincount(group).astype(float), rows[first]
 
 
-def certificate(primal: float, candidates, lam: float, mu: float) -> Certificate:
+def certificate(primal: float, candidates, lam: float, mu: float,
+                enough: float = np.inf) -> Certificate:
     """The Certificate of P at a model with value ``primal``; ``candidates`` yields
-    (theta, v, source) dual points."""
+    (theta, v, source) dual points, drawn until one bounds P from below by ``enough``."""
     best, source = -np.inf, "solver"
     for theta, v, origin in candidates:
         value = scaled_dual(theta, v, lam, mu)
         if value > best:
             best, source = value, origin
+        if best >= enough:
+            break
     return Certificate(FORMULATION, float(primal), float(best), source)

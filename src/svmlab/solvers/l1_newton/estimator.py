@@ -184,9 +184,12 @@ class L1NewtonSVM(LinearSVMClassifier):
 
     def _weights_cert(self, X, rows, y, w, xw, alpha, mu, refine=True) -> Certificate:
         """P's certificate from the smoothed problem's dual point, the hinge's subgradient and
-        (``refine``) its free-set completions (`certificate.free_set_duals`, a small LP each);
-        for lam = 0 < mu in the scale of objective_hinge_l1 at C = 1/(N mu) (divided by mu)."""
+        (``refine``) its free-set completions (`certificate.free_set_duals`), tried until the
+        bound certifies tol; for lam = 0 < mu in the scale of objective_hinge_l1 at
+        C = 1/(N mu) (divided by mu)."""
         n, z = len(y), 1.0 - y * xw
+        primal = exact_objective(y * xw, w, self.lam, mu)
+        enough = primal - self.tol * abs(primal) if self.tol > 0 else np.inf
 
         def image(theta):
             v = np.empty(rows.n_cols)
@@ -194,15 +197,16 @@ class L1NewtonSVM(LinearSVMClassifier):
             return v
 
         def candidates():
-            yield (theta := hinge_derivatives(y, xw, alpha)), image(theta) / n, "solver"
+            yield (smoothed := hinge_derivatives(y, xw, alpha)), image(smoothed) / n, "solver"
             hinge = (z > 0.0).astype(float)
             hinge_sum = image(hinge)
             yield hinge, hinge_sum / n, "model"
             if refine:
-                for theta in free_set_duals(X, y, w, z, self.lam, mu, hinge_sum):
-                    yield theta, image(theta) / n, "model"
+                for theta, v in free_set_duals(X, y, w, z, self.lam, mu, hinge_sum, smoothed,
+                                               enough):
+                    yield theta, v, "model"
 
-        cert = certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)
+        cert = certificate(primal, candidates(), self.lam, mu, enough)
         if self.lam == 0 and mu > 0:
             return Certificate("hinge_l1", cert.primal / mu, cert.dual / mu, cert.source)
         return cert
