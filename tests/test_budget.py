@@ -230,9 +230,11 @@ def test_the_endpoint_check_makes_a_merge_never_worse_than_removal():
             assert mg.best_merge(b_m, b_n, c, 0.001, False).wd <= bound + 1e-12
 
 
-def test_every_merge_of_a_run_beats_removing_the_smallest_term():
+@pytest.mark.parametrize("search", ["golden", "table"])
+def test_every_merge_of_a_run_beats_removing_the_smallest_term(search):
     X, y = moons(300, noise=0.3, seed=4)
-    model = BSCA(C=4.0, gamma=1.0, budget=20, epochs=5, random_state=0).fit(X, y)
+    model = BSCA(C=4.0, gamma=1.0, budget=20, epochs=5, random_state=0,
+                 partner_search=search).fit(X, y)
     log = model.merges_
     assert model.n_merges_ > 100 and len(log["wd"]) == model.n_merges_
     rounding = 1e-14 * (log["beta_m"] ** 2 + log["beta_n"] ** 2)  # cancellation in WD
@@ -251,6 +253,30 @@ def test_golden_section_search_finds_the_maximum_of_s(eps, iterations):
             s = mr * np.exp(-c * (1 - grid) ** 2) + (1 - mr) * np.exp(-c * grid**2)
             assert abs(found.h - grid[np.argmax(s)]) <= eps / 2 + 1e-9
             assert found.h == pytest.approx(1 - mg.golden_section(c, 1 - mr, eps).h, abs=eps)
+
+
+def test_the_tabulated_h_scores_a_partner_as_well_as_the_search():
+    """WD at the table's h (with the endpoint check) is within 1e-4 (beta_m^2 + beta_n^2) of
+    the grid optimum over h, no worse than the search at eps = 0.01 gives, across distances
+    where s is unimodal and bimodal; h is symmetric, h(mr) = 1 - h(1 - mr)."""
+    table = mg.h_table(mg.TABLE_SIZE)
+    grid = np.linspace(0.0, 1.0, 20_001)
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        b_m, b_n = rng.uniform(0.01, 2.0, 2) * rng.choice([-1, 1])
+        c = rng.choice([rng.uniform(0, 0.1), rng.uniform(0, 2), rng.uniform(2, 6),
+                        rng.uniform(6, 60)])
+        mr = b_m / (b_m + b_n)
+        s = mr * np.exp(-c * (1 - grid) ** 2) + (1 - mr) * np.exp(-c * grid**2)
+        best = b_m**2 + b_n**2 + 2 * b_m * b_n * math.exp(-c) - ((b_m + b_n) * s.max()) ** 2
+        scale = b_m**2 + b_n**2
+        tabulated = mg.best_merge(b_m, b_n, c, 0.01, True, table).wd
+        searched = mg.best_merge(b_m, b_n, c, 0.01, True).wd
+        assert best - 1e-8 * scale <= tabulated <= best + 1e-4 * scale  # grid: h to 5e-5
+        assert tabulated <= searched + 1e-4 * scale
+        kappa = math.exp(-c)
+        assert mg.tabulated_h(table, 0.3, kappa) == pytest.approx(
+            1 - mg.tabulated_h(table, 0.7, kappa), abs=1e-12)
 
 
 # ---- T9, T10: the residual ledger, partner rules -----------------------------------------------
@@ -349,10 +375,12 @@ def quality_problem():
     return X, y, X_test, y_test, d_star, exact_accuracy
 
 
-def test_a_budget_of_50_comes_close_to_the_exact_svm(quality_problem):
+@pytest.mark.parametrize("search", ["golden", "table"])
+def test_a_budget_of_50_comes_close_to_the_exact_svm(quality_problem, search):
     X, y, X_test, y_test, p_star, exact_accuracy = quality_problem
     assert p_star == pytest.approx(517.91, abs=0.01)
-    model = BSCA(C=4.0, gamma=1.0, budget=50, epochs=15, random_state=0).fit(X, y)
+    model = BSCA(C=4.0, gamma=1.0, budget=50, epochs=15, random_state=0,
+                 partner_search=search).fit(X, y)
     p = primal(model.dual_coef_[0], model.support_vectors_, X, y, 4.0, 1.0)
     assert p == pytest.approx(model.certificate_.primal, rel=1e-9)
     assert p <= 1.05 * p_star

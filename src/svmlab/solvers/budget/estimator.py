@@ -46,6 +46,7 @@ logs it as the artifact records/merges.parquet.
 
 from __future__ import annotations
 
+import functools
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -63,6 +64,7 @@ from svmlab.estimator.validation import finite_csr_int32
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import model as bm
+from svmlab.solvers.budget.merge import TABLE_SIZE, h_table
 
 FORMULATIONS = {False: Formulation("hinge", "l2", "none"),  # by ``bias``
                 True: Formulation("hinge", "l2", "free")}
@@ -92,6 +94,12 @@ def _csr_rows(X):
     return finite_csr_int32(X)
 
 
+@functools.cache
+def _h_table() -> np.ndarray:
+    """The table of merge positions, built once per process (a few milliseconds)."""
+    return h_table(TABLE_SIZE)
+
+
 class BudgetedSVMClassifier(KernelSVMClassifier):
     """Shared machinery of BSCA and BSGD: budget, epochs, trace and the fitted model.
 
@@ -99,7 +107,9 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
     the model keeps (None: exact mode); epochs; max_iter, a cap on the steps (None: epochs x n);
     selection, 'permutation' (a fresh one per epoch) or 'uniform' (i.i.d. indices);
     maintenance, 'merge' or 'remove'; partner_rule, 'same_label', 'same_sign', 'all' or
-    'random'; gss_eps_search and gss_eps_final, the golden-section tolerances while scoring
+    'random'; partner_search, 'golden' (the paper's golden-section search at gss_eps_search)
+    or 'table' (h read from a table over (mr, kappa), `merge.tabulated_h`) while scoring
+    partners; gss_eps_search and gss_eps_final, the golden-section tolerances while scoring
     partners and for the merge performed; gss_endpoint_check (also try h in {0, 1}; off for the
     paper's plain search); accumulate_duplicates (add a step to the point's own unmerged term
     instead of appending a twin; always on when budget=None); record_merges (keep ``merges_``);
@@ -121,6 +131,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         "selection": [StrOptions({"permutation", "uniform"})],
         "maintenance": [StrOptions(set(bm.MAINTENANCE))],
         "partner_rule": [StrOptions(set(bm.PARTNER_RULES))],
+        "partner_search": [StrOptions({"golden", "table"})],
         "gss_eps_search": [Interval(Real, 0.0, 1.0, closed="neither")],
         "gss_eps_final": [Interval(Real, 0.0, 1.0, closed="neither")],
         "gss_endpoint_check": ["boolean"],
@@ -134,7 +145,8 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
 
     def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, budget=500,
                  epochs=20, max_iter=None, selection="permutation", maintenance="merge",
-                 partner_rule="same_label", gss_eps_search=0.01, gss_eps_final=0.001,
+                 partner_rule="same_label", partner_search="golden", gss_eps_search=0.01,
+                 gss_eps_final=0.001,
                  gss_endpoint_check=True, accumulate_duplicates=False, record_merges=True,
                  bias=False, trace_certificate=False, random_state=None):
         self.C = C
@@ -148,6 +160,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         self.selection = selection
         self.maintenance = maintenance
         self.partner_rule = partner_rule
+        self.partner_search = partner_search
         self.gss_eps_search = gss_eps_search
         self.gss_eps_final = gss_eps_final
         self.gss_endpoint_check = gss_endpoint_check
@@ -184,7 +197,8 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         opt = bm.Options(budget, bm.MAINTENANCE[self.maintenance],
                          bm.PARTNER_RULES[self.partner_rule], float(self.gss_eps_search),
                          float(self.gss_eps_final), bool(self.gss_endpoint_check),
-                         bool(self.accumulate_duplicates or self.budget is None))
+                         bool(self.accumulate_duplicates or self.budget is None),
+                         _h_table() if self.partner_search == "table" else np.empty((0, 0)))
         state = self._new_state(n)
         rng = check_random_state(self.random_state)
         total = self.epochs * n if self.max_iter is None else min(self.max_iter, self.epochs * n)

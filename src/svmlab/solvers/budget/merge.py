@@ -12,14 +12,26 @@ s can be bimodal for c > 2, so the search may return a local maximum; the endpoi
 tries h in {0, 1} and keeps the smallest WD, which bounds WD by beta_m^2 (1 - kappa^2), never
 worse than removing m. Exponentials are taken of -c (...), never as powers of kappa, which may
 underflow.
+
+The maximiser of s depends only on (mr, kappa) (spec 3.6), so scoring a partner may instead
+read h from a table over a TABLE_SIZE x TABLE_SIZE grid of (mr, kappa) in [0, 1]^2, bilinearly
+interpolated (`tabulated_h`, the budgeted SGD of Wang, Crammer and Vucetic, 2012): one
+exponential for kappa and two for WD at that h, against some 24 for a search at eps = 0.01.
+The grid holds the global maximiser (s may be bimodal, where the search may stop at a local
+one); between grid nodes across the jump of a bimodal s the interpolated h is off, and the
+endpoint check bounds the damage as before. Pairs of opposite signs (mr outside [0, 1]) are
+searched.
 """
 
 import math
 from typing import NamedTuple
 
+import numpy as np
 from numba import njit
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+TABLE_SIZE = 101  # grid nodes per axis of the (mr, kappa) table of maximisers
+TABLE_SCAN = 64  # intervals of the scan for the global maximiser at a node
 
 
 class Search(NamedTuple):
@@ -64,6 +76,54 @@ def golden_section(c, mr, eps):
 
 
 @njit(cache=True)
+def h_table(size):
+    """The global maximiser of s at the grid nodes mr = i / (2 (size - 1)) <= 1/2 and kappa =
+    j / (size - 1): the best of a scan of TABLE_SCAN + 1 points, refined by golden-section
+    search around it. For mr < 1/2 it lies in [0, 1/2] (s(h) > s(1 - h) there) and moves
+    continuously with (mr, kappa); at mr = 1/2, where a bimodal s has two, the node holds the
+    left one, the limit from below; at kappa = 1 (c = 0, s constant) the limit h = mr."""
+    table = np.empty((size, size))
+    for i in range(size):
+        mr = min(0.5 * i / (size - 1), 0.5 - 1e-9)
+        for j in range(size):
+            if j == size - 1:
+                table[i, j] = mr
+                continue
+            c = -math.log(j / (size - 1)) if j > 0 else 745.0  # exp(-745) underflows
+            best, h = -1.0, 0.0
+            for k in range(TABLE_SCAN + 1):
+                value = s_value(c, mr, k / TABLE_SCAN)
+                if value > best:
+                    best, h = value, k / TABLE_SCAN
+            a, b = max(h - 1.0 / TABLE_SCAN, 0.0), min(h + 1.0 / TABLE_SCAN, 1.0)
+            p, q = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+            while b - a >= 1e-10:
+                if s_value(c, mr, p) >= s_value(c, mr, q):
+                    b, q = q, p
+                    p = b - GOLDEN * (b - a)
+                else:
+                    a, p = p, q
+                    q = a + GOLDEN * (b - a)
+            middle = 0.5 * (a + b)
+            table[i, j] = middle if s_value(c, mr, middle) >= best else h
+    return table
+
+
+@njit(cache=True)
+def tabulated_h(table, mr, kappa):
+    """h at (mr, kappa) in [0, 1]^2, bilinear between the table's nodes; for mr > 1/2 by the
+    symmetry h(mr) = 1 - h(1 - mr)."""
+    if mr > 0.5:
+        return 1.0 - tabulated_h(table, 1.0 - mr, kappa)
+    last = table.shape[0] - 1
+    x, y = 2.0 * mr * last, kappa * last
+    i, j = min(int(x), last - 1), min(int(y), last - 1)
+    fx, fy = x - i, y - j
+    return ((1.0 - fx) * ((1.0 - fy) * table[i, j] + fy * table[i, j + 1])
+            + fx * ((1.0 - fy) * table[i + 1, j] + fy * table[i + 1, j + 1]))
+
+
+@njit(cache=True)
 def merge_at(beta_m, beta_n, c, h):
     """The merge at position h."""
     beta_z = beta_m * math.exp(-c * (1.0 - h) ** 2) + beta_n * math.exp(-c * h * h)
@@ -72,11 +132,17 @@ def merge_at(beta_m, beta_n, c, h):
 
 
 @njit(cache=True)
-def best_merge(beta_m, beta_n, c, eps, endpoint_check):
-    """The merge of the golden-section position (h = 1/2 when beta_m + beta_n = 0), or of an
-    endpoint h in {0, 1} if that degrades less and ``endpoint_check`` is on."""
+def best_merge(beta_m, beta_n, c, eps, endpoint_check, table=None):
+    """The merge of the golden-section position (h = 1/2 when beta_m + beta_n = 0; with a
+    ``table`` of `h_table` (not empty), its h where 0 <= mr <= 1), or of an endpoint h in {0, 1} if that
+    degrades less and ``endpoint_check`` is on."""
     total = beta_m + beta_n
-    h = 0.5 if total == 0.0 else golden_section(c, beta_m / total, eps).h
+    if total == 0.0:
+        h = 0.5
+    elif table is not None and table.shape[0] > 1 and 0.0 <= beta_m / total <= 1.0:
+        h = tabulated_h(table, beta_m / total, math.exp(-c))
+    else:
+        h = golden_section(c, beta_m / total, eps).h
     best = merge_at(beta_m, beta_n, c, h)
     if endpoint_check:
         for end in (0.0, 1.0):

@@ -11,8 +11,9 @@ instead of appending a twin, which makes a model with no merges exactly w(alpha)
 Maintenance (once per append that makes |M| = B + 1; spec 004, section 3):
     merge    m = argmin_{beta_j != 0} |beta_j| (lowest row on ties); its partner n among the
              candidates of the partner rule (same_label, same_sign, all, or a random same-label
-             one) minimises the weight degradation of a merge at the search tolerance (strict
-             <: the first row on ties); the pair is merged at the final tolerance. If m has no
+             one) minimises the weight degradation of a merge at the search tolerance, or at
+             the tabulated h (strict <: the first row on ties); the pair is merged at the
+             final tolerance. If m has no
              candidate, the next-smallest |beta_j| is tried. A merged coefficient of exactly 0
              is dropped (|M| becomes B - 1). Gaussian kernel only.
     remove   m is dropped; WD = beta_m^2 k(z_m, z_m). Any kernel.
@@ -64,6 +65,8 @@ class Options(NamedTuple):
     eps_final: float      # golden-section tolerance of the merge performed
     endpoint_check: bool  # also try h in {0, 1}
     accumulate: bool      # a step on a point owning a row adds to it
+    table: np.ndarray = np.empty((0, 0))  # merge.h_table for the partner scores; empty:
+    #                                         golden-section search
 
 
 class MergeLog(NamedTuple):
@@ -189,7 +192,8 @@ def _partner(model, opt, gamma, m, u):
     for j in range(size):
         if _candidate(beta, label, opt.rule, m, j) and wd_lower_bound(
                 beta[m], beta[j], c[j]) < best_wd:
-            wd = best_merge(beta[m], beta[j], c[j], opt.eps_search, opt.endpoint_check).wd
+            wd = best_merge(beta[m], beta[j], c[j], opt.eps_search, opt.endpoint_check,
+                            opt.table).wd
             if wd < best_wd:
                 best, best_wd = j, wd
     return best
