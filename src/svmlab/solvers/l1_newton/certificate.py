@@ -75,17 +75,18 @@ def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, m
         rows = sp.csr_matrix(rows) if sp.issparse(rows) else sp.csr_matrix(rows * y[free, None])
         if sp.issparse(X):
             rows.data *= np.repeat(y[free], np.diff(rows.indptr))  # y_i x_i, i in F
-        fixed = hinge_sum - rows.T @ base[free]  # X^T (y o theta) without F's part
         if lam > 0.0 and not LINPROG:
             goal = n * enough - base.sum() + base[free].sum()  # N D >= N enough
-            fitted = guess[free] = _ascended(rows, fixed, guess[free], n, lam, mu, goal)
+            image = hinge_sum + rows.T @ (guess[free] - base[free])  # X^T (y o theta)
+            fitted = guess[free] = _ascended(rows, image, guess[free], n, lam, mu, goal)
         else:
+            fixed = hinge_sum - rows.T @ base[free]  # X^T (y o theta) without F's part
             fitted = _largest_sum(rows, fixed, n * (mu + lam * np.abs(w)))
             if fitted is None:
                 continue
         theta = base.copy()
         theta[free] = fitted
-        yield theta, (fixed + rows.T @ fitted) / n
+        yield theta, (hinge_sum + rows.T @ (fitted - base[free])) / n
 
 
 def _free_sets(z: np.ndarray):
@@ -99,18 +100,16 @@ def _free_sets(z: np.ndarray):
         yield np.sort(order[:count])  # in the data's order: rows read in sequence
 
 
-def _ascended(rows, fixed: np.ndarray, theta: np.ndarray, n: int, lam: float, mu: float,
+def _ascended(rows, image: np.ndarray, theta: np.ndarray, n: int, lam: float, mu: float,
               goal: float) -> np.ndarray:
     """theta_F maximising N D over [0, 1]^F with theta fixed off F, by `box_ascent` from
-    ``theta`` (rows: y_i x_i, i in F; fixed: X^T (y o theta) without F's part): N D =
-    sum theta - 1/2 ||S(s)||^2 with s = X^T (y o theta) / sqrt(N lam) and S the soft threshold
-    at mu sqrt(N / lam); ``goal``: the value of sum theta_F - 1/2 ||S(s)||^2 that certifies the
+    ``theta`` (rows: y_i x_i, i in F; image: X^T (y o theta) there): N D = sum theta -
+    1/2 ||S(s)||^2 with s = X^T (y o theta) / sqrt(N lam) and S the soft threshold at
+    mu sqrt(N / lam); ``goal``: the value of sum theta_F - 1/2 ||S(s)||^2 that certifies the
     tolerance asked for."""
     scale = 1.0 / np.sqrt(n * lam)
-    points = rows * scale
-    s = (fixed + rows.T @ theta) * scale
-    return free_set_ascent(points, s, theta.copy(), 1.0, FREE_SET_PASSES, FREE_SET_GAIN_TOL,
-                           goal, mu * np.sqrt(n / lam))
+    return free_set_ascent(rows * scale, image * scale, theta.copy(), 1.0, FREE_SET_PASSES,
+                           FREE_SET_GAIN_TOL, goal, mu * np.sqrt(n / lam))
 
 
 def _largest_sum(rows, fixed: np.ndarray, bound: np.ndarray) -> np.ndarray | None:
