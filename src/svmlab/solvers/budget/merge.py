@@ -126,27 +126,40 @@ def tabulated_h(table, mr, kappa):
 @njit(cache=True)
 def merge_at(beta_m, beta_n, c, h):
     """The merge at position h."""
-    beta_z = beta_m * math.exp(-c * (1.0 - h) ** 2) + beta_n * math.exp(-c * h * h)
-    wd = beta_m * beta_m + beta_n * beta_n + 2.0 * beta_m * beta_n * math.exp(-c) - beta_z * beta_z
+    return _merge(beta_m, beta_n, c, math.exp(-c), h)
+
+
+@njit(cache=True)
+def _merge(beta_m, beta_n, c, kappa, h):
+    """The merge at position h, given kappa = exp(-c): the endpoints take no exponential
+    (k(z_m, z) and k(z_n, z) are then kappa and 1, bit for bit what exp gives)."""
+    if h == 0.0:
+        near, far = kappa, 1.0
+    elif h == 1.0:
+        near, far = 1.0, kappa
+    else:
+        near, far = math.exp(-c * (1.0 - h) ** 2), math.exp(-c * h * h)
+    beta_z = beta_m * near + beta_n * far
+    wd = beta_m * beta_m + beta_n * beta_n + 2.0 * beta_m * beta_n * kappa - beta_z * beta_z
     return Merge(h, beta_z, wd)
 
 
 @njit(cache=True)
 def best_merge(beta_m, beta_n, c, eps, endpoint_check, table=None):
     """The merge of the golden-section position (h = 1/2 when beta_m + beta_n = 0; with a
-    ``table`` of `h_table` (not empty), its h where 0 <= mr <= 1), or of an endpoint h in {0, 1} if that
-    degrades less and ``endpoint_check`` is on."""
-    total = beta_m + beta_n
+    ``table`` of `h_table` (not empty), its h where 0 <= mr <= 1), or of an endpoint h in
+    {0, 1} if that degrades less and ``endpoint_check`` is on."""
+    total, kappa = beta_m + beta_n, math.exp(-c)
     if total == 0.0:
         h = 0.5
     elif table is not None and table.shape[0] > 1 and 0.0 <= beta_m / total <= 1.0:
-        h = tabulated_h(table, beta_m / total, math.exp(-c))
+        h = tabulated_h(table, beta_m / total, kappa)
     else:
         h = golden_section(c, beta_m / total, eps).h
-    best = merge_at(beta_m, beta_n, c, h)
+    best = _merge(beta_m, beta_n, c, kappa, h)
     if endpoint_check:
         for end in (0.0, 1.0):
-            other = merge_at(beta_m, beta_n, c, end)
+            other = _merge(beta_m, beta_n, c, kappa, end)
             if other.wd < best.wd:
                 best = other
     return best
