@@ -90,14 +90,18 @@ def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, m
 
 
 def _free_sets(z: np.ndarray):
-    """The free sets {|z_i| <= delta scale} (at most MAX_FREE points, the closest first) of
-    the widths delta in FREE_SET_WIDTHS, each once, sorted."""
+    """The free sets {|z_i| <= delta scale} of the widths delta in FREE_SET_WIDTHS, each once,
+    in the data's order (rows then read in sequence); at most MAX_FREE points, the closest."""
     scale = max(1.0, float(np.abs(z).max(initial=0.0)))
-    near = np.flatnonzero(np.abs(z) <= FREE_SET_WIDTHS[-1] * scale)
-    order = near[np.argsort(np.abs(z[near]), kind="stable")]
-    sizes = np.searchsorted(np.abs(z[order]), np.multiply(FREE_SET_WIDTHS, scale), "right")
-    for count in sorted(set(np.minimum(sizes, MAX_FREE)) - {0}):
-        yield np.sort(order[:count])  # in the data's order: rows read in sequence
+    size = np.abs(z)
+    seen = set()
+    for width in FREE_SET_WIDTHS:
+        free = np.flatnonzero(size <= width * scale)
+        if len(free) > MAX_FREE:
+            free = np.sort(free[np.argpartition(size[free], MAX_FREE)[:MAX_FREE]])
+        if len(free) and len(free) not in seen:
+            seen.add(len(free))
+            yield free
 
 
 def _ascended(rows, image: np.ndarray, theta: np.ndarray, n: int, lam: float, mu: float,
