@@ -24,7 +24,7 @@ from svmlab.estimator.certificates import (
     certify,
 )
 from svmlab.estimator.kernels import KERNELS, Kernel
-from svmlab.estimator.registry import GAMMA_RULES
+from svmlab.estimator.kernel_names import GAMMA_RULES
 
 
 class _CertifiedModel(SVMClassifier):
