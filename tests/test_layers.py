@@ -1,14 +1,5 @@
-"""The layer rules of README's development section, checked on every module's imports.
-
-    estimator   numpy, scipy, scikit-learn (and the standard library) only
-    numerics    numpy, scipy, numba only
-    solvers     a family imports the estimator and numerics layers and itself, never another
-                family; no MLflow, no Hydra
-    lifecycle   signals, the fit thread, process identity, heartbeats: the standard library
-                and psutil only, so that every layer may use it
-    tracking    the only package that imports MLflow
-    app         the only package that imports Hydra (hydra, omegaconf), and the only one that
-                reads the command line (argparse, sys.argv); no other layer imports it
+"""The layer rules of docs/architecture.md (its "Rules" table, the one place they are stated),
+checked on every module's imports.
 
 Imports are read from the source (every `import` statement, also inside functions), so a lazy
 import breaks a rule as much as a top-level one; so are reads of `sys.argv` and calls of
