@@ -13,7 +13,8 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import InvalidParameterError
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, LinearImage, certify
+from svmlab.estimator.certificates import LinearImage, certify
+from svmlab.estimator.formulations import L2, Formulation, FreeBias, PowerHinge, SquaredHinge
 from svmlab.numerics.rows import matvec, rows_of
 from svmlab.solvers.alm import SVMALM
 from svmlab.solvers.alm.admm import Settings, State, iterate, next_mu
@@ -435,7 +436,7 @@ def test_19_objective_at_zero_and_at_the_solution(p):
     model = fit(A, y, C=C, p=p)
     best = min(C * 200, objective(A, y, np.ones(6), 0.0, C, p))
     assert model_objective(model, A, y, p) <= best
-    assert model.trace_.columns()[model._objective_name()][-1] == pytest.approx(
+    assert model.trace_.columns()[model._formulation().metric("objective")][-1] == pytest.approx(
         model_objective(model, A, y, p), rel=1e-10)
 
 
@@ -499,7 +500,7 @@ def test_power_hinge_certificate_closes_at_the_optimum_and_bounds_any_model(p):
     A, y = make_problem(200, 6, seed=16)
     model = fit(A, y, p=p, tol_gap=1e-12)
     optimum = lbfgs_optimum(A, y, 1.0, p)
-    form = Formulation("power_hinge", "l2", "free", power=p)
+    form = Formulation(PowerHinge(p), L2(), FreeBias())
     w, b = model.coef_[0], model.intercept_[0]
     cert = certify(form, 1.0, y * (A @ w + b), 0.5 * w @ w, LinearImage(A, y, w, b))
     assert cert.formulation == f"hinge_p{p:g}_l2_bias" == model.certificate_.formulation
@@ -517,12 +518,12 @@ def test_power_hinge_with_p_2_is_the_squared_hinge():
     A, y = make_problem(100, 5, seed=17)
     w, b = np.random.default_rng(1).normal(size=5) * 0.3, 0.1
     args = (1.0, y * (A @ w + b), 0.5 * w @ w, LinearImage(A, y, w, b))
-    power = certify(Formulation("power_hinge", "l2", "free", power=2.0), *args)
-    squared = certify(Formulation("squared_hinge", "l2", "free"), *args)
+    power = certify(Formulation(PowerHinge(2.0), L2(), FreeBias()), *args)
+    squared = certify(Formulation(SquaredHinge(), L2(), FreeBias()), *args)
     assert power.primal == pytest.approx(squared.primal, rel=1e-14)
     assert power.dual == pytest.approx(squared.dual, rel=1e-9)
     with pytest.raises(ValueError, match="power > 1"):
-        Formulation("power_hinge", "l2", "free", power=1.0)
+        PowerHinge(1.0)
 
 
 def test_stopping_rules_and_trace_columns():

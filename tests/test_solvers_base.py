@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 
 from svmlab.errors import DataError, TrainingError
 from svmlab.solvers.baselines import Liblinear, Libsvm
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import L2, Formulation, Hinge
 from svmlab.estimator.models import LinearSVMClassifier
 
 
@@ -42,7 +42,7 @@ class MeanDifference(LinearSVMClassifier):
         return "one step"
 
     def _formulation(self):
-        return Formulation("hinge")
+        return Formulation(Hinge(), L2())
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils._param_validation import Interval
 
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import L2, Formulation, SquaredHinge
 from svmlab.estimator.models import LinearSVMClassifier
 
 
@@ -31,7 +31,7 @@ class ToySVM(LinearSVMClassifier):
         self.tol = tol
 
     def _formulation(self):
-        return Formulation("squared_hinge")
+        return Formulation(SquaredHinge(), L2())
 
     def _stopping_rule(self):
         return f"L-BFGS's projected gradient <= tol={self.tol}, within max_iter={self.max_iter}"

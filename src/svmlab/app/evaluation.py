@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from svmlab.errors import TrainingError
-from svmlab.estimator.trace import GAP_PREFIXES
+from svmlab.estimator.trace import certified_gap
 
 
 def evaluate(estimator, dataset) -> dict[str, float]:
@@ -66,6 +66,6 @@ def check_trace_finite(columns: dict[str, np.ndarray]) -> None:
     """Refuse a convergence trace (its columns) with NaN or inf, except NaN in a gap column,
     which means the gap was not computed at that row (``svmlab.estimator.trace``)."""
     bad = sorted(k for k, col in columns.items()
-                 if not np.all(np.isfinite(col) | (np.isnan(col) & k.startswith(GAP_PREFIXES))))
+                 if not np.all(np.isfinite(col) | (np.isnan(col) & certified_gap(k))))
     if bad:
         raise TrainingError(f"the convergence trace contains NaN or inf in: {', '.join(bad)}")

@@ -53,6 +53,7 @@ from optuna.trial import TrialState
 from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
 from svmlab.app.threads import limit_this_process, worker_environment
 from svmlab.errors import ConfigError, SvmlabError
+from svmlab.estimator.formulations import parse_metric
 
 #: what a trial can be scored by, and the direction of the search
 METRICS = {"accuracy": "maximize", "balanced_accuracy": "maximize", "roc_auc": "maximize",
@@ -366,7 +367,8 @@ def run_trial(setup: Setup, trial) -> float:
             tracker.log_metrics(
                 {f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
                  "fit_time_s": float(np.sum(fit_times)), "n_folds": len(scores)}
-                | {f"max_{n}": max(v) for n, v in gaps.items() if n.startswith("rel_gap_")},
+                | {f"max_{n}": max(v) for n, v in gaps.items()
+                   if parse_metric(n).kind == "rel_gap"},
                 step=len(scores) - 1)
     shown = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                       for k, v in values.items())

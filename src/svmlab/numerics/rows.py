@@ -8,7 +8,7 @@ pointers): numba then skips the negative-index wraparound test on every access, 
 loops about twice as fast.
 
 `loss_pass` is the NESVM oracle's only pass over the data: for every row, the dot product, the
-loss and its derivative (a typed loss of `svmlab.numerics.losses`), and the accumulation of the
+loss and its derivative (a typed loss, see `svmlab.numerics.losses`), and the accumulation of the
 gradient, so each row is read once.
 `matvec` and `rmatvec` are the plain products X w and X^T r, one pass each.
 """
@@ -59,7 +59,7 @@ def loss_pass(rows, y, w, b, loss, dots, s):
     """One pass over the rows at (w, b): loss sums and s = sum_i c_i y_i X_i.
 
     For row i: dots[i] = X_i.w, m_i = 1 - y_i (X_i.w + b), and (smoothed loss, exact loss, c_i)
-    = loss_terms(loss, i, m_i) for a loss of `svmlab.numerics.losses` (`SmoothedHinge`: c_i = u_i;
+    = loss_terms(loss, i, m_i) for a loss of `svmlab.numerics.losses` (smoothed hinge: c_i = u_i;
     `SquaredLoss`: c_i = m_i). Rows with c_i = 0 are not read a second time.
     Returns (sum smoothed loss, sum exact loss, sum c_i, sum y_i c_i).
     """

@@ -56,7 +56,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, KernelImage, certify
+from svmlab.estimator.certificates import KernelImage, certify
+from svmlab.estimator.formulations import L2, Formulation, FreeBias, Hinge, NoBias
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.validation import finite_csr_int32
@@ -64,8 +65,8 @@ from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import model as bm
 
-FORMULATIONS = {False: Formulation("hinge", "l2", "none"),  # by ``bias``
-                True: Formulation("hinge", "l2", "free")}
+FORMULATIONS = {False: Formulation(Hinge(), L2(), NoBias()),  # by ``bias``
+                True: Formulation(Hinge(), L2(), FreeBias())}
 
 
 def best_offset(y: np.ndarray, f: np.ndarray) -> float:
@@ -235,7 +236,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
             squared_l2 = float(coef @ bm.decisions(spec, model.points, model)[:size]) * scale
             margins = y * (f + b)
             values = {
-                "objective_hinge_l2": 0.5 * squared_l2 + self.C * form.loss_term.value(margins),
+                form.metric("objective"): 0.5 * squared_l2 + self.C * form.loss.value(margins),
                 "dual_hybrid": float(alpha.sum() - 0.5 * alpha @ (y * f)),
                 "offset": b,
             }
@@ -245,7 +246,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
                                refine=False)
                 values["dual_alpha"] = float(alpha.sum() - 0.5 * image.squared_norm(alpha))
                 values.update((k, v) for k, v in cert.metrics().items()
-                              if not k.startswith("primal_"))
+                              if k != form.metric("primal"))
             values |= {
                 "nonzero_step_fraction": stats["nonzero_steps"] / stats["steps"],
                 "merge_fraction": stats["merges"] / stats["steps"],

@@ -18,7 +18,8 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.utils import gen_batches
 
-from svmlab.numerics.losses import SmoothedHinge, SquaredLoss, huber
+from svmlab.estimator.formulations import SmoothedHinge
+from svmlab.numerics.losses import SquaredLoss, huber
 from svmlab.numerics.rows import Rows, loss_pass, row_norms, rows_of
 
 MODELS = ("csvm", "lpsvm", "lssvm")
@@ -26,9 +27,6 @@ LIPSCHITZ_MODES = ("paper", "trace", "tight")
 SAFETY = 1.01         # lambda_max estimates approach from below (spec §1.7)
 DENSE_EIG_DIM = 500   # up to this dimension the Gram matrix is formed (one product)
 FULL_EIG_DIM = 64     # up to this one its whole spectrum (eigvalsh); above, Lanczos on it
-
-TRUE_OBJECTIVE = {"csvm": "objective_hinge_l2", "lpsvm": "objective_hinge_l1",
-                  "lssvm": "objective_squared_l2"}
 
 
 @dataclass
