@@ -7,7 +7,8 @@ and trace, the check of the learned model, the training accuracy, objectives and
 certificate after the clock stops (all from one computation of the training decision values),
 and the ConvergenceWarning when the solver's stopping rule did not hold. The warm-up runs once
 per process for each class, parameter set and input format (dense or CSR): a later fit of the
-same runs the code already loaded, and its compile_time_s_ is 0. A solver provides:
+same runs the code already loaded, and its compile_time_s_ is 0; `warm_up` runs it ahead of the
+fit, for a caller that times it apart or holds a lock around it. A solver provides:
 
     _fit(X, y, trace)        train on validated X (float64, dense or CSR with int32 indices) and
                              y in {-1.0, +1.0}; record at least the final iteration in `trace`;
