@@ -60,12 +60,9 @@ class Recording:
 
     def __init__(self, tracker: Tracker, phases: dict):
         self.tracker = tracker
+        self.run_id: str = tracker.run_id
         self.phases = phases
         self._fit_start_ms: int | None = None
-
-    @property
-    def run_id(self) -> str:
-        return self.tracker.run_id
 
     def log_config(self, params: dict, tags: dict, texts: dict[str, str]) -> None:
         """The config, on record before the fit (a failed run keeps it): params, tags, and
@@ -111,9 +108,10 @@ class Recording:
         ``dataset`` (``evaluate``, with the warm-up's ``compile_s``), its fit tags, and where
         asked its model and convergence figure; the metrics."""
         trace = estimator.trace_.columns()  # joined once for the checks, the store, the plot
+        records = estimator.records_  # e.g. a budget's merges
         with timed(self.phases, "store"):
             histories = self._stage_trace(trace, fold)
-            for name, columns in estimator.records_.items():  # e.g. merges
+            for name, columns in records.items():
                 self.tracker.stage_columns(columns, f"records/{name}.parquet" if not fold
                                            else f"records/fold{fold}/{name}.parquet")
         with timed(self.phases, "evaluate"):
