@@ -8,8 +8,9 @@ workers on several machines) and one parent MLflow run (``svmlab.tracking.study`
 composes the config (the fixed overrides and its sampled values), scores it by K-fold
 cross-validation on the training set (or one stratified hold-out split), and records each
 fold's fit on its nested run as a training run records its fit (``svmlab.recording``: config,
-dataset, warm-up, trace, final metrics, certified gap), plus the fold scores. After each fold the trial reports the mean
-score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED).
+dataset, warm-up, trace, final metrics, certified gap), plus the fold scores. After each fold
+the trial reports the mean score so far to Optuna's pruner, which may stop it (tag
+``svmlab.trial_state`` = PRUNED).
 
 Pruning inside a fit: a solver that ``traces_eval_set`` traces its accuracy on the
 fold's validation rows once per epoch, off its clock; with ``--metric accuracy`` its first trace
