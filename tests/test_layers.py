@@ -83,6 +83,7 @@ ALLOWED_SVMLAB = {
     "estimator": {"estimator", "errors"},
     "numerics": {"numerics", "errors"},
     "lifecycle": {"errors"},
+    "recording": {"recording", "tracking", "estimator", "data", "lifecycle", "errors"},
 }
 
 MODULES = list(_modules())
@@ -144,6 +145,9 @@ def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.analysis.run", set(), {"sys.argv"})
     assert _violations("svmlab.lifecycle", {"mlflow"})
     assert _violations("svmlab.lifecycle", {"svmlab.tracking.store"})
+    assert _violations("svmlab.recording.run", {"svmlab.app.sweep"})
+    assert _violations("svmlab.recording.run", {"omegaconf"})
+    assert _violations("svmlab.recording.run", {"svmlab.analysis.run"})
     assert not _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.nesvm.estimator",
                                                             "svmlab.numerics.rows", "numpy"})
     assert not _violations("svmlab.app.runs", {"argparse"}, {"add_parser", "sys.argv"})
@@ -159,7 +163,7 @@ def test_the_command_line_reads_are_found(tmp_path):
 
 def test_the_layers_are_visible_from_the_tree():
     packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
-    assert {"estimator", "numerics", "solvers", "tracking", "app"} <= packages
+    assert {"estimator", "numerics", "solvers", "tracking", "recording", "app"} <= packages
 
 
 @pytest.mark.parametrize("name", ["conf", "workflows", "notebooks"])
