@@ -10,7 +10,8 @@ loops about twice as fast.
 `loss_pass` is the NESVM oracle's only pass over the data: for every row, the dot product, the
 loss and its derivative (a typed loss, see `svmlab.numerics.losses`), and the accumulation of the
 gradient, so each row is read once.
-`matvec` and `rmatvec` are the plain products X w and X^T r, one pass each.
+`matvec` and `rmatvec` are the plain products X w and X^T r, one pass each; `weighted_gram` is
+X' diag(weights) X (with a column of ones appended for a bias), one pass.
 """
 
 from typing import NamedTuple
@@ -108,3 +109,31 @@ def rmatvec(rows, r, out):
             start, end = indptr[i], indptr[i + 1]
             for k in range(start, end):
                 out[k - start if dense else indices[k]] += ri * data[k]
+
+
+@njit(cache=True)
+def weighted_gram(rows, weights, bias):
+    """Xh' diag(weights) Xh with Xh = [X, e] if bias else X: the upper triangle accumulated row by
+    row over each row's nonzeros (in column order; a dense row's zeros are skipped, so dense and
+    CSR rows add the same products in the same order), then mirrored."""
+    p = rows.n_cols
+    dim = p + 1 if bias else p
+    M = np.zeros((dim, dim))
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
+    for i in range(rows.n_rows):
+        start, end, wi = indptr[i], indptr[i + 1], weights[i]
+        for k in range(start, end):
+            if data[k] == 0.0:
+                continue
+            j = k - start if dense else indices[k]
+            c = wi * data[k]
+            for m in range(k, end):
+                M[j, m - start if dense else indices[m]] += c * data[m]
+            if bias:
+                M[j, p] += c
+        if bias:
+            M[p, p] += wi
+    for j in range(dim):
+        for m in range(j):
+            M[j, m] = M[m, j]
+    return M

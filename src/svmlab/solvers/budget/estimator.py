@@ -50,7 +50,6 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
@@ -58,7 +57,7 @@ from sklearn.utils.validation import check_array
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import KernelImage, certify
 from svmlab.estimator.formulations import L2, Formulation, FreeBias, Hinge, NoBias
-from svmlab.estimator.kernels import resolve_gamma
+from svmlab.estimator.kernels import canonical_csr, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.validation import finite_csr_int32
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
@@ -85,12 +84,10 @@ def best_offset(y: np.ndarray, f: np.ndarray) -> float:
 
 
 def _csr_rows(X):
-    """X as CSR with sorted indices and no stored zeros: dense and CSR input then hold the same
-    nonzeros in the same order, and every kernel sum adds the same terms in the same order."""
-    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-    X.eliminate_zeros()
-    X.sort_indices()
-    return finite_csr_int32(X)
+    """X as canonical CSR (`canonical_csr`) with int32 indices: dense and CSR input then hold
+    the same nonzeros in the same order, and every kernel sum adds the same terms in the same
+    order."""
+    return finite_csr_int32(canonical_csr(X))
 
 
 class BudgetedSVMClassifier(KernelSVMClassifier):

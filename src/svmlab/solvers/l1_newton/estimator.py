@@ -108,7 +108,7 @@ class L1NewtonSVM(LinearSVMClassifier):
     def _fit(self, X, y, trace):
         rows = rows_of(X)
         n, p = X.shape
-        mus = self._path_mus(X, y)
+        mus = self._path_mus(rows, y)
         w, done = np.zeros(p), 0
         with nullcontext() if self.tol > 0 else trace.paused():  # the gaps' features
             image = LinearImage(X, y, w)
@@ -130,10 +130,14 @@ class L1NewtonSVM(LinearSVMClassifier):
         if self.path > 1:
             self.path_mu_, self.path_coef_ = np.asarray(mus), np.vstack(coefs)
 
-    def _path_mus(self, X, y) -> list[float]:
+    def _path_mus(self, rows, y) -> list[float]:
+        """The path's mu from mu_max = ||X^T y||_inf / N down to mu (X^T y by the row pass
+        of both input formats, so dense and CSR input share the path)."""
         if self.path == 1:
             return [float(self.mu)]
-        top = float(np.abs(np.asarray(X.T @ y)).max()) / X.shape[0]
+        xty = np.empty(rows.n_cols)
+        rmatvec(rows, y, xty)
+        top = float(np.abs(xty).max()) / rows.n_rows
         if not 0.0 < self.mu < top:
             raise ConfigError(f"path={self.path} needs 0 < mu < mu_max = ||X^T y||_inf / N = "
                               f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
