@@ -101,8 +101,9 @@ def test_time_to_within_a_relative_distance_of_the_reference_optimum():
     assert notes[0] == ("reference optimum objective_hinge_l2 = 100 for d, C = 1.0, seed 0: the "
                         "final value of run liblinear (solver liblinear)")
     assert "= 120 for d, C = 1.0, seed 1" in notes[-1]
-    assert precision.objective_of("squared_hinge_l2_penalised_bias") == \
+    assert precision.metric_of("objective", "squared_hinge_l2_penalised_bias") == \
         "objective_squared_hinge_l2"
+    assert precision.metric_of("rel_gap", "unknown") is None
     assert table.parse_measure("time_to_obj_1e-2") == table.Measure("time_to_obj_1e-2", False,
                                                                     0.1, True)
     with pytest.raises(SvmlabError, match="relative distance to the optimum in \\(0, 1\\)"):

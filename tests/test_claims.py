@@ -226,7 +226,7 @@ def test_an_accuracy_within_a_point_of_the_majority_rate_is_not_reproduced(store
 
 
 def test_the_evaluation_records_the_majority_rate_of_the_test_set():
-    from svmlab.app.evaluation import majority_rate
+    from svmlab.recording.results import majority_rate
 
     assert majority_rate(np.array([1, 1, 1, -1])) == 0.75
 

@@ -13,11 +13,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, LinearImage, certify
+from svmlab.estimator.certificates import LinearImage, certify
+from svmlab.estimator.formulations import L1, ElasticNet, Formulation, Hinge
 from svmlab.numerics.losses import sqrt_hinge
 from svmlab.numerics.rows import rows_of
 from svmlab.solvers.l1_newton import L1NewtonSVM, certificate
-from svmlab.solvers.l1_newton.certificate import exact_objective, scaled_dual
+from svmlab.solvers.l1_newton.certificate import exact_objective
 from svmlab.solvers.l1_newton.linesearch import initial_slope, linesearch_l1
 from svmlab.solvers.l1_newton.newton import (
     DenseCurvature,
@@ -406,18 +407,17 @@ def test_elastic_net_certificate_is_valid_and_tight_at_tight_tolerance():
     assert cert.primal == pytest.approx(exact_objective(y * (X @ w), w, lam, mu), rel=1e-14)
 
 
-def test_scaled_dual_with_lam_zero_is_the_hinge_l1_bound_of_the_estimator_layer():
+def test_the_elastic_net_with_lam_zero_is_mu_times_the_hinge_l1_bound():
     X, y = problem(80, 6, seed=7)
     mu, n = 0.03, 80
     theta = np.random.default_rng(0).random(n)
-    v = X.T @ (y * theta) / n
-    C = 1.0 / (n * mu)
     image = LinearImage(X, y, np.zeros(6))
-    ours = scaled_dual(theta, v, 0.0, mu)
-    # margins 2: the layer's own candidates are a = 0 and no free set, so ours decides
-    theirs = certify(Formulation("hinge", "l1"), C, np.full(n, 2.0), 0.0, image,
-                     (C * theta,)).dual * mu
-    assert ours == pytest.approx(theirs, rel=1e-12)
+    # margins 2: the layer's own candidates are a = 0 and no free set, so theta decides
+    net = certify(Formulation(Hinge(), ElasticNet(0.0, mu)), 1.0 / n, np.full(n, 2.0), 0.0,
+                  image, (theta / n,))
+    l1 = certify(Formulation(Hinge(), L1()), 1.0 / (n * mu), np.full(n, 2.0), 0.0, image,
+                 (theta / (n * mu),))
+    assert net.dual == pytest.approx(l1.dual * mu, rel=1e-12) and net.dual > 0
 
 
 def test_mu_zero_matches_liblinear_on_the_hinge_l2_svm():

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from svmlab.errors import SvmlabError
+from svmlab.estimator.formulations import metric_name
 
 PATTERN = re.compile(r"^(time|iters)_to_(gap|obj)_(.+)$")
 FORMULATION_TAG = "tags.svmlab.formulation"
@@ -52,10 +53,14 @@ def parse(name: str) -> tuple[str, float] | None:
     return found[1], tol
 
 
-def objective_of(formulation: str) -> str:
-    """The objective of the paper's measure for a formulation: its loss and penalty with a
-    free bias ('squared_hinge_l2_penalised_bias' -> 'objective_squared_hinge_l2')."""
-    return "objective_" + formulation.removesuffix("_penalised_bias").removesuffix("_bias")
+def metric_of(kind: str, formulation) -> str | None:
+    """The metric of ``kind`` of a run's formulation tag (`formulations.metric_name`; the
+    objective is the loss and penalty with a free bias: 'squared_hinge_l2_penalised_bias' ->
+    'objective_squared_hinge_l2'), None for a run without a formulation svmlab knows."""
+    try:
+        return metric_name(kind, formulation) if isinstance(formulation, str) else None
+    except ValueError:
+        return None
 
 
 def first_reach(trace: pd.DataFrame, column: str, tol: float) -> tuple[float, float]:
@@ -90,7 +95,7 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     """``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` (module docstring)."""
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in names}
-    objective = [objective_of(f) if isinstance(f, str) else None
+    objective = [metric_of("objective", f)
                  for f in runs.get(FORMULATION_TAG, pd.Series([None] * len(runs)))]
     keys = [k for k in REFERENCE_KEYS if k in runs]
     groups = runs[keys].astype(str).agg("|".join, axis=1)
@@ -129,9 +134,8 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     values = {name: np.full(len(runs), np.nan) for name in names}
     fallback, uncertified = [], []
     for i, (_, run) in enumerate(runs.iterrows()):
-        formulation = run.get(FORMULATION_TAG)
-        column = f"rel_gap_{formulation}"
-        if not isinstance(formulation, str) or pd.isna(run.get(f"metrics.{column}")):
+        column = metric_of("rel_gap", run.get(FORMULATION_TAG))
+        if column is None or pd.isna(run.get(f"metrics.{column}")):
             uncertified.append(run["run_id"])
             continue
         trace = load_trace(tracking_uri, run["run_id"])

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from svmlab.app import options
 from svmlab.app.solver_constraints import refusal
 from svmlab.errors import ConfigError, did_you_mean
-from svmlab.estimator.registry import GAMMA_RULES, KERNELS
+from svmlab.estimator.kernel_names import GAMMA_RULES, KERNELS
 
 
 @dataclass

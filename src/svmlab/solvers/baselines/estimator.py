@@ -18,7 +18,16 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import (
+    L2,
+    LOSSES,
+    PENALTIES,
+    Formulation,
+    FreeBias,
+    Hinge,
+    NoBias,
+    PenalisedBias,
+)
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier, LinearSVMClassifier
 from svmlab.estimator.trace import Trace
@@ -149,8 +158,9 @@ class Liblinear(LinearSVMClassifier):
         return f"LIBLINEAR's own stopping rule with tol={self.tol}, before max_iter={self.max_iter}"
 
     def _formulation(self) -> Formulation:
-        bias = "penalised" if self.fit_intercept else "none"
-        return Formulation(self.loss, self.penalty, bias, self.intercept_scaling)
+        """LinearSVC's loss and penalty, by the part names they share."""
+        bias = PenalisedBias(self.intercept_scaling) if self.fit_intercept else NoBias()
+        return Formulation(LOSSES[self.loss](), PENALTIES[self.penalty](), bias)
 
 
 class Libsvm(KernelSVMClassifier):
@@ -215,7 +225,7 @@ class Libsvm(KernelSVMClassifier):
         return f"LIBSVM's maximal KKT violation <= tol={self.tol}{limit}"
 
     def _formulation(self) -> Formulation:
-        return Formulation("hinge", "l2", "free")
+        return Formulation(Hinge(), L2(), FreeBias())
 
     def _solver_duals(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
         alpha = np.zeros(len(y))
