@@ -66,11 +66,14 @@ def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, m
     """Dual points theta = 1[z > 0] off a free set F = {|z_i| <= delta} and, on F, the best
     theta_F found, for the widths delta of the estimator layer's hinge certificate, one set at
     a time (``hinge_sum`` = X^T (y o 1[z > 0])). With lam > 0 theta_F ascends D itself from
-    ``start`` on F (`_ascended`, stopping once D >= ``enough``); with lam = 0, or `LINPROG`,
-    it is the LP's solution of the module docstring."""
+    ``start`` on F (`_ascended`, stopping once D >= ``enough``), each set from the last's
+    theta_F, and only a set whose point reaches ``enough``, or the widest, is yielded (each
+    point yielded costs the certificate a product with X^T); with lam = 0, or `LINPROG`, it
+    is the LP's solution of the module docstring."""
     n, base = len(y), (z > 0.0).astype(float)
     guess = np.clip(start, 0.0, 1.0)
-    for free in _free_sets(z):
+    sets = list(_free_sets(z))
+    for k, free in enumerate(sets):
         rows = X[free]
         rows = sp.csr_matrix(rows) if sp.issparse(rows) else sp.csr_matrix(rows * y[free, None])
         if sp.issparse(X):
@@ -78,7 +81,10 @@ def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, m
         if lam > 0.0 and not LINPROG:
             goal = n * enough - base.sum() + base[free].sum()  # N D >= N enough
             image = hinge_sum + rows.T @ (guess[free] - base[free])  # X^T (y o theta)
-            fitted = guess[free] = _ascended(rows, image, guess[free], n, lam, mu, goal)
+            fitted, reached = _ascended(rows, image, guess[free], n, lam, mu, goal)
+            guess[free] = fitted
+            if not reached and k < len(sets) - 1:  # a wider set starts from it
+                continue
         else:
             fixed = hinge_sum - rows.T @ base[free]  # X^T (y o theta) without F's part
             fitted = _largest_sum(rows, fixed, n * (mu + lam * np.abs(w)))
@@ -110,10 +116,13 @@ def _ascended(rows, image: np.ndarray, theta: np.ndarray, n: int, lam: float, mu
     ``theta`` (rows: y_i x_i, i in F; image: X^T (y o theta) there): N D = sum theta -
     1/2 ||S(s)||^2 with s = X^T (y o theta) / sqrt(N lam) and S the soft threshold at
     mu sqrt(N / lam); ``goal``: the value of sum theta_F - 1/2 ||S(s)||^2 that certifies the
-    tolerance asked for."""
-    scale = 1.0 / np.sqrt(n * lam)
-    return free_set_ascent(rows * scale, image * scale, theta.copy(), 1.0, FREE_SET_PASSES,
-                           FREE_SET_GAIN_TOL, goal, mu * np.sqrt(n / lam))
+    tolerance asked for. Returns theta_F and whether it reached the goal."""
+    scale, shrink = 1.0 / np.sqrt(n * lam), mu * np.sqrt(n / lam)
+    s = image * scale
+    theta = free_set_ascent(rows * scale, s, theta.copy(), 1.0, FREE_SET_PASSES,
+                            FREE_SET_GAIN_TOL, goal, shrink)
+    excess = np.maximum(np.abs(s) - shrink, 0.0)
+    return theta, theta.sum() - 0.5 * (excess @ excess) >= goal
 
 
 def _largest_sum(rows, fixed: np.ndarray, bound: np.ndarray) -> np.ndarray | None:
