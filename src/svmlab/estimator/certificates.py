@@ -132,13 +132,25 @@ class LinearImage(DualImage):
                  bias_scale: float | None = None, ascent=None):
         super().__init__(y)
         self.ascent = ascent
-        self.A = _signed_transpose(X, y) if sp.issparse(X) else (X * y[:, None]).T
         self.w = w
-        if bias_scale is not None:  # the constant feature of a penalised bias
-            row = bias_scale * y[None, :]
-            self.A = sp.vstack([self.A, row]).tocsr() if sp.issparse(self.A) else \
-                np.vstack([self.A, row])
-            self.w = np.append(w, b / bias_scale)
+        self._X = X if sp.issparse(X) and bias_scale is None else None
+        self._cache = {}  # A, shared with the copies of `with_weights`
+        if self._X is None:
+            A = _signed_transpose(X, y) if sp.issparse(X) else (X * y[:, None]).T
+            if bias_scale is not None:  # the constant feature of a penalised bias
+                row = bias_scale * y[None, :]
+                A = sp.vstack([A, row]).tocsr() if sp.issparse(A) else np.vstack([A, row])
+                self.w = np.append(w, b / bias_scale)
+            self._cache["A"] = A
+
+    @property
+    def A(self):
+        """The points y_i x_i (with a penalised bias: [y_i x_i, s y_i]) as columns. For CSR X
+        without a bias the transposed copy is built on first use only (by a free-set
+        refinement): `vector` reads X itself, the same sums in the same order."""
+        if "A" not in self._cache:
+            self._cache["A"] = _signed_transpose(self._X, self.y)
+        return self._cache["A"]
 
     def with_weights(self, w: np.ndarray) -> LinearImage:
         """The same features for the weights w of another model without a penalised bias (an
@@ -148,6 +160,8 @@ class LinearImage(DualImage):
         return image
 
     def vector(self, a: np.ndarray) -> np.ndarray:
+        if self._X is not None:
+            return np.asarray(self._X.T @ (self.y * a)).ravel()
         return np.asarray(self.A @ a).ravel()
 
     def squared_norm(self, a):
