@@ -18,10 +18,15 @@ derivative is undetermined, for growing free sets F, drawn while the gap exceeds
 asked for. With lam > 0, theta_F maximises D itself with theta fixed off F, by coordinate ascent
 from j_alpha' on F (`numerics.box_ascent` with its soft threshold), each pass reading F's rows
 only, so the cost grows with F, not with the data; it stops once D certifies the tolerance.
-With lam = 0 (or `LINPROG`) theta_F is HiGHS' exact solution of the short, wide LP
-max sum theta_F s.t. |X^T (y o theta)| <= N (mu + lam |w|) on the features F touches (the
-dual's constraint at lam = 0, where the ascent does not apply: D is then linear on a polytope,
-where coordinate ascent stalls). The LP took 0.79 of a 1.08 s default fit on a9a (11 calls);
+With lam = 0, with tol = 0 (no tolerance: the tightest bound is asked for), or `LINPROG`,
+theta_F is HiGHS' exact solution of the short, wide LP max sum theta_F s.t.
+|X^T (y o theta)| <= N (mu + lam |w|) on the features F touches (the dual's constraint at
+lam = 0, where the ascent does not apply: D is then linear on a polytope, where coordinate
+ascent stalls; with lam > 0 the ascent converges, but slowly where the 1/lam curvature is
+stiff: on heart at lam = 1e-4, 100 passes certify 0.29 where the LP certifies 3.5e-6, so an
+ascent that falls short of the tolerance is followed by the widest free set's LP where that
+set is small, MAX_LP_FALLBACK points; on larger sets the LP would cost seconds in the stopping
+test, which then waits for a later level instead). The LP took 0.79 of a 1.08 s default fit on a9a (11 calls);
 the ascent certifies the same gap in milliseconds. At the optimum of the LP-SVM (lam = 0) F
 holds about |S| points (S: the support of w), so the LP is small, and the certified gap follows
 the true suboptimality (j_alpha' alone leaves it orders of magnitude looser unless the last
@@ -38,6 +43,7 @@ from svmlab.estimator.formulations import L1, ElasticNet, Formulation, Hinge
 from svmlab.numerics.box_ascent import free_set_ascent
 
 MAX_FREE = 100_000  # points of a free set (closest to the margin first)
+MAX_LP_FALLBACK = 5_000  # points of a free set whose LP follows an ascent short of tol
 LINPROG = False  # the LP on every free set, lam > 0 too: the reference the ascent is timed by
 
 
@@ -68,31 +74,37 @@ def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, m
     a time (``hinge_sum`` = X^T (y o 1[z > 0])). With lam > 0 theta_F ascends D itself from
     ``start`` on F (`_ascended`, stopping once D >= ``enough``), each set from the last's
     theta_F, and only a set whose point reaches ``enough``, or the widest, is yielded (each
-    point yielded costs the certificate a product with X^T); with lam = 0, or `LINPROG`, it
-    is the LP's solution of the module docstring."""
+    point yielded costs the certificate a product with X^T), then, if the widest fell short
+    and holds at most MAX_LP_FALLBACK points, the LP's point of that set. With lam = 0, with no tolerance asked for (``enough``
+    infinite: the tightest bound), or `LINPROG`, theta_F is the LP's solution of the module
+    docstring on every set."""
     n, base = len(y), (z > 0.0).astype(float)
     guess = np.clip(start, 0.0, 1.0)
     sets = list(_free_sets(z))
+    ascent = lam > 0.0 and np.isfinite(enough) and not LINPROG
     for k, free in enumerate(sets):
         rows = X[free]
         rows = sp.csr_matrix(rows) if sp.issparse(rows) else sp.csr_matrix(rows * y[free, None])
         if sp.issparse(X):
             rows.data *= np.repeat(y[free], np.diff(rows.indptr))  # y_i x_i, i in F
-        if lam > 0.0 and not LINPROG:
+        widest = k == len(sets) - 1
+        if ascent:
             goal = n * enough - base.sum() + base[free].sum()  # N D >= N enough
             image = hinge_sum + rows.T @ (guess[free] - base[free])  # X^T (y o theta)
-            fitted, reached = _ascended(rows, image, guess[free], n, lam, mu, goal)
-            guess[free] = fitted
-            if not reached and k < len(sets) - 1:  # a wider set starts from it
-                continue
-        else:
-            fixed = hinge_sum - rows.T @ base[free]  # X^T (y o theta) without F's part
-            fitted = _largest_sum(rows, fixed, n * (mu + lam * np.abs(w)))
-            if fitted is None:
-                continue
-        theta = base.copy()
-        theta[free] = fitted
-        yield theta
+            guess[free], reached = _ascended(rows, image, guess[free], n, lam, mu, goal)
+            if reached or widest:
+                yield _completed(base, free, guess[free])
+            if reached or not widest or len(free) > MAX_LP_FALLBACK:
+                continue  # else the widest set's LP: the ascent fell short of tol
+        fitted = _largest_sum(rows, hinge_sum - rows.T @ base[free], n * (mu + lam * np.abs(w)))
+        if fitted is not None:
+            yield _completed(base, free, fitted)
+
+
+def _completed(base: np.ndarray, free: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+    theta = base.copy()
+    theta[free] = fitted
+    return theta
 
 
 def _free_sets(z: np.ndarray):
