@@ -26,7 +26,7 @@ from svmlab.estimator.certificates import Certificate, LinearImage, certify
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
 from svmlab.estimator.trace import RowBuffer
-from svmlab.numerics.rows import rows_of
+from svmlab.numerics.rows import rmatvec, rows_of
 from svmlab.solvers.l1_newton.certificate import (
     certified,
     exact_objective,
