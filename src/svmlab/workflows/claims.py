@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from svmlab.analysis import page, report, trend, wilcoxon
+from svmlab.analysis import page, precision, report, trend, wilcoxon
 from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -34,6 +34,14 @@ TITLES = {"paper": "The paper's claims", "svmlab": "svmlab's own statements"}
 #: What a censored measure (a target never reached: inf) is more than: the run's own time, or
 #: for an iteration count its number of iterations.
 FLOORS = {"time": "fit_time_s", "iters": "n_iter"}
+#: Measures of a run's own stop: a run stopped by a cap (its stop reason names one, e.g.
+#: ``max_iter=...``) did not finish, so they are censored there, more than the run's value.
+OWN_STOP = ("fit_time_s", "n_iter", "n_passes")
+CAPPED = "max_"
+STOP_REASON = "tags.svmlab.stop_reason"
+#: The value a measure cannot exceed: where both sides are at it in every block, a comparison
+#: of the two cannot order them.
+CEILINGS = {"test_accuracy": 1.0}
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,8 @@ class Judged:
             low, high = self.estimate
             estimate = _number(low) if low == high else f"{_number(low)} to {_number(high)}"
             interval = f"[{_number(self.interval[0])}, {_number(self.interval[1])}]"
-        return {"claim": c.claim, "source": c.source, "measure": c.measure or "",
+        text = f"svmlab's companion: {c.claim}" if c.companion_of else c.claim
+        return {"claim": text, "source": c.source, "measure": c.measure or "",
                 "paper": paper, "n": self.n or "", "estimate": estimate, "interval": interval,
                 "test": self.test, "verdict": self.verdict, "detail": self.detail}
 
@@ -88,16 +97,20 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
     """Judge every claim on ``runs`` (FINISHED training runs, the layout of
     :func:`svmlab.tracking.queries.search_runs`); ``derive(names)`` gives the values of
     measures computed from traces (``time_to_gap_1e-3``), one per run."""
-    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs})
+    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
+                     and precision.parse(c.measure)})
     values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
     runs = runs.assign(**values)
     return [judge(c, runs) for c in claims]
 
 
 def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
-    """One claim on runs that carry its measure as ``metrics.<measure>``."""
+    """One claim on runs that carry its measure as ``metrics.<measure>``; with a ``grid``, at
+    each combination of the grid's values (:func:`_over_grid`)."""
     if claim.untestable is not None:
         return Judged(claim, "", UNTESTABLE, claim.untestable)
+    if claim.grid:
+        return _over_grid(claim, runs)
     (rule, bound), = claim.decide.items()
     test = _test_text(claim, rule, bound)
     sides = [claim.value] + ([claim.relative_to] if claim.relative_to is not None else [])
@@ -108,6 +121,12 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
             f"no finished run of {label} with {claim.measure}" for label in empty))
     summary = " against ".join(_side_text(where, frame, claim.measure)
                                for where, frame in zip(sides, frames))
+    ceiling = CEILINGS.get(claim.measure)
+    if len(frames) == 2 and ceiling is not None and all((f["low"] >= ceiling).all()
+                                                          for f in frames):
+        return Judged(claim, test, UNTESTABLE, f"every run of both sides is at {claim.measure} = "
+                                               f"{_number(ceiling)} (separable data): this "
+                                               f"data cannot order them; {summary}")
     try:
         if claim.growth_with is not None:
             found = _growth(claim, frames)
@@ -131,11 +150,50 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
                   found.estimate, found.interval)
 
 
+def _over_grid(claim: Claim, runs: pd.DataFrame) -> Judged:
+    """A claim that hinges on settings the paper does not report, judged at each combination of
+    the values of its ``grid`` keys that the runs of its tested side hold: reproduced when it
+    is at every one, else not testable, with each combination's verdict as the reason."""
+    keys, plain = claim.grid, replace(claim, grid=[])
+    values = {k: _key_values(runs, k).astype(str) for k in keys} if len(runs) else {}
+    tested = np.ones(len(runs), dtype=bool)
+    for key, wanted in claim.value.items():
+        tested &= _matches(_key_values(runs, key), wanted)
+    points = (sorted({tuple(values[k][i] for k in keys) for i in np.flatnonzero(tested)})
+              if len(runs) else [])
+    if not points:
+        return judge(plain, runs.iloc[:0])
+    judged = []
+    for point in points:
+        at = np.ones(len(runs), dtype=bool)
+        for key, value in zip(keys, point):
+            at &= (values[key] == value).to_numpy()
+        judged.append(judge(plain, runs[at]))
+    labels = [", ".join(f"{k}={v}" for k, v in zip(keys, p)) for p in points]
+    each = "; ".join(f"at {label}: {j.verdict}" + (f", estimate {j.row()['estimate']} "
+                                                  f"{j.row()['interval']}" if j.estimate else "")
+                     + (f" ({j.detail.split(';')[0]})" if j.verdict == UNTESTABLE else "")
+                     for label, j in zip(labels, judged))
+    grid = f"over the grid of {len(points)} setting(s) the paper does not report ({', '.join(keys)})"
+    found = [j for j in judged if j.estimate is not None]
+    span = (dict(estimate=(min(j.estimate[0] for j in found), max(j.estimate[1] for j in found)),
+                 interval=(min(j.interval[0] for j in found), max(j.interval[1] for j in found)))
+            if found else {})
+    if all(j.verdict == REPRODUCED for j in judged):
+        return Judged(claim, judged[0].test, REPRODUCED, f"holds at every setting {grid}: {each}",
+                      sum(j.n for j in judged), **span)
+    return Judged(claim, judged[0].test, UNTESTABLE, f"depends on settings the paper does not "
+                                                     f"report: not reproduced at every setting "
+                                                     f"{grid}: {each}",
+                  sum(j.n for j in judged), **span)
+
+
 def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs matching ``where`` that carry the measure: their block (a tuple of the values
     of the claim's blocks), the keys of its shape, and the measure as bounds [low, high]. A
     value is its own bounds; an infinite one (a target never reached) is more than the run's
-    own time: [fit_time_s, inf] (an iteration count: [n_iter, inf])."""
+    own time: [fit_time_s, inf] (an iteration count: [n_iter, inf]); a measure of the run's
+    own stop (OWN_STOP) of a run that a cap stopped is more than its value: [value, inf]."""
     column = f"metrics.{claim.measure}"
     if column not in runs or runs.empty:
         return pd.DataFrame(columns=["block", "key", "low", "high", "censored", "majority"])
@@ -144,7 +202,9 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
         chosen &= _matches(_key_values(runs, key), wanted)
     found = runs[chosen & runs[column].astype(float).notna().to_numpy()]
     value = found[column].astype(float)
-    censored = np.isinf(value) & (value > 0)
+    capped = (found[STOP_REASON].fillna("").astype(str).str.startswith(CAPPED).to_numpy()
+              if claim.measure in OWN_STOP and STOP_REASON in found else False)
+    censored = (np.isinf(value) & (value > 0)) | capped
     below = f"metrics.{FLOORS.get(claim.measure.split('_')[0], FLOORS['time'])}"
     floor = (found[below].astype(float).fillna(0.0) if below in found
              else pd.Series(0.0, index=found.index))
@@ -153,7 +213,8 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "block": list(zip(*(_key_values(found, k).astype(str) for k in claim.blocks))),
         "key": pd.to_numeric(_key_values(found, shape), errors="coerce") if shape else math.nan,
-        "low": np.where(censored, floor, value), "high": value, "censored": censored,
+        "low": np.where(np.isinf(value), floor, value), "high": np.where(censored, np.inf, value),
+        "censored": censored,
         "majority": found[majority].astype(float) if majority in found else math.nan},
         index=found.index)
 
@@ -261,10 +322,11 @@ def _sensitivity(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
 
 
 def _censored(blocks: pd.DataFrame) -> str:
-    """How many of the blocks' runs never reached their target, in words ('' when none)."""
+    """How many of the blocks' runs never reached their target or stopped at a cap, in words
+    ('' when none)."""
     count = int(blocks.filter(like="censored").to_numpy().sum())
-    return (f"; {count} run(s) never reached the target: censored, more than the run's own "
-            f"time (or iterations)") if count else ""
+    return (f"; {count} run(s) never reached the target or stopped at a cap: censored, more "
+            f"than the run's own time (or iterations)") if count else ""
 
 
 def _decide(rule: str, bound: float, paper: float | None, found: _Estimate) -> tuple[str, str]:
@@ -312,6 +374,23 @@ def by_kind(judged: list[Judged]) -> dict[str, list[Judged]]:
     return {kind: claims for kind, claims in found.items() if claims}
 
 
+def sections(judged: list[Judged]) -> dict[str, list[Judged]]:
+    """The rows of each table: the paper's claims, each followed by its companions (svmlab's
+    statements of the same comparison at equal precision), then svmlab's other statements."""
+    found = {"paper": [j for j in judged if j.claim.kind == "paper" or j.claim.companion_of],
+             "svmlab": [j for j in judged if j.claim.kind == "svmlab"
+                        and not j.claim.companion_of]}
+    return {kind: rows for kind, rows in found.items() if rows}
+
+
+def section_count(rows: list[Judged]) -> str:
+    """A table's counts: its claims', and its companions' apart ('' for none)."""
+    companions = [j for j in rows if j.claim.companion_of]
+    own = counted([j for j in rows if not j.claim.companion_of])
+    return own + (f"; svmlab's companions beside them: {counted(companions)}" if companions
+                  else "")
+
+
 def selection_table(chosen: list, metric: str) -> pd.DataFrame:
     """One row per dataset: the selected values, their validation score and the study
     (``chosen``: the selection step's results, with dataset, values, score and study)."""
@@ -352,30 +431,31 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
     command = f"svmlab workflow {workflow.name} --scale {scale}"
     noted = "".join(f"\n- {n}" for n in notes)
     selected = selection_markdown(workflow.select, chosen) + "\n\n" if chosen else ""
-    groups = by_kind(judged)
-    tables = "\n\n".join(f"## {TITLES[kind]}\n\n{counted(j)}.\n\n{markdown(table(j))}"
+    groups = sections(judged)
+    tables = "\n\n".join(f"## {TITLES[kind]}\n\n{section_count(j)}.\n\n{markdown(table(j))}"
                          for kind, j in groups.items())
     (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
                                       f"{summary(judged)}. Regenerate: `{command}`\n\n"
                                       + selected + tables
                                       + (f"\n\nNotes:{noted}\n" if notes else ""))
-    pd.concat([table(j).assign(kind=kind) for kind, j in groups.items()]).to_csv(
-        folder / "claims.csv", index=False)
-    sections = []
+    pd.concat([table(j).assign(kind=[r.claim.kind for r in j],
+                               beside=[r.claim.companion_of or "" for r in j])
+               for j in groups.values()]).to_csv(folder / "claims.csv", index=False)
+    parts = []
     for kind, j in groups.items():
         cells = page.table(table(j), index=False)
         for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
             cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
-        sections.append((kind, TITLES[kind], page.conclusions([counted(j)]) + cells))
+        parts.append((kind, TITLES[kind], page.conclusions([section_count(j)]) + cells))
     if notes:
-        sections.append(("notes", "Notes", page.conclusions(list(notes))))
+        parts.append(("notes", "Notes", page.conclusions(list(notes))))
     shown = "".join(page.figure(path, caption) for caption, path in (figures or {}).items())
     selection = ([("selection", "Selection", page.conclusions([selection_text(workflow.select)])
                    + page.table(selection_table(chosen, workflow.select.metric), index=False))]
                  if chosen else [])
     (folder / "claims.html").write_text(page.render(
         title, f"{workflow.description}\n{summary(judged)}\n{command}",
-        selection + sections + ([("figures", "Figures", shown)] if shown else [])))
+        selection + parts + ([("figures", "Figures", shown)] if shown else [])))
 
 
 def counts(judged: list[Judged]) -> dict[str, int]:
@@ -403,7 +483,8 @@ def _side_text(where: dict, frame: pd.DataFrame, measure: str) -> str:
     spread = (f"median {_number(frame['high'].median())}, range {_number(frame['high'].min())} "
               f"to {_number(frame['high'].max())}")
     return (f"{_label(where)}: {len(frame)} run(s) in {frame['block'].nunique()} block(s), "
-            f"{measure} {spread}" + (f", {never} never reached the target" if never else ""))
+            f"{measure} {spread}" + (f", {never} censored (a target never reached or a cap)"
+                                         if never else ""))
 
 
 def _label(where: dict) -> str:

@@ -144,6 +144,8 @@ class Liblinear(LinearSVMClassifier):
         self.coef_ = model.coef_
         self.intercept_ = np.atleast_1d(np.asarray(model.intercept_, dtype=np.float64))
         self.converged_ = bool(model.n_iter_ < self.max_iter)
+        # a cap that ended the fit is named: the run's time is then not a finish
+        self.stop_reason_ = None if self.converged_ else f"max_iter={self.max_iter} iterations"
 
     def _stopping_rule(self) -> str:
         return f"LIBLINEAR's own stopping rule with tol={self.tol}, before max_iter={self.max_iter}"
@@ -208,6 +210,8 @@ class Libsvm(KernelSVMClassifier):
         self.intercept_ = model.intercept_
         self.n_support_ = int(model.n_support_.sum())
         self.converged_ = bool(self.max_iter < 0 or model.n_iter_.max() < self.max_iter)
+        # a cap that ended the fit is named: the run's time is then not a finish
+        self.stop_reason_ = None if self.converged_ else f"max_iter={self.max_iter} iterations"
         _record_final_row(self, trace, model.n_iter_.max(), X, y)
 
     def _stopping_rule(self) -> str:

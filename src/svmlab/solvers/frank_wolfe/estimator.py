@@ -169,6 +169,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.n_support_ = len(self.support_)
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
         self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
+        self.stop_reason_ = (f"max_iter={self.max_iter} steps"
+                             if progress.counts[meb.STATUS] == meb.MAX_STEPS else None)
 
     def _certificate(self, X, y: np.ndarray) -> Certificate:
         """The L2-SVM primal at the model against the dual value -R/2 of its alpha."""
