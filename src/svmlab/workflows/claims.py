@@ -174,7 +174,8 @@ def _over_grid(claim: Claim, runs: pd.DataFrame) -> Judged:
                                                   f"{j.row()['interval']}" if j.estimate else "")
                      + (f" ({j.detail.split(';')[0]})" if j.verdict == UNTESTABLE else "")
                      for label, j in zip(labels, judged))
-    grid = f"over the grid of {len(points)} setting(s) the paper does not report ({', '.join(keys)})"
+    grid = (f"over the grid of {len(points)} setting(s) the paper does not report "
+            f"({', '.join(keys)})")
     found = [j for j in judged if j.estimate is not None]
     span = (dict(estimate=(min(j.estimate[0] for j in found), max(j.estimate[1] for j in found)),
                  interval=(min(j.interval[0] for j in found), max(j.interval[1] for j in found)))

@@ -261,6 +261,7 @@ def _claim_and_companion(data: Any, where: str) -> list[Claim]:
     if "companion" not in data:
         return [claim]
     more = _mapping(data["companion"], f"{where}.companion", COMPANION_KEYS)
+    _checked(precision.parse, more["measure"], f"{where}.companion.measure")
     if claim.kind != "paper" or claim.untestable is not None:
         raise WorkflowError(f"{where}.companion: only a testable paper claim has a companion")
     companion = {**data, "claim": f"{claim.claim}, {precision.describe(more['measure'])}",
