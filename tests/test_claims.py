@@ -389,6 +389,25 @@ def test_a_run_stopped_by_its_iteration_cap_has_a_censored_time(store):
     assert finished.verdict == claims.REPRODUCED and finished.estimate == (0.5, 0.5)
 
 
+@pytest.mark.slow
+def test_a_libsvm_run_stopped_by_max_iter_is_logged_and_judged_as_censored(store):
+    """Real runs: LIBSVM capped at 5 SMO iterations names its cap as the stop reason, and a
+    claim on its time takes each of those times as more than the run's own (censored)."""
+    from support.runs import train
+
+    assert train(store, "-m", "solver=libsvm", "solver.max_iter=5", "kernel=linear",
+                 "dataset=breast_cancer", "seed=0,1,2", f"tracking.experiment={EXPERIMENT}",
+                 "tracking.log_model=false") == 0
+    s = Store(store)
+    runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
+    assert set(runs["tags.svmlab.stop_reason"]) == {"max_iter=5 iterations"}
+    judged, = s.judged(claim(measure="fit_time_s", value={"solver": "libsvm"},
+                             decide={"below": 1e6}))
+    assert judged.estimate[1] == judged.interval[1] == np.inf
+    assert judged.verdict == claims.INCONCLUSIVE
+    assert "3 run(s) never reached the target or stopped at a cap" in judged.detail
+
+
 def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setting(store):
     """At lam = 1e-4 a is faster than b in every block, at lam = 1e-2 slower: the claim
     depends on a setting the paper does not report, so it is not testable, with each setting's
