@@ -217,6 +217,29 @@ def test_sensitivity_to_C_compares_the_fitted_slopes_over_the_same_C_grid(store)
     assert judged.verdict == claims.REPRODUCED
 
 
+def test_a_time_capped_at_the_largest_C_still_bounds_the_slope_from_below(store):
+    """b's time grows with C (1, 10, 100 s) and its runs at C = 100 were stopped by a cap: b's
+    true slope is at least 1, so a (flat) is less sensitive in every block. Capped at the
+    smallest C instead, b's slope could be anything: the claim is then inconclusive."""
+    s = Store(store)
+    capped = {"svmlab.stop_reason": "max_iter=10 iterations"}
+    for seed in range(4):
+        for C in (1.0, 10.0, 100.0):
+            s.run("a", "a1a", seed, C, fit_time_s=2.0)
+            s.run("b", "a1a", seed, C, fit_time_s=C, tags=capped if C == 100.0 else None)
+            s.run("c", "a1a", seed, C, fit_time_s=C, tags=capped if C == 1.0 else None)
+    less = {"measure": "fit_time_s", "sensitivity_to": "solver.C", "value": {"solver": "a"},
+            "decide": {"below": 0}}
+    bounded, = s.judged(claim(**less, relative_to={"solver": "b"}))
+    assert bounded.verdict == claims.REPRODUCED
+    assert bounded.estimate[0] == bounded.interval[0] == -np.inf
+    assert bounded.estimate[1] == pytest.approx(-1.0) and bounded.interval[1] < 0
+    assert "4 run(s) never reached the target or stopped at a cap" in bounded.detail
+    open_, = s.judged(claim(**less, relative_to={"solver": "c"}))
+    assert open_.verdict == claims.INCONCLUSIVE and open_.interval[0] == -np.inf
+    assert open_.interval[1] == pytest.approx(0.0, abs=1e-9)  # a's |slope| less 0
+
+
 def test_an_accuracy_within_a_point_of_the_majority_rate_is_not_reproduced(store):
     """97.02 % on a test set whose majority class is 97 % is a constant classifier's accuracy:
     it cannot reproduce a paper's 98.1 %; a paper's 97.6 % (itself near the rate) it can."""

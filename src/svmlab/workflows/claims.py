@@ -300,26 +300,44 @@ def _growth(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
 def _sensitivity(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
     """Per block, each side's least-squares slope of log measure against log ``sensitivity_to``
     over the values both sides ran; the Hodges-Lehmann estimate and interval of |slope| of the
-    tested side less the other's (below 0: the tested side is less sensitive)."""
+    tested side less the other's (below 0: the tested side is less sensitive), within bounds
+    where censored values leave a slope open (:func:`_slope_range`)."""
     key = claim.sensitivity_to
     tested, other = (_blockwise(f, ["key"]) for f in frames)
     if (tested["key"].isna().any() or other["key"].isna().any()
             or (tested["key"] <= 0).any() or (other["key"] <= 0).any()):
         raise _Undecided(UNTESTABLE, f"runs without a positive value of {key}")
     both = tested.merge(other, on=["block", "key"], suffixes=("", "_other"))
-    if _censored(both):
-        raise _Undecided(INCONCLUSIVE, f"a censored value{_censored(both)} has no place on a "
-                                       f"fitted line")
-    slopes = [(trend.log_log_slope(g["key"], np.log(g["low"])),
-               trend.log_log_slope(g["key"], np.log(g["low_other"])))
-              for _, g in both.groupby("block") if g["key"].nunique() >= 2]
-    if not slopes:
+    fitted = [g for _, g in both.groupby("block") if g["key"].nunique() >= 2]
+    if not fitted:
         raise _Undecided(INCONCLUSIVE, f"no block where both sides ran two values of {key}")
-    d = np.array([abs(a) - abs(b) for a, b in slopes])
-    return _located(claim, d, d, f"|slope| of log {claim.measure} against log {key} (tested "
-                                 f"less the other; median slopes "
-                                 f"{_number(np.median([a for a, _ in slopes]))} and "
-                                 f"{_number(np.median([b for _, b in slopes]))})", "")
+    ranges = [(_slope_range(g["key"], g["low"], g["censored"] > 0),
+               _slope_range(g["key"], g["low_other"], g["censored_other"] > 0)) for g in fitted]
+    low = np.array([a[0] - b[1] for a, b in ranges])
+    high = np.array([a[1] - b[0] for a, b in ranges])
+    slopes = [(trend.log_log_slope(g["key"], np.log(g["low"])),
+               trend.log_log_slope(g["key"], np.log(g["low_other"]))) for g in fitted]
+    return _located(claim, low, high, f"|slope| of log {claim.measure} against log {key} "
+                                      f"(tested less the other; median slopes "
+                                      f"{_number(np.median([a for a, _ in slopes]))} and "
+                                      f"{_number(np.median([b for _, b in slopes]))}, censored "
+                                      f"values at their lower bounds)",
+                    _censored(pd.concat(fitted)))
+
+
+def _slope_range(key: pd.Series, low: pd.Series, censored: pd.Series) -> tuple[float, float]:
+    """The range of |least-squares slope| of log measure against log key when the censored
+    values are only known to be at least ``low``. Raising a value at a key above the mean log
+    key raises the slope, so with every censored value there and the slope at the lower bounds
+    s >= 0, |slope| is at least s (a time that grows with C and was capped at the largest C);
+    otherwise it can be anything from 0."""
+    slope = trend.log_log_slope(key, np.log(low))
+    if not censored.any():
+        return abs(slope), abs(slope)
+    x = np.log(key.to_numpy(float))
+    if slope >= 0 and (x[censored.to_numpy()] > x.mean()).all():
+        return slope, np.inf
+    return 0.0, np.inf
 
 
 def _censored(blocks: pd.DataFrame) -> str:
