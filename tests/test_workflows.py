@@ -254,7 +254,7 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
     assert {"claims.md", "claims.html", "claims.csv", "figures"} <= artifacts
     table = pd.read_csv(mlflow.artifacts.download_artifacts(
         f"{outer.info.artifact_uri}/claims.csv", dst_path=str(tmp_path)))
-    assert list(table.columns) == [*claims.COLUMNS, "kind"]
+    assert list(table.columns) == [*claims.COLUMNS, "kind", "beside"]
     assert list(table["verdict"]) == [claims.REPRODUCED, claims.INCONCLUSIVE,
                                       claims.UNTESTABLE, claims.UNTESTABLE]
     assert list(table["n"].fillna(0)) == [4, 2, 0, 0]
