@@ -149,6 +149,8 @@ def test_a_tolerance_path_records_one_row_per_fit_and_keeps_the_last_model(data)
         assert rows["objective_hinge_l2"][k] == pytest.approx(
             alone.objectives(X, y)["objective_hinge_l2"], rel=1e-12)
         assert 0.0 < rows["time_s"][k] <= model.fit_time_s_
+    gaps = rows["rel_gap_hinge_l2_penalised_bias"]  # each fit's certified gap, tightening
+    assert gaps[-1] <= gaps[0] and gaps[-1] == pytest.approx(model.certificate_.rel_gap, abs=1e-6)
     np.testing.assert_array_equal(model.coef_, alone.coef_)
     assert model.fit_time_s_ >= rows["time_s"].sum() * 0.99
     with pytest.raises(ConfigError, match="tol_path must list positive tolerances"):
