@@ -92,7 +92,8 @@ def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     :func:`svmlab.tracking.queries.search_runs`), and notes on how they were obtained.
 
     ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run for the
-    ``*_to_gap_*`` measures and once for the ``*_to_obj_*`` ones."""
+    ``*_to_gap_*`` measures, once for the ``*_to_acc_*`` ones and once for the ``*_to_obj_*``
+    ones."""
     gaps = [n for n in names if PATTERN.match(n)[2] == "gap"]
     values, notes = _to_gap(runs, gaps, tracking_uri, load_trace) if gaps else ({}, [])
     accuracies = [n for n in names if PATTERN.match(n)[2] == "acc"]
