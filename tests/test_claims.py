@@ -449,6 +449,9 @@ def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setti
     assert "depends on settings the paper does not report" in judged.detail
     assert "at unreported.lam=0.0001: reproduced" in judged.detail
     assert "at unreported.lam=0.01: not reproduced" in judged.detail
+    runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
+    shifted = claims.judge(faster, runs.set_axis(runs.index + 1000))  # labels are not positions
+    assert (shifted.verdict, shifted.detail) == (judged.verdict, judged.detail)
     slower, = s.judged(replace(faster, decide={"below": 10}))
     assert slower.verdict == claims.REPRODUCED and slower.estimate == (0.5, 2.0)
 

@@ -155,19 +155,18 @@ def _over_grid(claim: Claim, runs: pd.DataFrame) -> Judged:
     the values of its ``grid`` keys that the runs of its tested side hold: reproduced when it
     is at every one, else not testable, with each combination's verdict as the reason."""
     keys, plain = claim.grid, replace(claim, grid=[])
-    values = {k: _key_values(runs, k).astype(str) for k in keys} if len(runs) else {}
+    values = {k: _key_values(runs, k).astype(str).to_numpy() for k in keys}
     tested = np.ones(len(runs), dtype=bool)
     for key, wanted in claim.value.items():
         tested &= _matches(_key_values(runs, key), wanted)
-    points = (sorted({tuple(values[k][i] for k in keys) for i in np.flatnonzero(tested)})
-              if len(runs) else [])
+    points = sorted({tuple(values[k][i] for k in keys) for i in np.flatnonzero(tested)})
     if not points:
         return judge(plain, runs.iloc[:0])
     judged = []
     for point in points:
         at = np.ones(len(runs), dtype=bool)
         for key, value in zip(keys, point):
-            at &= (values[key] == value).to_numpy()
+            at &= values[key] == value
         judged.append(judge(plain, runs[at]))
     labels = [", ".join(f"{k}={v}" for k, v in zip(keys, p)) for p in points]
     each = "; ".join(f"at {label}: {j.verdict}" + (f", estimate {j.row()['estimate']} "
