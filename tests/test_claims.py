@@ -435,18 +435,19 @@ def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setti
     """At lam = 1e-4 a is faster than b in every block, at lam = 1e-2 slower: the claim
     depends on a setting the paper does not report, so it is not testable, with each setting's
     verdict; where both settings agree it is reproduced. Both sides at 100 % accuracy (a
-    separable set) cannot be ordered by accuracy."""
+    separable set: one error in 2,000 test points at most) cannot be ordered by accuracy."""
     s = Store(store)
     for i in range(4):
         for lam, time_a in (("0.0001", 1.0), ("0.01", 4.0)):
             grid = {"unreported.lam": lam}
             s.run("a", f"d{i}", params=grid, fit_time_s=time_a, test_accuracy=1.0)
-            s.run("b", f"d{i}", params=grid, fit_time_s=2.0, test_accuracy=1.0)
+            s.run("b", f"d{i}", params=grid, fit_time_s=2.0, test_accuracy=0.9995)
     faster = claim(measure="fit_time_s", value={"solver": "a"}, relative_to={"solver": "b"},
                    decide={"below": 1}, grid=["unreported.lam"])
     judged, = s.judged(faster)
     assert judged.verdict == claims.UNTESTABLE and judged.n == 8
-    assert "depends on settings the paper does not report" in judged.detail
+    assert "depends on settings the paper does not report: reproduced at 1 of the 2" in \
+        judged.detail
     assert "at unreported.lam=0.0001: reproduced" in judged.detail
     assert "at unreported.lam=0.01: not reproduced" in judged.detail
     runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
@@ -459,4 +460,4 @@ def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setti
                                relative_to={"solver": "b"}, combine="difference",
                                decide={"below": 0}, grid=["unreported.lam"]))
     assert accurate.verdict == claims.UNTESTABLE
-    assert "at test_accuracy = 1 (separable data)" in accurate.detail
+    assert "within 0.001 of test_accuracy = 1 (separable data)" in accurate.detail
