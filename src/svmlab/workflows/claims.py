@@ -501,13 +501,15 @@ def metrics(judged: list[Judged]) -> dict[str, int]:
 
 
 def _side_text(where: dict, frame: pd.DataFrame, measure: str) -> str:
-    """A side in words: its runs, blocks, median and range of the measure, censored runs."""
+    """A side in words: its runs, blocks, median and range of the measure (a censored run at
+    its lower bound), censored runs."""
     never = int(frame["censored"].sum())
-    spread = (f"median {_number(frame['high'].median())}, range {_number(frame['high'].min())} "
-              f"to {_number(frame['high'].max())}")
+    shown = frame["high"].where(~frame["censored"].astype(bool), frame["low"])
+    spread = (f"median {_number(shown.median())}, range {_number(shown.min())} "
+              f"to {_number(shown.max())}")
     return (f"{_label(where)}: {len(frame)} run(s) in {frame['block'].nunique()} block(s), "
-            f"{measure} {spread}" + (f", {never} censored (a target never reached or a cap)"
-                                         if never else ""))
+            f"{measure} {spread}" + (f", {never} censored (a target never reached or a cap: "
+                                     f"their lower bound counted)" if never else ""))
 
 
 def _label(where: dict) -> str:
