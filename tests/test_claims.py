@@ -13,12 +13,12 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, Metric, Param, RunTag
 
-from svmlab.analysis import precision, run, select
+from svmlab.analysis import precision, results, stage
 from svmlab.app import cli
 from svmlab.app.sweep import jobs_table
 from svmlab.app.workflow import analysis_request, experiment_name, outer_tags
 from svmlab.tracking import queries
-from svmlab.tracking.runs import TRACE_ARTIFACT
+from svmlab.tracking.tracker import TRACE_ARTIFACT
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 from svmlab.tracking.workflows import OuterRun
 from svmlab.workflows import claims, spec
@@ -68,7 +68,7 @@ class Store:
 
     def judged(self, *claim_list: spec.Claim, run_ids: set[str] | None = None) -> list:
         """The claims judged as a workflow judges them, on the store's finished runs."""
-        runs, _ = select.finished_runs([EXPERIMENT], "", self.uri, run_ids)
+        runs, _ = results.finished_runs([EXPERIMENT], "", self.uri, run_ids)
         return claims.judge_all(list(claim_list), runs, lambda names: precision.derive(
             runs, names, self.uri, queries.load_trace)[0])
 
@@ -296,7 +296,7 @@ def test_only_the_runs_of_the_current_sweep_are_analysed_and_judged(store, tmp_p
     current = outer.swept_runs([str(folder)])
     assert current == set(kept + fresh)
     request, options = analysis_request(workflow, "quick", s.uri, current)
-    analysis = run.analyze(request, options)
+    analysis = stage.analyze(request, options)
     assert set(analysis.selection.run_ids) == current
     assert set(analysis.selection.long["block"]) == {"w1a", "a1a"}
     removed, everywhere = s.judged(
@@ -422,7 +422,7 @@ def test_a_libsvm_run_stopped_by_max_iter_is_logged_and_judged_as_censored(store
                  "dataset=breast_cancer", "seed=0,1,2", f"tracking.experiment={EXPERIMENT}",
                  "tracking.log_model=false") == 0
     s = Store(store)
-    runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
+    runs, _ = results.finished_runs([EXPERIMENT], "", s.uri)
     assert set(runs["tags.svmlab.stop_reason"]) == {"max_iter=5 iterations"}
     judged, = s.judged(claim(measure="fit_time_s", value={"solver": "libsvm"},
                              decide={"below": 1e6}))
@@ -450,7 +450,7 @@ def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setti
         judged.detail
     assert "at unreported.lam=0.0001: reproduced" in judged.detail
     assert "at unreported.lam=0.01: not reproduced" in judged.detail
-    runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
+    runs, _ = results.finished_runs([EXPERIMENT], "", s.uri)
     shifted = claims.judge(faster, runs.set_axis(runs.index + 1000))  # labels are not positions
     assert (shifted.verdict, shifted.detail) == (judged.verdict, judged.detail)
     slower, = s.judged(replace(faster, decide={"below": 10}))

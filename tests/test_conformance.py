@@ -338,7 +338,7 @@ def test_a_truncated_fit_warns_and_is_not_converged(data, cls):
 def test_the_logged_model_reloads_and_predicts_identically(store, data, cls):
     import mlflow
 
-    from svmlab.tracking.runs import Tracker
+    from svmlab.tracking.tracker import Tracker
 
     X, y = data
     model = first(cls).fit(sp.csr_matrix(X), y)

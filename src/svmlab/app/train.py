@@ -168,7 +168,7 @@ def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
 def config_record(cfg: DictConfig, context: RunContext, estimator) -> dict:
     """What a run records before its fit: the flattened config as params, the run's tags, and
     the config and its overrides as texts (``Recording.log_config``)."""
-    from svmlab.tracking.runs import flatten
+    from svmlab.tracking.tracker import flatten
 
     return {"params": flatten(OmegaConf.to_container(cfg, resolve=True)),
             "tags": run_tags(cfg, context, estimator),
