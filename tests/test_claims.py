@@ -15,7 +15,7 @@ from mlflow.entities import Dataset, DatasetInput, Metric, Param, RunTag
 
 from svmlab.analysis import precision, results, stage
 from svmlab.app import cli
-from svmlab.app.sweep import jobs_table
+from svmlab.app.launch.sweep import jobs_table
 from svmlab.app.workflow import analysis_request, experiment_name, outer_tags
 from svmlab.tracking import queries
 from svmlab.tracking.tracker import TRACE_ARTIFACT

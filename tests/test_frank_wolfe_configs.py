@@ -5,7 +5,7 @@ import pytest
 
 from support.configs import composed
 from support.runs import runs, train
-from svmlab.app.config import build_estimator, check_typed_parts, register_configs
+from svmlab.app.config.schema import build_estimator, check_typed_parts, register_configs
 from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 
 register_configs()

@@ -492,7 +492,7 @@ def test_regularisation_path_warm_starts_and_logs_every_mu():
 # ---- configuration ------------------------------------------------------------------------
 
 def test_the_preset_builds_every_job_at_every_point_of_the_grid_of_unreported_settings():
-    from svmlab.app.config import build_estimator
+    from svmlab.app.config.schema import build_estimator
 
     sweep = composed("+experiment=l1_newton_paper", hydra=True).hydra.sweeper.params
     assert sweep.seed == "range(50)"

@@ -145,7 +145,7 @@ def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.analysis.stage", set(), {"sys.argv"})
     assert _violations("svmlab.lifecycle", {"mlflow"})
     assert _violations("svmlab.lifecycle", {"svmlab.tracking.store"})
-    assert _violations("svmlab.recording.run", {"svmlab.app.sweep"})
+    assert _violations("svmlab.recording.run", {"svmlab.app.launch.sweep"})
     assert _violations("svmlab.recording.run", {"omegaconf"})
     assert _violations("svmlab.recording.run", {"svmlab.analysis.stage"})
     assert not _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.nesvm.estimator",

@@ -11,7 +11,7 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
-from svmlab.app.config import build_estimator
+from svmlab.app.config.schema import build_estimator
 from svmlab.data import load as load_dataset
 from svmlab.errors import ConfigError, DataError
 from svmlab.solvers.nesvm import NESVM, nesterov

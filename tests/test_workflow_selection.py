@@ -19,8 +19,8 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from support.configs import composed
 from support.runs import SUPPORT_CONF
 from svmlab import data
-from svmlab.app import cli, workflow_selection, tune
-from svmlab.app.config import build_estimator
+from svmlab.app import cli, tune, workflow_selection
+from svmlab.app.config.schema import build_estimator
 from svmlab.app.workflow import sweep_arguments
 from svmlab.workflows import spec
 

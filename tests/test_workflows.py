@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 from support.configs import composed
 from support.runs import SUPPORT_CONF, TESTS_DIR
 from svmlab.app import cli
-from svmlab.app.config import build_estimator
+from svmlab.app.config.schema import build_estimator
 from svmlab.app.workflow import experiment_name, outer_tags, sweep_arguments
 from svmlab.workflows import claims, spec
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from svmlab.app.overrides import override_key, override_value, replaced
+from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
