@@ -21,7 +21,7 @@ import numpy as np
 from bench_data import load_split
 from hydra import compose, initialize_config_module
 
-from svmlab.app.config import build_estimator, register_configs
+from svmlab.app.config.schema import build_estimator, register_configs
 
 LINEAR, KERNEL = ("nesvm", "pegasos", "alm_gap"), ("fw", "mfw", "cvm")
 REFERENCE = {"linear": "liblinear", "rbf": "libsvm"}

@@ -81,7 +81,7 @@ def untracked_jobs(data_dir: str) -> list[dict[str, float]]:
     from omegaconf import OmegaConf
 
     from svmlab import data
-    from svmlab.app.config import build_estimator, register_configs
+    from svmlab.app.config.schema import build_estimator, register_configs
     from svmlab.recording.results import evaluate
     from svmlab.recording.run import timed as timed_phase
     from svmlab.recording.warm_up import warm_up

@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from svmlab.data import load
 from svmlab.solvers.nesvm import NESVM
 from svmlab.tracking.queries import load_trace
-from svmlab.tracking.runs import Tracker
+from svmlab.tracking.tracker import Tracker
 
 SLOW_ROW_S = 1e-3  # what the slow consumer spends per trace row
 

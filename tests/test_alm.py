@@ -642,7 +642,7 @@ def test_the_dual_bound_runs_on_a_growing_schedule_and_converged_means_certified
 # -- configs and the paper preset -----------------------------------------------------------
 
 def test_the_preset_composes_into_the_paper_sweep():
-    from svmlab.app.config import build_estimator
+    from svmlab.app.config.schema import build_estimator
 
     cfg = composed("+experiment=alm_paper", hydra=True)
     sweep = cfg.hydra.sweeper.params

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from svmlab.analysis import compare, precision, profiles, report, select, table
+from svmlab.analysis import compare, precision, profiles, report, results, table
 from svmlab.errors import SvmlabError
 
 INF = float("inf")
@@ -69,6 +69,26 @@ def test_derived_measures_from_traces_with_a_fallback_to_the_final_certificate()
     # the trace never reaches 2e-5, the final certificate (1e-5) does: the fit time, an upper bound
     tight, _ = precision.derive(runs.iloc[:1], ["time_to_gap_2e-5"], None, load)
     assert tight["time_to_gap_2e-5"][0] == 9.0
+
+
+def test_time_to_a_test_accuracy_from_the_traced_accuracies():
+    """The first traced row at or above the accuracy; inf when none is; NaN without a traced
+    accuracy (a solver that does not trace one)."""
+    runs = pd.DataFrame({"run_id": ["bsca", "bsgd", "libsvm"]})
+    traces = {"bsca": pd.DataFrame({"iteration": [1, 2, 3], "time_s": [1.0, 2.0, 3.0],
+                                    "test_accuracy": [0.90, 0.96, 0.97]}),
+              "bsgd": pd.DataFrame({"iteration": [1, 2], "time_s": [0.5, 1.0],
+                                    "test_accuracy": [0.90, 0.94]}),
+              "libsvm": pd.DataFrame({"iteration": [7], "time_s": [4.0]})}
+    values, notes = precision.derive(runs, ["time_to_acc_0.95", "iters_to_acc_0.95"], None,
+                                     lambda uri, run_id: traces[run_id])
+    np.testing.assert_array_equal(values["time_to_acc_0.95"], [2.0, INF, np.nan])
+    np.testing.assert_array_equal(values["iters_to_acc_0.95"], [2.0, INF, np.nan])
+    assert notes == []
+    assert precision.describe("time_to_acc_0.95") == "at a test accuracy of 0.95 (time to reach it)"
+    assert precision.describe("fit_time_s") == "by fit_time_s"
+    with pytest.raises(SvmlabError, match="test accuracy in \\(0, 1\\)"):
+        precision.parse("time_to_acc_95")
 
 
 def test_time_to_within_a_relative_distance_of_the_reference_optimum():
@@ -140,7 +160,7 @@ def test_styled_report_with_profiles(tmp_path, monkeypatch):
 
     drawn = report.figures.cd_diagram
     monkeypatch.setattr(report.figures, "cd_diagram", cd_diagram)
-    summary = report.write(tmp_path, select.Selection(long, "test"), [analysis],
+    summary = report.write(tmp_path, results.Selection(long, "test"), [analysis],
                            compare.Options(bayes_samples=500))
     assert summary["measures"]["time_to_gap_1e-3"]["profile"] == {
         "n_blocks": 4, "fastest": {"A": 0.5, "B": 0.5}, "done": {"A": 0.75, "B": 1.0}}

@@ -627,7 +627,7 @@ PAPER_PROBLEMS = {"ijcnn1": 2.0, "a9a": 2.0**-7, "cod-rna": 2.0**-3}
 
 
 def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
-    from svmlab.app.config import build_estimator, check_typed_parts
+    from svmlab.app.config.schema import build_estimator, check_typed_parts
 
     cfg = composed("+experiment=bsca_budget", hydra=True)
     check_typed_parts(cfg)

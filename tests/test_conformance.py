@@ -34,8 +34,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from support.runs import SUPPORT_CONF
 from svmlab import solvers
 from svmlab.solvers import target
-from svmlab.app.config import build_estimator, register_configs
-from svmlab.app.options import FROM_OTHER_GROUPS, solver_node, source_nodes
+from svmlab.app.config.schema import build_estimator, register_configs
+from svmlab.app.config.options import FROM_OTHER_GROUPS, solver_node, source_nodes
 from svmlab.estimator.certificates import Certificate
 
 SOLVERS = list(solvers.registered().values())
@@ -128,7 +128,7 @@ def test_the_solver_config_builds_the_class_at_its_constructors_defaults(cls):
 
 def test_the_options_read_from_the_source_are_the_imported_classes():
     """`svmlab train` reads the declarations of svmlab's solvers from their source, before it
-    imports any solver (`svmlab.app.options`): the same names, targets and defaults, value for
+    imports any solver (`svmlab.app.config.options`): the same names, targets and defaults, value for
     value and type for type, as the imported classes."""
     def typed(node):
         return {key: (value, type(value)) for key, value in node.items()}
@@ -146,12 +146,12 @@ PROBES = (-1, 0, 0.5, 1, 2, 1e300, float("nan"), True, None, "hinge", "auto", "e
 @pytest.mark.parametrize("cls", [c for c in SOLVERS if c.__module__.startswith("svmlab.solvers.")],
                          ids=lambda c: c.name)
 def test_the_constraints_read_from_the_source_refuse_only_what_scikit_learn_refuses(cls):
-    """`svmlab.app.solver_constraints` refuses a value before the solver is imported only where
+    """`svmlab.app.config.solver_constraints` refuses a value before the solver is imported only where
     the class's own scikit-learn validation refuses it too, with the same parameter named; and
     it decides some value of every solver (C < 0 wherever there is a C)."""
     from sklearn.utils._param_validation import InvalidParameterError
 
-    from svmlab.app.solver_constraints import refusal
+    from svmlab.app.config.solver_constraints import refusal
 
     decided = 0
     for key in cls().get_params():
@@ -338,7 +338,7 @@ def test_a_truncated_fit_warns_and_is_not_converged(data, cls):
 def test_the_logged_model_reloads_and_predicts_identically(store, data, cls):
     import mlflow
 
-    from svmlab.tracking.runs import Tracker
+    from svmlab.tracking.tracker import Tracker
 
     X, y = data
     model = first(cls).fit(sp.csr_matrix(X), y)

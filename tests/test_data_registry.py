@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from svmlab import data
-from svmlab.app.config import register_configs
+from svmlab.app.config.schema import register_configs
 from svmlab.data.libsvm import LibsvmEntry
 from svmlab.data.registry import REGISTRY, get_entry
 from svmlab.errors import DataError

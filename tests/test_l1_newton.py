@@ -519,16 +519,26 @@ def test_regularisation_path_warm_starts_and_logs_every_mu():
 
 # ---- configuration ------------------------------------------------------------------------
 
-def test_the_preset_builds_every_job():
-    from svmlab.app.config import build_estimator
+def test_the_preset_builds_every_job_at_every_point_of_the_grid_of_unreported_settings():
+    from svmlab.app.config.schema import build_estimator
 
     sweep = composed("+experiment=l1_newton_paper", hydra=True).hydra.sweeper.params
     assert sweep.seed == "range(50)"
-    datasets = sweep.dataset.split(",")
-    for solver, dataset in zip(sweep.solver.split(","), datasets, strict=True):
-        job = composed("+experiment=l1_newton_paper", f"solver={solver}", f"dataset={dataset}")
-        estimator = build_estimator(job)
-        if solver.startswith("l1_newton"):
-            assert estimator.mu == (0.0 if solver == "l1_newton_l2_paper" else 1e-2)
-            assert estimator.tol == 0.0  # the paper's stopping rule alone
-    assert datasets == ["australian", "colon-cancer", "synthetic_tall", "synthetic_wide"]
+    assert sweep.dataset.split(",") == ["australian", "colon-cancer", "synthetic_tall",
+                                        "synthetic_tall_overlap", "synthetic_wide",
+                                        "synthetic_wide_overlap"]
+    points = {"spec": (1e-4, 1e-2, 1e-4), "lam_1e-2": (1e-2, 1e-2, 1e-4),
+              "mu_1e-1": (1e-4, 1e-1, 1e-4), "alpha_min_1e-6": (1e-4, 1e-2, 1e-6)}
+    assert sweep.unreported.split(",") == list(points)
+    for point, (lam, mu, alpha_min) in points.items():
+        for solver in sweep.solver.split(","):
+            job = composed("+experiment=l1_newton_paper", f"solver={solver}",
+                           "dataset=synthetic_tall_overlap", f"unreported={point}")
+            assert (job.dataset.name, job.dataset.scale) == ("synthetic_tall", 0.2)
+            assert dict(job.unreported) == {"lam": lam, "mu": mu, "alpha_min": alpha_min}
+            estimator = build_estimator(job)
+            if solver.startswith("l1_newton"):
+                l2 = solver == "l1_newton_l2_paper"
+                assert (estimator.lam, estimator.mu, estimator.alpha_min) == (
+                    lam, 0.0 if l2 else mu, alpha_min)
+                assert estimator.tol == 0.0  # the paper's stopping rule alone

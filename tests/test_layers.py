@@ -131,23 +131,23 @@ def test_module_keeps_its_layer_rules(module, path):
 
 
 def test_the_rules_catch_what_they_forbid():
-    for lower in ("svmlab.tracking.runs", "svmlab.data.libsvm", "svmlab.analysis.run",
+    for lower in ("svmlab.tracking.tracker", "svmlab.data.libsvm", "svmlab.analysis.stage",
                   "svmlab.workflows.claims", "svmlab.lifecycle"):
         assert _violations(lower, {"svmlab.app.train"})
     assert _violations("svmlab.estimator.base", {"numba"})
     assert _violations("svmlab.estimator.base", {"svmlab.numerics.rows"})
     assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.pegasos.steps"})
-    assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.tracking.runs"})
-    assert _violations("svmlab.analysis.run", {"mlflow.tracking"})
-    assert _violations("svmlab.tracking.runs", {"omegaconf"})
+    assert _violations("svmlab.solvers.nesvm.problem", {"svmlab.tracking.tracker"})
+    assert _violations("svmlab.analysis.stage", {"mlflow.tracking"})
+    assert _violations("svmlab.tracking.tracker", {"omegaconf"})
     assert _violations("svmlab.data.download", {"argparse"})
     assert _violations("svmlab.tracking.server", set(), {"add_argument"})
-    assert _violations("svmlab.analysis.run", set(), {"sys.argv"})
+    assert _violations("svmlab.analysis.stage", set(), {"sys.argv"})
     assert _violations("svmlab.lifecycle", {"mlflow"})
     assert _violations("svmlab.lifecycle", {"svmlab.tracking.store"})
-    assert _violations("svmlab.recording.run", {"svmlab.app.sweep"})
+    assert _violations("svmlab.recording.run", {"svmlab.app.launch.sweep"})
     assert _violations("svmlab.recording.run", {"omegaconf"})
-    assert _violations("svmlab.recording.run", {"svmlab.analysis.run"})
+    assert _violations("svmlab.recording.run", {"svmlab.analysis.stage"})
     assert not _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.nesvm.estimator",
                                                             "svmlab.numerics.rows", "numpy"})
     assert not _violations("svmlab.app.runs", {"argparse"}, {"add_parser", "sys.argv"})

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.svm import LinearSVC
 
-from svmlab.app.config import build_estimator
+from svmlab.app.config.schema import build_estimator
 from svmlab.errors import ConfigError
 from svmlab.solvers.pegasos import Pegasos
 from support.configs import composed

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
 from support.runs import PROGRESS, parent_and_children, runs, train, train_process
-from svmlab.app.sweep import read_outcomes
+from svmlab.app.launch.sweep import read_outcomes
 from svmlab.app.train import config_digest
 from svmlab.tracking.queries import load_trace
 

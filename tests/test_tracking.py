@@ -63,7 +63,7 @@ def test_the_convergence_figure_has_one_panel_per_quantity_on_log_axes():
 def test_gap_histories_come_with_their_order_of_magnitude(store):
     from mlflow import MlflowClient
 
-    from svmlab.tracking.runs import Tracker
+    from svmlab.tracking.tracker import Tracker
 
     columns = {"iteration": np.arange(4), "time_s": np.array([0.0, 0.1, 0.2, 0.3]),
                "dual_gap": np.array([9000.0, 10.0, 0.0, 0.01]),
@@ -95,7 +95,7 @@ def test_a_kernel_model_trained_on_sparse_input_is_logged_and_reloads(store, sol
 
     from svmlab.solvers.baselines import Libsvm
     from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
-    from svmlab.tracking.runs import Tracker
+    from svmlab.tracking.tracker import Tracker
 
     X, y = make_classification(80, 6, random_state=0)
     X = sp.csr_matrix(np.where(np.abs(X) < 1.0, 0.0, X))
@@ -115,7 +115,7 @@ def test_runs_plot_draws_the_figure_of_a_run_from_its_trace(tmp_path, capsys):
     from mlflow import MlflowClient
 
     from svmlab.app import cli
-    from svmlab.tracking.runs import Tracker
+    from svmlab.tracking.tracker import Tracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with Tracker(uri, "plots") as tracker:

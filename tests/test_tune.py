@@ -18,7 +18,8 @@ from optuna.trial import TrialState
 from conftest import closed_port
 from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster
-from svmlab.app import cli, search_space
+from svmlab.app import cli
+from svmlab.app.config import search_space
 from svmlab.app import tune as tune_module
 from svmlab.errors import ConfigError
 

@@ -19,8 +19,8 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from support.configs import composed
 from support.runs import SUPPORT_CONF
 from svmlab import data
-from svmlab.app import cli, selection, tune
-from svmlab.app.config import build_estimator
+from svmlab.app import cli, tune, workflow_selection
+from svmlab.app.config.schema import build_estimator
 from svmlab.app.workflow import sweep_arguments
 from svmlab.workflows import spec
 
@@ -64,7 +64,7 @@ def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_st
     workflow = spec.load(str(SELECT))
     uri, storage = f"sqlite:///{store}", f"sqlite:///{tmp_path / 'optuna.db'}"
     arguments = sweep_arguments(workflow, "quick", uri, "basic", None, extra(tmp_path))
-    assert selection.datasets(arguments) == ["breast_cancer", "synthetic_gaussian"]
+    assert workflow_selection.datasets(arguments) == ["breast_cancer", "synthetic_gaussian"]
 
     real, started = tune.fit_fold, []
 
@@ -84,7 +84,7 @@ def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_st
     monkeypatch.undo()
     outer_id = outer.info.run_id
 
-    chosen, status = selection.run(workflow, "quick", arguments, storage, outer_id)
+    chosen, status = workflow_selection.run(workflow, "quick", arguments, storage, outer_id)
     assert status == 0
     hand = {dataset: by_hand(dataset) for dataset in ("breast_cancer", "synthetic_gaussian")}
     assert [(p.dataset, p.values, p.score) for p in chosen] == [
@@ -107,7 +107,7 @@ def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_st
     assert [r.info.status for r in runs_of(store, "study")] == ["FINISHED", "FINISHED"]
     assert {r.data.tags["mlflow.parentRunId"] for r in runs_of(store, "study")} == {outer_id}
 
-    assert selection.run(workflow, "quick", arguments, storage, outer_id) == (chosen, 0)
+    assert workflow_selection.run(workflow, "quick", arguments, storage, outer_id) == (chosen, 0)
     assert capsys.readouterr().out.count("finished before") == 2
     assert len(runs_of(store, "trial")) == 7
 
@@ -128,7 +128,7 @@ def test_a_scales_select_grid_replaces_the_values_at_that_scale_only(tmp_path):
     assert workflow.at_scale("paper").select == replace(
         workflow.select, grid={"solver.C": "choice(2^-6, 2^2)"})
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
-    args = {scale: selection.tune_args(workflow.at_scale(scale), scale, sweep_arguments(
+    args = {scale: workflow_selection.tune_args(workflow.at_scale(scale), scale, sweep_arguments(
         workflow, scale, "sqlite:///x.db", "basic", None, extra(tmp_path)), "breast_cancer",
         storage) for scale in ("quick", "paper")}
     assert (args["quick"].trials, args["paper"].trials) == (3, 2)

@@ -3,7 +3,7 @@
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
-from svmlab.app.config import register_configs
+from svmlab.app.config.schema import register_configs
 
 
 def composed(*overrides: str, hydra: bool = False):

@@ -1,5 +1,6 @@
-"""The application layer, the only one that imports Hydra: the ``svmlab`` command, the Hydra
-entry point of a training run, the config checks and the sweep callback.
+"""The application layer, the only one that imports Hydra: the ``svmlab`` command (`cli` and one
+module per command), the Hydra entry point of a training run (`train`); the config before any
+solver is imported (`config`), and running many runs: sweeps and their launchers (`launch`).
 
 A warning reaches the user as one line, ``svmlab: warning: ConvergenceWarning: ...``, wherever it
 was raised (a solver, scikit-learn, a sweep's worker process), not Python's two lines with the

@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # the command draws into files only
-from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, run,
+from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, stage,
                              table, ties, wilcoxon)
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.existing import require_store
@@ -93,7 +93,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     tests.add_argument("--bayes-samples", type=int, default=20000, metavar="N",
                        help="posterior samples of the Bayesian test (default: %(default)s)")
     output = parser.add_argument_group("output")
-    output.add_argument("--analysis-experiment", default=run.ANALYSIS_EXPERIMENT,
+    output.add_argument("--analysis-experiment", default=stage.ANALYSIS_EXPERIMENT,
                         metavar="NAME", help="experiment of the analysis run (default: "
                                              "%(default)s)")
     output.add_argument("--run-name", metavar="NAME", help="name of the analysis run")
@@ -107,14 +107,14 @@ def _listed(values: list[str] | None) -> list[str]:
     return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
 
 
-def _request(args) -> tuple[run.Request, compare.Options]:
+def _request(args) -> tuple[stage.Request, compare.Options]:
     """The request and options of the parsed arguments (empty strings mean 'not given', as an
     MLproject entry point passes them)."""
     try:
         alphas = tuple(float(a) for a in _listed(args.alphas)) or compare.Options.alphas
     except ValueError:
         raise SvmlabError(f"--alpha takes numbers in (0, 1); got {args.alphas}") from None
-    request = run.Request(
+    request = stage.Request(
         experiments=_listed(args.experiments) or ["svmlab"], filter_string=args.filter_string,
         csv=args.csv or None, blocks=_listed(args.blocks) or ["dataset"],
         treatments=_listed(args.treatments) or ["solver"], repetition=args.repetition,
@@ -137,7 +137,7 @@ def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> i
         request, options = _request(args)
         if not request.csv:
             require_store(request.tracking_uri)
-        run_id, analysis, summary = run.execute(
+        run_id, analysis, summary = stage.execute(
             request, options, experiment=args.analysis_experiment, run_name=args.run_name,
             notebook=notebook, convergence=not request.csv)
     except SvmlabError as exc:
@@ -161,6 +161,6 @@ def report_command(args: argparse.Namespace) -> int:
     except SvmlabError as exc:
         print(f"svmlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    parameters = run.notebook_parameters(request, options)
+    parameters = stage.notebook_parameters(request, options)
     return analyze_command(args, notebook={"notebook": args.notebook, "parameters": parameters,
                                            "timeout_s": args.timeout})

@@ -7,7 +7,7 @@ import os
 import socket
 import sys
 
-from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
+from svmlab.app.launch.sweep import EXIT_STORE, EXIT_USAGE
 from svmlab.errors import ConfigError, SvmlabError
 from svmlab.tracking import server
 

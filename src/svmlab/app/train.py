@@ -2,7 +2,7 @@
 
 compose config -> check it -> start an MLflow run -> load data -> fit -> evaluate -> log.
 Run it as ``svmlab train [overrides]`` or ``python -m svmlab.app.train [overrides]``; with ``-m`` each
-job of the sweep is one child run of the sweep's parent run (see ``svmlab.app.sweep``).
+job of the sweep is one child run of the sweep's parent run (see ``svmlab.app.launch.sweep``).
 
 The training path (MLflow, scikit-learn, numba, matplotlib: about 4 s) is imported by the
 functions that train, not with this module: the launching process of a sweep with worker
@@ -29,8 +29,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import svmlab
-from svmlab.app import sweep
-from svmlab.app.config import (build_estimator, check_dataset, check_typed_parts,
+from svmlab.app.launch import sweep
+from svmlab.app.config.schema import (build_estimator, check_dataset, check_typed_parts,
                                composition_error_line, register_configs, unknown_key_hints)
 from svmlab.errors import ConfigError, SvmlabError
 
@@ -168,7 +168,7 @@ def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
 def config_record(cfg: DictConfig, context: RunContext, estimator) -> dict:
     """What a run records before its fit: the flattened config as params, the run's tags, and
     the config and its overrides as texts (``Recording.log_config``)."""
-    from svmlab.tracking.runs import flatten
+    from svmlab.tracking.tracker import flatten
 
     return {"params": flatten(OmegaConf.to_container(cfg, resolve=True)),
             "tags": run_tags(cfg, context, estimator),

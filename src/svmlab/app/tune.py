@@ -31,7 +31,7 @@ second invocation with the same ``--study`` continues it and trains no finished 
 a trial whose process died (its host, pid and start time are on the trial) is marked FAIL in
 Optuna and FAILED in MLflow, and its values are queued to be trained again. ``--jobs N`` starts
 N - 1 more worker processes on the same storage, each with its share of the cores' BLAS and
-OpenMP threads (``svmlab.app.threads``); workers on other machines join by running the same
+OpenMP threads (``svmlab.app.launch.threads``); workers on other machines join by running the same
 command with the same ``--storage`` and ``--study``.
 """
 
@@ -55,8 +55,8 @@ import optuna
 from omegaconf import DictConfig, OmegaConf, open_dict
 from optuna.trial import TrialState
 
-from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
-from svmlab.app.threads import limit_this_process, worker_environment
+from svmlab.app.launch.sweep import EXIT_STORE, EXIT_USAGE
+from svmlab.app.launch.threads import limit_this_process, worker_environment
 from svmlab.errors import ConfigError, SvmlabError
 from svmlab.estimator.formulations import parse_metric
 
@@ -121,7 +121,7 @@ def compose_config(overrides: list[str]) -> tuple[DictConfig, dict, dict]:
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from svmlab.app.config import composition_error_line, register_configs
+    from svmlab.app.config.schema import composition_error_line, register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
@@ -170,13 +170,13 @@ class Setup:
 
     def trial_overrides(self, values: dict) -> list[str]:
         """The overrides with which ``svmlab train`` trains a trial's config."""
-        from svmlab.app.search_space import as_override
+        from svmlab.app.config.search_space import as_override
 
         return [*self.fixed, *(as_override(k, v) for k, v in values.items())]
 
 
 def trial_config(fixed: tuple, values: dict) -> tuple[DictConfig, dict]:
-    from svmlab.app.search_space import as_override
+    from svmlab.app.config.search_space import as_override
 
     groups = tuple(as_override(k, v) for k, v in values.items() if "." not in k)
     cfg, choices = _composed(fixed + groups)
@@ -204,8 +204,8 @@ def prepare(args: argparse.Namespace) -> Setup:
     and the data; ConfigError (or DataError) names the first problem."""
     import shlex
 
-    from svmlab.app import search_space
-    from svmlab.app.config import build_estimator, check_dataset, check_typed_parts
+    from svmlab.app.config import search_space
+    from svmlab.app.config.schema import build_estimator, check_dataset, check_typed_parts
 
     args.overrides = shlex.split(args.overrides_line) + args.overrides
     args.overrides_line = ""
@@ -335,8 +335,8 @@ def run_trial(setup: Setup, trial) -> float:
     pruner stops it, mid-fit at a checkpoint or after a fold."""
     import numpy as np
 
-    from svmlab.app.config import build_estimator
-    from svmlab.app.search_space import suggest
+    from svmlab.app.config.schema import build_estimator
+    from svmlab.app.config.search_space import suggest
     from svmlab.app.train import RunContext, config_record
     from svmlab.lifecycle import this_process
     from svmlab.recording.run import open_run
@@ -425,7 +425,7 @@ def open_study(setup: Setup):
     """
     import sqlalchemy
 
-    from svmlab.app.search_space import grid
+    from svmlab.app.config.search_space import grid
     from svmlab.tracking.store import again_if_duplicate
 
     url = storage_url(setup.args.storage)

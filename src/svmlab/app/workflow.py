@@ -3,7 +3,7 @@
 The steps, each a run nested under one outer run (experiment ``workflow-<name>-<scale>``):
 
 0. with a ``select`` block, the selection: one ``svmlab tune`` study per dataset over the
-   block's grid, scored on a validation split (``svmlab.app.selection``); the sweep then runs
+   block's grid, scored on a validation split (``svmlab.app.workflow_selection``); the sweep then runs
    once per dataset with that dataset's selected values;
 1. the sweep: ``svmlab train -m +experiment=<preset> <scale overrides> +resume=true`` as a
    child process, so that its exit status and Hydra's behaviour are those of the command
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from svmlab.app.overrides import override_key, override_value, replaced
+from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
@@ -135,7 +135,9 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                 continue
             frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
             for row in frame.to_dict("records"):
-                rows[row.get("kind", "paper")].append({
+                # a companion stands beside its paper claim, in the paper's table
+                kind = "paper" if row.get("beside") else row.get("kind", "paper")
+                rows[kind].append({
                     "workflow": f"`{workflow.name}`",
                     "claim (source)": f"{row['claim']} ({row['source']})",
                     "paper": row["paper"], "n": row.get("n", ""),
@@ -190,7 +192,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         storage: str = "sqlite:///optuna.db") -> int:
     """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 2 for a
     selection that cannot run, 130 when interrupted."""
-    from svmlab.app import selection
+    from svmlab.app import workflow_selection
     from svmlab.lifecycle import sigterm_interrupts
     from svmlab.tracking.store import absolute_uri, ui_line
     from svmlab.tracking.workflows import OuterRun
@@ -200,7 +202,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
     arguments = sweep_arguments(workflow, scale, uri, launcher, jobs, extra)
     if workflow.select:
         try:
-            selection.check(workflow, scale, arguments, storage)
+            workflow_selection.check(workflow, scale, arguments, storage)
         except SvmlabError as exc:
             print(f"svmlab workflow: error: {workflow.path}: select: {exc}", file=sys.stderr)
             return 2
@@ -270,7 +272,7 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
 
     judged = _claims(workflow, scale, uri, outer, chosen, run_ids)
     print(f"[{steps}/{steps}] claims: {claims_table.summary(judged)}")
-    for kind, group in claims_table.by_kind(judged).items():
+    for kind, group in claims_table.sections(judged).items():
         print(f"{claims_table.TITLES[kind]}:\n{claims_table.markdown(claims_table.table(group))}")
     _print_pages(workflow, uri, outer)
     return failed
@@ -293,11 +295,11 @@ def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, 
             title: str) -> list:
     """The selection step: every dataset's study, its values logged on the outer run (params
     ``selected.<dataset>.<key>``, metrics ``selected.<dataset>.validation_<metric>``)."""
-    from svmlab.app import selection
+    from svmlab.app import workflow_selection
 
     print(f"{title}: {', '.join(workflow.select.grid)} per dataset by validation, storage "
           f"{storage}", flush=True)
-    chosen, status = selection.run(workflow, scale, arguments, storage, outer.run_id)
+    chosen, status = workflow_selection.run(workflow, scale, arguments, storage, outer.run_id)
     if status == 130:
         raise KeyboardInterrupt
     if status:
@@ -350,13 +352,13 @@ def _sweep(arguments: list[str], parent_run_id: str) -> int:
 def analysis_request(workflow: Workflow, scale: str, uri: str, run_ids: set[str] | None = None):
     """The analysis step's request and options (``svmlab analyze``'s), on ``run_ids`` when
     given (the current sweep's runs)."""
-    from svmlab.analysis import compare, hypotheses, run, table
+    from svmlab.analysis import compare, hypotheses, stage, table
 
     a = workflow.analysis
     # selected values are set per dataset: part of each block (w1a / 32), not a difference
     # between the runs of a treatment
     selected = [k for k in (workflow.select.grid if workflow.select else ()) if k not in a.blocks]
-    request = run.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
+    request = stage.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
                           measures=[table.parse_measure(m) for m in a.measures],
                           blocks=[*a.blocks, *selected], treatments=a.treatments,
                           tracking_uri=uri, objective=a.objective,
@@ -368,9 +370,9 @@ def analysis_request(workflow: Workflow, scale: str, uri: str, run_ids: set[str]
 
 def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
     """The analysis run, nested under the outer run; its figures are copied to the outer run."""
-    from svmlab.analysis import run
+    from svmlab.analysis import stage
 
-    run_id, analysis, _ = run.execute(
+    run_id, analysis, _ = stage.execute(
         request, options, experiment=experiment_name(workflow, scale),
         run_name=f"analysis {workflow.name} ({scale})", parent_run_id=outer.run_id,
         tags={"svmlab.role": "analysis"})
@@ -384,8 +386,8 @@ def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
 def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     """The report notebook executed on the analysis's selection, as a run of its own."""
     from svmlab.analysis import notebooks
-    from svmlab.analysis.run import notebook_parameters
-    from svmlab.tracking.runs import Tracker
+    from svmlab.analysis.stage import notebook_parameters
+    from svmlab.tracking.tracker import Tracker
 
     notebook = notebooks.NOTEBOOK_DIR / f"{workflow.notebook}.ipynb"
     with Tracker(request.tracking_uri, experiment_name(workflow, scale),
@@ -401,11 +403,11 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list,
             run_ids: set[str]) -> list:
     """Judge the claims on the finished runs of the current sweep (``run_ids``); log the
     tables to the outer run."""
-    from svmlab.analysis import precision, select
+    from svmlab.analysis import precision, results
     from svmlab.tracking import queries
 
     try:
-        runs, _ = select.finished_runs([experiment_name(workflow, scale)],
+        runs, _ = results.finished_runs([experiment_name(workflow, scale)],
                                        workflow.analysis.filter, uri, run_ids)
     except SvmlabError:  # nothing finished yet: every claim is untestable
         runs = pd.DataFrame()

@@ -18,7 +18,7 @@ from svmlab.lifecycle import run_interruptibly
 from svmlab.recording.results import check_trace_finite, evaluate, fit_tags
 from svmlab.recording.warm_up import warm_up
 from svmlab.tracking.patience import WAIT_S
-from svmlab.tracking.runs import TRACE_ARTIFACT, Tracker, final_metrics
+from svmlab.tracking.tracker import TRACE_ARTIFACT, Tracker, final_metrics
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ A solver declares itself once, on its class (`SVMClassifier.name`, `test_config`
 not in the estimator layer: this package owns the families and is the one place that loads them
 all, while the estimator layer imports no solver. A declared class defined outside this package
 (a user's or a test's) is registered as soon as its module is imported. `svmlab train` reads
-the same declarations from the source instead (`svmlab.app.options`), to compose a config
+the same declarations from the source instead (`svmlab.app.config.options`), to compose a config
 without importing any solver.
 
 Importing any solver installs svmlab's compiled kernels (``svmlab.numerics.kernels``, imported

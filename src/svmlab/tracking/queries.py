@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from svmlab.errors import SvmlabError
-from svmlab.tracking.runs import TRACE_ARTIFACT
+from svmlab.tracking.tracker import TRACE_ARTIFACT
 from svmlab.tracking.store import resolved_uri
 from svmlab.tracking.sweeps import ROLE_TAG
 

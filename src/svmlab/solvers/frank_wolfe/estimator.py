@@ -170,6 +170,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.n_support_ = len(self.support_)
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
         self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
+        self.stop_reason_ = (f"max_iter={self.max_iter} steps"
+                             if progress.counts[meb.STATUS] == meb.MAX_STEPS else None)
 
     def _formulation(self) -> Formulation:
         return L2SVM

@@ -5,7 +5,7 @@ result in turn; a job that SLURM ended without one (``scancel``, its time limit,
 raises there and would abandon the jobs still running. This launcher waits the same way, but
 counts such a job as KILLED with SLURM's word for it (``its SLURM job 7_3 ended CANCELLED``):
 its run, if it was left RUNNING, ends KILLED with that reason, its outcome goes where the jobs
-report theirs (``svmlab.app.sweep``), and the sweep goes on to its summary, where the parent run
+report theirs (``svmlab.app.launch.sweep``), and the sweep goes on to its summary, where the parent run
 records it (metric ``jobs_killed``, the job's line in ``jobs.tsv``). A sweep stopped by
 Ctrl-C or SIGTERM cancels its jobs that have not ended (the plugin leaves them running).
 """
@@ -20,7 +20,7 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra_plugins.hydra_submitit_launcher import submitit_launcher
 from omegaconf import OmegaConf
 
-from svmlab.app import sweep
+from svmlab.app.launch import sweep
 
 #: SLURM's states of a job that it ended before the job's own end.
 ENDED_BY_SLURM = frozenset({"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",

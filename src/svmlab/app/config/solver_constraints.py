@@ -5,7 +5,7 @@ A solver declares the constraints of its parameters in scikit-learn's form
 (``_parameter_constraints``), which scikit-learn's validation checks when the estimator is built:
 that needs the solver's module, and with it scikit-learn and numba, about a second before a
 config error can be reported. This module reads the declaration from the source
-(`svmlab.app.options`) and decides the values it can decide for certain: numbers against an
+(`svmlab.app.config.options`) and decides the values it can decide for certain: numbers against an
 ``Interval`` with literal bounds, ``"boolean"``, ``None`` and ``StrOptions`` of literal strings.
 A constraint of any other kind (options named by a constant, ``"random_state"``, a base class
 outside the solvers' source) leaves its parameter undecided here; scikit-learn's check sees
@@ -19,7 +19,7 @@ import ast
 import math
 from dataclasses import dataclass
 
-from svmlab.app import options
+from svmlab.app.config import options
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from hydra.core.config_store import ConfigStore
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from svmlab.app import options
-from svmlab.app.solver_constraints import refusal
+from svmlab.app.config import options
+from svmlab.app.config.solver_constraints import refusal
 from svmlab.errors import ConfigError, did_you_mean
 from svmlab.estimator.kernel_names import GAMMA_RULES, KERNELS
 
@@ -84,7 +84,9 @@ class TrackingConfig:
 
 @dataclass
 class SvmlabConfig:
-    """Root schema. ``solver`` and ``dataset`` stay open: their keys belong to their group file."""
+    """Root schema. ``solver`` and ``dataset`` stay open: their keys belong to their group file;
+    so does ``unreported``, the settings a paper does not report (``conf/unreported``), which
+    solver presets read by interpolation so that a sweep varies them as a grid."""
 
     seed: int = 0
     paths: PathsConfig = field(default_factory=PathsConfig)
@@ -92,12 +94,13 @@ class SvmlabConfig:
     kernel: KernelConfig = field(default_factory=KernelConfig)
     solver: Any = None
     dataset: Any = None
+    unreported: Any = None
 
 
 def register_configs() -> None:
     """Register ``svmlab_schema`` (the defaults list of ``conf/config.yaml`` names it) and the
     generated options of two groups: ``solver=<name>`` for every declared solver
-    (`svmlab.app.options`), and ``dataset=<name>`` for every dataset of the data registry, its
+    (`svmlab.app.config.options`), and ``dataset=<name>`` for every dataset of the data registry, its
     node the name and the default parameters. The YAML files of these groups (the presets of
     ``conf/solver``, a user's own ``dataset/<name>.yaml`` on Hydra's search path) are options
     beside them."""

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from svmlab.app import search_space, tune
-from svmlab.app.overrides import override_key, override_value, replaced
+from svmlab.app import tune
+from svmlab.app.config import search_space
+from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.errors import ConfigError
 from svmlab.workflows.spec import Select, Workflow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from svmlab.analysis import compare, notebooks, report, select
+from svmlab.analysis import compare, notebooks, report, results
 from svmlab.analysis.table import DEFAULT_MEASURES, Measure, parse_measure
 from svmlab.errors import SvmlabError
 
@@ -38,7 +38,7 @@ class Request:
 
 @dataclass
 class Analysis:
-    selection: select.Selection
+    selection: results.Selection
     measures: list[compare.MeasureAnalysis]
     warnings: list[str]
 
@@ -52,10 +52,10 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
         raise SvmlabError(f"hypothesis for a measure not analysed: {', '.join(stray)}; "
                           f"measures: {', '.join(names)}")
     if request.csv:
-        selection = select.from_csv(request.csv, names, request.blocks, request.treatments,
+        selection = results.from_csv(request.csv, names, request.blocks, request.treatments,
                                     request.repetition)
     else:
-        selection = select.from_mlflow(request.experiments, request.filter_string,
+        selection = results.from_mlflow(request.experiments, request.filter_string,
                                        measures=names, blocks=request.blocks,
                                        treatments=request.treatments,
                                        repetition=request.repetition,
@@ -63,11 +63,11 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
                                        run_ids=None if request.run_ids is None
                                        else set(request.run_ids))
     if selection.confounds and options.strict:
-        raise SvmlabError(select.confound_message(selection.confounds))
+        raise SvmlabError(results.confound_message(selection.confounds))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if selection.confounds:
-            warnings.warn(select.confound_message(selection.confounds), stacklevel=1)
+            warnings.warn(results.confound_message(selection.confounds), stacklevel=1)
         for note in selection.notes:
             warnings.warn(note, stacklevel=1)
         analyses = _measures(selection, request.measures, options)
@@ -75,7 +75,7 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
     return Analysis(selection, analyses, list(dict.fromkeys(str(w.message) for w in caught)))
 
 
-def _measures(selection: select.Selection, measures: list[Measure],
+def _measures(selection: results.Selection, measures: list[Measure],
               options: compare.Options) -> list[compare.MeasureAnalysis]:
     """The protocol on every measure; a measure whose table is too small is left out with a
     warning while another can be analysed (an error with --strict, or when none can)."""
@@ -95,7 +95,7 @@ def _measures(selection: select.Selection, measures: list[Measure],
     return analyses
 
 
-def traces(selection: select.Selection, objective: str | None = None,
+def traces(selection: results.Selection, objective: str | None = None,
            tracking_uri: str | None = None) -> tuple[str | None, dict[str, pd.DataFrame]]:
     """Convergence histories per block: columns treatment, run_id, iteration, time_s, value.
 
@@ -151,7 +151,7 @@ def _log(folder: Path, request: Request, options: compare.Options, analysis: Ana
          notebook: dict | None, parent_run_id: str | None, tags: dict) -> tuple[str, dict]:
     """Write the report into ``folder`` and log it as one run, ended FAILED if anything raises
     (under ``mlflow run``, the project's run)."""
-    from svmlab.tracking.runs import Tracker
+    from svmlab.tracking.tracker import Tracker
 
     with Tracker(request.tracking_uri, experiment, run_name, parent_run_id) as tracker:
         summary = report.write(folder, analysis.selection, analysis.measures, options, curves,
@@ -166,7 +166,7 @@ def _log(folder: Path, request: Request, options: compare.Options, analysis: Ana
     return tracker.run_id, summary
 
 
-def _tags(request: Request, selection: select.Selection) -> dict:
+def _tags(request: Request, selection: results.Selection) -> dict:
     ids = selection.run_ids
     tags = {"svmlab.analysis.source": selection.source,
             "svmlab.analysis.n_runs": str(len(ids)),

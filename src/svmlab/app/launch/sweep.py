@@ -149,7 +149,7 @@ def failure_lines(outcomes: list[dict], shown: int = 8) -> list[str]:
 
 
 def summary(outcomes: list[dict], total: int | None) -> dict[str, int]:
-    """Counts per status (KILLED: a job its cluster ended, ``svmlab.app.slurm``), and
+    """Counts per status (KILLED: a job its cluster ended, ``svmlab.app.launch.slurm``), and
     ``missing``: jobs that never reported (a crashed worker)."""
     counts = {status.lower(): sum(o["status"] == status for o in outcomes) for status in STATUSES}
     counts["missing"] = max(0, (total or len(outcomes)) - len(outcomes))
