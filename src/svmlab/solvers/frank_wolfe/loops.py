@@ -14,7 +14,7 @@ the cached rows are remapped the same way. FW and MFW with full scans keep inste
 for every point, with cached rows over all points (`full_gradient`): a step then costs one
 kernel row of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient
 bookkeeping; a sampled run whose stop a full scan refutes (final_full_check) keeps Gf from then
-on. Rows come from the shared LRU cache (`svmlab.numerics.row_cache`).
+on. Rows come from the shared row cache (`svmlab.numerics.row_cache`).
 
 Stopping rules. Rule 'meb' (the paper's) stops when delta+ = (Delta^2 + R - 2t) / r^2 - 1 <=
 (1 + eps)^2 - 1, t = the search's min G: a ball accuracy, whose meaning in terms of the SVM
@@ -565,9 +565,12 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
 
     Rule 'gap' with sampled searches: LibCVM's sampled search and ball levels drive the run,
     and where they would end a level a full search certifies the iterate. The run stops when
-    the certified relative gap is at most eps; otherwise it adds the full search's furthest
-    point if it violates the level, else halves the level (down to MIN_LEVEL, below which a run
-    that still does not certify ends as MAX_STEPS does)."""
+    the certified relative gap is at most eps; otherwise the level ends all the same (halved,
+    down to MIN_LEVEL, below which a run that still does not certify ends as MAX_STEPS does)
+    and the full search's furthest point is added if it violated the level. Ending the level
+    at a refuted certificate keeps the full searches to about one per level: the few
+    violators that the sampled search misses near a level's end keep moving as the core's QP
+    is re-solved, and chasing them one full search at a time cost more than the finer level."""
     counts, values = progress.counts, progress.values
     q, R, steps = counts[Q], values[RADIUS], counts[STEPS]
     iteration, step, level, scale = (counts[ITERATION], counts[LAST_STEP], values[LEVEL],
@@ -582,10 +585,11 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
         inner = 0.5 * tol * (R if gap_levels else delta2 - R) * scale
         R, _ = smo(cache, mk, D, sl, q, inner, 100000 * (q + 10))
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
-        i, t = cvm_search(cache, mk, sl, q, R - 0.5 * meb_tolerance(level) * r2,
-                          opt.sample_size, opt.rounds, positive, negative)
+        threshold = R - 0.5 * meb_tolerance(level) * r2
+        i, t = cvm_search(cache, mk, sl, q, threshold, opt.sample_size, opt.rounds, positive,
+                          negative)
         searched_all = opt.full
-        if certify and (i < 0 or (delta2 + R - 2.0 * t) / r2 - 1.0 <= tol):
+        if certify and (i < 0 or t >= threshold):
             i, t = cvm_search(cache, mk, sl, q, 0.0, 0, 0, positive, negative)
             searched_all = True
         if i < 0:  # every point is in the core
@@ -600,12 +604,15 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
         if certify and rel_gap <= opt.eps:
             status = CONVERGED
             break
-        if certify and delta_plus <= tol:
-            if level <= MIN_LEVEL:
+        if certify and searched_all:  # the level ends, refuted or not
+            violator = delta_plus > tol
+            if steps == opt.max_steps if violator else level <= MIN_LEVEL:
                 status = MAX_STEPS
                 break
-            level, scale = max(0.5 * level, MIN_LEVEL), 1.0
-            step = TIGHTEN
+            level, step = max(0.5 * level, MIN_LEVEL), TIGHTEN
+            if violator:
+                cache, q = append_point(cache, sl, q, i, t)
+                steps, step = steps + 1, TOWARD
         elif not certify and (rel_gap <= tol if gap_levels else delta_plus <= tol):
             if level <= opt.eps:
                 status = CONVERGED
