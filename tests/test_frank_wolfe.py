@@ -471,19 +471,22 @@ def test_gap_rule_refuses_sampled_searches(data, cls):
         cls(stop="gap", sampling="random").fit(*data)
 
 
-@pytest.mark.parametrize("cls, sampling", [(FrankWolfe, "random"), (ModifiedFrankWolfe, "full"),
-                                           (CoreVectorMachine, "random")])
-def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, sampling,
+@pytest.mark.parametrize("cls, sampling, stop", [(FrankWolfe, "random", "meb"),
+                                                 (ModifiedFrankWolfe, "full", "meb"),
+                                                 (CoreVectorMachine, "random", "meb"),
+                                                 (CoreVectorMachine, "random", "gap")])
+def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, sampling, stop,
                                                                 monkeypatch):
     """The loops return to Python at every deadline and resume exactly where they stopped."""
     X, y = data
-    kwargs = {"C": 4.0, "gamma": 0.5, "stop": "meb", "sampling": sampling, "sample_size": 10,
+    kwargs = {"C": 4.0, "gamma": 0.5, "stop": stop, "sampling": sampling, "sample_size": 10,
               "random_state": 0}
     whole = cls(**kwargs).fit(X, y)
     monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)  # every deadline has passed
     sliced = cls(**kwargs).fit(X, y)
     np.testing.assert_array_equal(whole.dual_coef_, sliced.dual_coef_)
-    for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals"):
+    for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals",
+                 "iter_kernel_evals"):
         np.testing.assert_array_equal(whole.trace_.columns()[name],
                                       sliced.trace_.columns()[name])
 

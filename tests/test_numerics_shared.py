@@ -85,17 +85,17 @@ def test_row_cache_serves_prefixes_and_evicts_least_recent():
     assert cache.slot_of[5] == -1 and cache.slot_of[3] >= 0 and cache.slot_of[7] >= 0
 
 
-@pytest.mark.parametrize("width, keeps_3", [(32, True), (4, False)])
-def test_row_cache_evicts_the_least_used_of_the_least_recent_rows(width, keeps_3):
-    """Key 3 is claimed three times, then 5, 6 and 7 once: 7's miss evicts 5, the less used of
-    the rows before the most recent (6), where plain LRU would evict 3, the less recent one;
-    with rows of 4 values a miss looks at the least recent row only (width / SCAN_PER_VALUE
-    < 2) and evicts 3."""
-    cache = rc.new_cache(n_keys=10, cache_mb=3 * width * 8 / 2**20, width=width)  # three rows
-    cols = np.arange(width, dtype=np.int64)
+@pytest.mark.parametrize("n_keys, keeps_3", [(32, True), (100, False)])
+def test_rows_over_every_key_go_least_used_first_and_prefix_rows_least_recent(n_keys,
+                                                                                keeps_3):
+    """Key 3 is claimed three times, then 5, 6 and 7 once. Rows of 32 values over 32 keys: 7's
+    miss evicts 5, the least used of the rows but the most recent (6), where LRU would evict 3;
+    rows of 32 values over a prefix of 100 keys: 3, the least recent."""
+    cache = rc.new_cache(n_keys=n_keys, cache_mb=3 * 32 * 8 / 2**20, width=32)  # three rows
+    cols = np.arange(32, dtype=np.int64)
     computed = []
     for key in (3, 3, 3, 5, 6, 7):
-        _row(cache, key, cols, width, computed)
+        _row(cache, key, cols, 32, computed)
     assert (cache.slot_of[3] >= 0) == keeps_3 and (cache.slot_of[5] >= 0) != keeps_3
     assert cache.slot_of[6] >= 0 and cache.slot_of[7] >= 0 and cache.uses[3] == 3.0
 

@@ -17,8 +17,9 @@ relative to r^2, not to the SVM objective: on ijcnn1 at C = 32 no eps of it cert
 a9a eps = 1e-3 stops at a gap of 3). With sampling='full' every step searches every point; with
 the default sampling='random' LibCVM's sampled search and annealed levels drive the run, and
 where they would end a level a search over every point outside the core certifies the iterate:
-the run stops when the gap is at most eps, else adds that search's furthest point or, if none
-violates the level, halves the level (no lower bound at eps, which is the gap's tolerance).
+the run stops when the gap is at most eps, else the level ends all the same (halved, with no
+lower bound at eps, which is the gap's tolerance) and that search's furthest point is added if
+it violated the level.
 The default stays stop='meb', LibCVM's rule, which the paper presets reproduce.
 
 The MEB view needs a normalised kernel (k(x, x) constant), so CVM supports rbf only. Trace
