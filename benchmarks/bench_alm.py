@@ -41,7 +41,8 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
-from svmlab.estimator.certificates import Formulation, LinearImage, certify
+from svmlab.estimator.certificates import LinearImage, certify
+from svmlab.estimator.formulations import L2, LOSSES, Formulation, FreeBias
 from svmlab.estimator.trace import Trace
 from svmlab.solvers.alm import SVMALM
 
@@ -61,7 +62,7 @@ def load(data_dir: Path, name: str):
 
 def certificate(X, y, p, w, b, duals=()):
     """The certificate of (w, b) for the free-bias problem (C = 1)."""
-    form = Formulation(LOSS[p], "l2", "free")
+    form = Formulation(LOSSES[LOSS[p]](), L2(), FreeBias())
     return certify(form, 1.0, y * (X @ w + b), 0.5 * float(w @ w), LinearImage(X, y, w, b),
                    duals)
 

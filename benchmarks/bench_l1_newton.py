@@ -68,20 +68,22 @@ def lp_objective(X, y, w, mu):
 
 
 def gap_of(X, y, w, theta, mu):
-    """Certified relative gap of the LP-SVM at w with the dual point theta (and 1[z > 0])."""
-    from svmlab.solvers.l1_newton.certificate import certificate, exact_objective
+    """Certified relative gap of the LP-SVM at w with the dual point theta (and 1[z > 0]):
+    that of hinge_l1 at C = 1/(N mu), P / mu."""
+    from svmlab.estimator.certificates import LinearImage, certify
+    from svmlab.estimator.formulations import L1, Formulation, Hinge
 
-    margins = y * (X @ w)
-    candidates = ((t, np.asarray(X.T @ (y * t)).ravel() / len(y), "")
-                  for t in (theta, (margins < 1).astype(float)))
-    return certificate(exact_objective(margins, w, 0.0, mu), candidates, 0.0, mu).rel_gap
+    C = 1.0 / (len(y) * mu)
+    return certify(Formulation(Hinge(), L1()), C, y * (X @ w), float(np.abs(w).sum()),
+                   LinearImage(X, y, w), (C * theta,)).rel_gap
 
 
 def liblinear_gap(X, y, model, C):
-    from svmlab.estimator.certificates import Formulation, LinearImage, certify
+    from svmlab.estimator.certificates import LinearImage, certify
+    from svmlab.estimator.formulations import L1, Formulation, SquaredHinge
 
     w = model.coef_[0]
-    return certify(Formulation("squared_hinge", "l1"), C, y * (X @ w), float(np.abs(w).sum()),
+    return certify(Formulation(SquaredHinge(), L1()), C, y * (X @ w), float(np.abs(w).sum()),
                    LinearImage(X, y, w)).rel_gap
 
 

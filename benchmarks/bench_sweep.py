@@ -81,10 +81,10 @@ def untracked_jobs(data_dir: str) -> list[dict[str, float]]:
     from omegaconf import OmegaConf
 
     from svmlab import data
-    from svmlab.app.compiling import compile_solver
     from svmlab.app.config import build_estimator, register_configs
-    from svmlab.app.evaluation import evaluate
-    from svmlab.app.train import timed as timed_phase
+    from svmlab.recording.results import evaluate
+    from svmlab.recording.run import timed as timed_phase
+    from svmlab.recording.warm_up import warm_up
 
     register_configs()
     values = [arg.split("=", 1) for arg in JOBS[1:]]
@@ -101,7 +101,7 @@ def untracked_jobs(data_dir: str) -> list[dict[str, float]]:
             dataset = data.load(**OmegaConf.to_container(cfg.dataset, resolve=True),
                                 seed=cfg.seed, data_dir=data_dir)
         with timed_phase(took, "compile"):
-            compile_solver(estimator, dataset)
+            warm_up(estimator, dataset.X_train, dataset.y_train)
         with timed_phase(took, "fit_phase"):
             estimator.fit(dataset.X_train, dataset.y_train)
         with timed_phase(took, "evaluate"):

@@ -71,6 +71,26 @@ def test_derived_measures_from_traces_with_a_fallback_to_the_final_certificate()
     assert tight["time_to_gap_2e-5"][0] == 9.0
 
 
+def test_time_to_a_test_accuracy_from_the_traced_accuracies():
+    """The first traced row at or above the accuracy; inf when none is; NaN without a traced
+    accuracy (a solver that does not trace one)."""
+    runs = pd.DataFrame({"run_id": ["bsca", "bsgd", "libsvm"]})
+    traces = {"bsca": pd.DataFrame({"iteration": [1, 2, 3], "time_s": [1.0, 2.0, 3.0],
+                                    "test_accuracy": [0.90, 0.96, 0.97]}),
+              "bsgd": pd.DataFrame({"iteration": [1, 2], "time_s": [0.5, 1.0],
+                                    "test_accuracy": [0.90, 0.94]}),
+              "libsvm": pd.DataFrame({"iteration": [7], "time_s": [4.0]})}
+    values, notes = precision.derive(runs, ["time_to_acc_0.95", "iters_to_acc_0.95"], None,
+                                     lambda uri, run_id: traces[run_id])
+    np.testing.assert_array_equal(values["time_to_acc_0.95"], [2.0, INF, np.nan])
+    np.testing.assert_array_equal(values["iters_to_acc_0.95"], [2.0, INF, np.nan])
+    assert notes == []
+    assert precision.describe("time_to_acc_0.95") == "at a test accuracy of 0.95 (time to reach it)"
+    assert precision.describe("fit_time_s") == "by fit_time_s"
+    with pytest.raises(SvmlabError, match="test accuracy in \\(0, 1\\)"):
+        precision.parse("time_to_acc_95")
+
+
 def test_time_to_within_a_relative_distance_of_the_reference_optimum():
     """The paper's measure of Nie et al.: obj* is the least final objective among the runs of a
     dataset, C and seed (here the tight run's), whatever bias each run treats; a run whose trace
@@ -101,8 +121,9 @@ def test_time_to_within_a_relative_distance_of_the_reference_optimum():
     assert notes[0] == ("reference optimum objective_hinge_l2 = 100 for d, C = 1.0, seed 0: the "
                         "final value of run liblinear (solver liblinear)")
     assert "= 120 for d, C = 1.0, seed 1" in notes[-1]
-    assert precision.objective_of("squared_hinge_l2_penalised_bias") == \
+    assert precision.metric_of("objective", "squared_hinge_l2_penalised_bias") == \
         "objective_squared_hinge_l2"
+    assert precision.metric_of("rel_gap", "unknown") is None
     assert table.parse_measure("time_to_obj_1e-2") == table.Measure("time_to_obj_1e-2", False,
                                                                     0.1, True)
     with pytest.raises(SvmlabError, match="relative distance to the optimum in \\(0, 1\\)"):

@@ -9,13 +9,21 @@ from sklearn.datasets import make_classification
 
 from svmlab.estimator.certificates import (
     Certificate,
-    Formulation,
     KernelImage,
     LinearImage,
     certify,
     dual_bound,
 )
-from svmlab.estimator.formulations import L2
+from svmlab.estimator.formulations import (
+    BIASES,
+    L1,
+    L2,
+    Formulation,
+    FreeBias,
+    FreeMargin,
+    Hinge,
+    Squared,
+)
 from svmlab.estimator.kernels import Kernel
 from svmlab.numerics.box_ascent import box_ascent, free_set_ascent
 from svmlab.numerics.rows import rows_of
@@ -46,10 +54,10 @@ def hinge_primal(X, y, w, b, C):
 
 def linear_certificate(form, X, y, w, b, C, duals=()):
     margins = y * (X @ w + b)
-    reg = 0.5 * w @ w if form.penalty == "l2" else np.abs(w).sum()
-    scale = form.bias_scale if form.bias == "penalised" else None
-    if form.bias == "penalised":
-        reg += 0.5 * (b / scale) ** 2 if form.penalty == "l2" else abs(b / scale)
+    reg = 0.5 * w @ w if isinstance(form.penalty, L2) else np.abs(w).sum()
+    scale = form.bias.scale
+    if scale is not None:
+        reg += 0.5 * (b / scale) ** 2 if isinstance(form.penalty, L2) else abs(b / scale)
     return certify(form, C, margins, reg, LinearImage(X, y, w, b, scale), duals)
 
 
@@ -63,7 +71,7 @@ def test_hinge_l2_gap_closes_at_the_exact_optimum_and_bounds_any_model(problem, 
     free = (a > 1e-6 * C) & (a < C * (1 - 1e-6))
     b = float(np.median(y[free] - X[free] @ w)) if bias == "free" else 0.0
     p_star = hinge_primal(X, y, w, b, C)
-    form = Formulation("hinge", "l2", bias)
+    form = Formulation(Hinge(), L2(), BIASES[bias]())
     at_optimum = linear_certificate(form, X, y, w, b, C)  # the model's own dual point only
     assert at_optimum.dual <= p_star * (1 + 1e-9)
     assert at_optimum.rel_gap < 1e-6
@@ -98,7 +106,7 @@ def test_a_kernel_model_is_certified_with_or_without_the_solvers_dual(problem):
     squared_l2, _ = model._regularizer_norms()
     image = KernelImage(X, y, kernel, model.support_vectors_, model.dual_coef_[0],
                         float(model.intercept_[0]))
-    alone = certify(Formulation("hinge", "l2", "free"), 2.0, margins, 0.5 * squared_l2, image)
+    alone = certify(Formulation(Hinge(), L2(), FreeBias()), 2.0, margins, 0.5 * squared_l2, image)
     assert alone.dual <= model.certificate_.primal * (1 + 1e-9)
     assert alone.rel_gap < 1e-4
 
@@ -127,7 +135,7 @@ def test_hinge_l1_certificate_against_the_lp_optimum(problem):
     A_ub = np.hstack([-Z, Z, -np.eye(n)])
     lp = linprog(cost, A_ub=A_ub, b_ub=-np.ones(n), bounds=(0, None), method="highs")
     w = lp.x[:d] - lp.x[d:2 * d]
-    form = Formulation("hinge", "l1")
+    form = Formulation(Hinge(), L1())
     cert = linear_certificate(form, X, y, w, 0.0, C)
     assert cert.primal == pytest.approx(lp.fun, rel=1e-9)
     assert cert.dual <= lp.fun * (1 + 1e-9)
@@ -141,7 +149,7 @@ def test_least_squares_certificate_against_the_closed_form(problem):
     C = 0.4
     Z = X * y[:, None]
     w = np.linalg.solve(np.eye(X.shape[1]) + 2 * C * Z.T @ Z, 2 * C * Z.T @ np.ones(len(y)))
-    cert = linear_certificate(Formulation("squared"), X, y, w, 0.0, C)
+    cert = linear_certificate(Formulation(Squared(), L2()), X, y, w, 0.0, C)
     assert abs(cert.rel_gap) < 1e-12
 
 
@@ -150,7 +158,7 @@ def test_sparse_and_dense_features_give_the_same_certificate(problem, bias):
     X, y = problem
     model = Liblinear(C=0.5, loss="hinge", fit_intercept=False, tol=1e-4).fit(X, y)
     w, b = model.coef_[0], 0.1 if bias == "free" else 0.0
-    form = Formulation("hinge", bias=bias)
+    form = Formulation(Hinge(), L2(), BIASES[bias]())
     dense = linear_certificate(form, X, y, w, b, 0.5)
     sparse = linear_certificate(form, sp.csr_matrix(X), y, w, b, 0.5)
     assert sparse.primal == pytest.approx(dense.primal, rel=1e-12)
@@ -160,13 +168,14 @@ def test_sparse_and_dense_features_give_the_same_certificate(problem, bias):
 def test_zero_c_and_relative_gap_conventions():
     X = np.eye(3)
     y = np.array([1.0, -1.0, 1.0])
-    cert = certify(Formulation("hinge"), 0.0, y * (X @ np.zeros(3)), 0.0,
+    cert = certify(Formulation(Hinge(), L2()), 0.0, y * (X @ np.zeros(3)), 0.0,
                    LinearImage(X, y, np.zeros(3)))
     assert (cert.primal, cert.dual, cert.gap, cert.rel_gap) == (0.0, 0.0, 0.0, 0.0)
-    assert Certificate("f", 2.0, 1.5, "model").metrics() == {
-        "primal_f": 2.0, "dual_f": 1.5, "gap_f": 0.5, "rel_gap_f": 0.25}
-    with pytest.raises(ValueError, match="unknown formulation"):
-        Formulation("logistic")
+    assert Certificate("hinge_l2", 2.0, 1.5, "model").metrics() == {
+        "primal_hinge_l2": 2.0, "dual_hinge_l2": 1.5, "gap_hinge_l2": 0.5,
+        "rel_gap_hinge_l2": 0.25}
+    with pytest.raises(ValueError, match="a free margin needs the squared hinge; got hinge"):
+        Formulation(Hinge(), L2(), margin=FreeMargin())
 
 
 def test_the_l2_refinement_ascends_the_dual_on_the_free_set(problem):
@@ -181,11 +190,11 @@ def test_the_l2_refinement_ascends_the_dual_on_the_free_set(problem):
     a_star = exact_dual(Z @ Z.T, C)
     d_star = a_star.sum() - 0.5 * np.sum((Z.T @ a_star) ** 2)
     p_star = hinge_primal(X, y, Z.T @ a_star, 0.0, C)
-    form = Formulation("hinge")
+    form = Formulation(Hinge(), L2())
     for offset in (0.05, 100.0):  # the optimality condition within reach, and beyond it
         w = Z.T @ a_star + offset * np.random.default_rng(1).normal(size=X.shape[1])
         image = LinearImage(X, y, w, ascent=free_set_ascent)
-        base = form.loss_term.dual_candidate(y * (X @ w), C)
+        base = form.loss.dual_candidate(y * (X @ w), C)
         refined = image.fit_free(base, np.arange(len(y)), C, L2(), balanced=False)
         assert np.all((refined >= 0.0) & (refined <= C))
         bound = dual_bound(form, C, refined, image)
@@ -210,7 +219,7 @@ def test_a_free_bias_gets_the_balanced_exact_fit_of_largest_sum(problem):
     a_star = exact_dual(Z @ Z.T, C, y)
     w = Z.T @ a_star + 0.05 * np.random.default_rng(1).normal(size=X.shape[1])
     image = LinearImage(X, y, w)
-    base = Formulation("hinge").loss_term.dual_candidate(y * (X @ w), C)
+    base = Hinge().dual_candidate(y * (X @ w), C)
     refined = image.fit_free(base, np.arange(len(y)), C, L2(), balanced=True)
     assert np.all((refined >= 0.0) & (refined <= C))
     np.testing.assert_allclose(image.vector(refined), w, atol=1e-8)

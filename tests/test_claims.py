@@ -4,6 +4,7 @@ runs of the current sweep only, and the two tallies (the paper's claims, svmlab'
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +40,18 @@ class Store:
                               else self.client.create_experiment(EXPERIMENT))
 
     def run(self, solver: str, dataset: str, seed: int = 0, C: float = 1.0, n_train: int = 100,
-            gaps: list[float] | None = None, **metrics: float) -> str:
-        """A FINISHED run; ``gaps``: its certified relative gap at times 1, 2, ... s."""
+            gaps: list[float] | None = None, tags: dict | None = None,
+            params: dict | None = None, **metrics: float) -> str:
+        """A FINISHED run; ``gaps``: its certified relative gap at times 1, 2, ... s; ``tags``
+        and ``params``: more of them (a stop reason, a grid setting)."""
         run_id = self.client.create_run(self.experiment_id).info.run_id
-        tags = {"solver": solver, "dataset": dataset}
+        tags = {"solver": solver, "dataset": dataset, **(tags or {})}
         if gaps is not None:
             tags["svmlab.formulation"] = "hinge_l2"
             metrics |= {"rel_gap_hinge_l2": gaps[-1], "n_iter": len(gaps)}
         self.client.log_batch(run_id, metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()],
-                              params=[Param("seed", str(seed)), Param("solver.C", str(C))],
+                              params=[Param(k, str(v)) for k, v in
+                                      {"seed": seed, "solver.C": C, **(params or {})}.items()],
                               tags=[RunTag(k, v) for k, v in tags.items()])
         profile = json.dumps({"n_train": n_train, "n_test": 10})
         self.client.log_inputs(run_id, [DatasetInput(Dataset(dataset, "d" * 32, "code", "{}",
@@ -71,11 +75,16 @@ class Store:
 
 def claim(**fields) -> spec.Claim:
     """A claim checked as a workflow file's claim is."""
+    return claims_of(**fields)[0]
+
+
+def claims_of(**fields) -> list[spec.Claim]:
+    """The claims a workflow file's claim becomes: it, then its companion if it has one."""
     return spec.parse({"paper": "p", "description": "d", "sweep": {"preset": "tiny"},
                        "scales": {"quick": {}, "paper": {}},
                        "analysis": {"measures": ["fit_time_s"]},
                        "claims": [{"claim": "c", "source": "s", **fields}]},
-                      Path("w.yaml")).claims[0]
+                      Path("w.yaml")).claims
 
 
 FASTER = {"measure": "time_to_gap_1e-2", "value": {"solver": "a"},
@@ -97,7 +106,7 @@ def test_a_censored_block_can_only_make_the_tested_sides_ratio_larger(store):
     faster, = s.judged(claim(**FASTER))
     assert faster.n == 6 and faster.interval[1] == np.inf
     assert faster.verdict == claims.INCONCLUSIVE
-    assert "1 run(s) never reached the target: censored" in faster.detail
+    assert "1 run(s) never reached the target or stopped at a cap: censored" in faster.detail
     slower, = s.judged(claim(**FASTER | {"decide": {"above": 1}}))
     assert slower.verdict == claims.INCONCLUSIVE  # 5 blocks say 2/3: the interval holds 1
 
@@ -208,6 +217,29 @@ def test_sensitivity_to_C_compares_the_fitted_slopes_over_the_same_C_grid(store)
     assert judged.verdict == claims.REPRODUCED
 
 
+def test_a_time_capped_at_the_largest_C_still_bounds_the_slope_from_below(store):
+    """b's time grows with C (1, 10, 100 s) and its runs at C = 100 were stopped by a cap: b's
+    true slope is at least 1, so a (flat) is less sensitive in every block. Capped at the
+    smallest C instead, b's slope could be anything: the claim is then inconclusive."""
+    s = Store(store)
+    capped = {"svmlab.stop_reason": "max_iter=10 iterations"}
+    for seed in range(4):
+        for C in (1.0, 10.0, 100.0):
+            s.run("a", "a1a", seed, C, fit_time_s=2.0)
+            s.run("b", "a1a", seed, C, fit_time_s=C, tags=capped if C == 100.0 else None)
+            s.run("c", "a1a", seed, C, fit_time_s=C, tags=capped if C == 1.0 else None)
+    less = {"measure": "fit_time_s", "sensitivity_to": "solver.C", "value": {"solver": "a"},
+            "decide": {"below": 0}}
+    bounded, = s.judged(claim(**less, relative_to={"solver": "b"}))
+    assert bounded.verdict == claims.REPRODUCED
+    assert bounded.estimate[0] == bounded.interval[0] == -np.inf
+    assert bounded.estimate[1] == pytest.approx(-1.0) and bounded.interval[1] < 0
+    assert "4 run(s) never reached the target or stopped at a cap" in bounded.detail
+    open_, = s.judged(claim(**less, relative_to={"solver": "c"}))
+    assert open_.verdict == claims.INCONCLUSIVE and open_.interval[0] == -np.inf
+    assert open_.interval[1] == pytest.approx(0.0, abs=1e-9)  # a's |slope| less 0
+
+
 def test_an_accuracy_within_a_point_of_the_majority_rate_is_not_reproduced(store):
     """97.02 % on a test set whose majority class is 97 % is a constant classifier's accuracy:
     it cannot reproduce a paper's 98.1 %; a paper's 97.6 % (itself near the rate) it can."""
@@ -226,7 +258,7 @@ def test_an_accuracy_within_a_point_of_the_majority_rate_is_not_reproduced(store
 
 
 def test_the_evaluation_records_the_majority_rate_of_the_test_set():
-    from svmlab.app.evaluation import majority_rate
+    from svmlab.recording.results import majority_rate
 
     assert majority_rate(np.array([1, 1, 1, -1])) == 0.75
 
@@ -307,7 +339,7 @@ def test_the_papers_claims_and_svmlabs_statements_are_two_tables_and_two_counts(
     assert text.index("## The paper's claims") < text.index("## svmlab's own statements")
     table = pd.read_csv(folder / "claims.csv")
     assert list(table["kind"]) == ["paper", "paper", "svmlab"]
-    assert list(table.columns) == [*claims.COLUMNS, "kind"]
+    assert list(table.columns) == [*claims.COLUMNS, "kind", "beside"]
     assert "own statements" in (folder / "claims.html").read_text()
 
     assert cli.main(["workflow", "table", str(TINY), "--tracking-uri", s.uri]) == 0
@@ -315,3 +347,117 @@ def test_the_papers_claims_and_svmlabs_statements_are_two_tables_and_two_counts(
     first, second = out.split("svmlab's own statements:")
     assert first.startswith("The paper's claims:") and first.count("| `tiny` |") == 2
     assert second.count("| `tiny` |") == 1 and "| 3 | 0.9995 | [0.9995, 0.9995] |" in second
+
+
+def test_a_companion_at_equal_precision_can_overturn_a_speed_claim_made_at_a_loose_stop(
+        store, tmp_path):
+    """a stops after 1 s at a certified gap of 0.5, b after 3 s at 0.005: at their own stops a
+    is faster in every block (the paper's claim, reproduced); at an equal certified gap of 1e-2
+    a never got there, so its time is only more than 1 s and the companion cannot say a is
+    faster (inconclusive). The companion is svmlab's statement, in the row after its claim."""
+    s = Store(store)
+    for i in range(5):
+        s.run("a", f"d{i}", gaps=[0.5], fit_time_s=1.0)
+        s.run("b", f"d{i}", gaps=CERTIFIED, fit_time_s=3.0)
+    paper, companion = claims_of(
+        measure="fit_time_s", value={"solver": "a"}, relative_to={"solver": "b"},
+        decide={"below": 1}, why="w",
+        companion={"measure": "time_to_gap_1e-2", "why": "equal precision"})
+    assert (companion.kind, companion.companion_of, companion.measure) == (
+        "svmlab", "c", "time_to_gap_1e-2")
+    assert companion.claim == "c, at a certified relative gap of 1e-2 (time to reach it)"
+    at_stop, at_gap = s.judged(paper, companion)
+    assert at_stop.verdict == claims.REPRODUCED and at_stop.interval[1] < 1
+    assert at_gap.verdict == claims.INCONCLUSIVE and at_gap.interval[1] == np.inf
+    assert "5 run(s) never reached the target or stopped at a cap" in at_gap.detail
+
+    other = claim(measure="test_accuracy", value={"solver": "a"}, kind="svmlab",
+                  decide={"above": 0})
+    judged = [at_stop, at_gap, *s.judged(other)]
+    workflow = spec.load(str(TINY))
+    claims.write(tmp_path, workflow, "quick", judged)
+    table = pd.read_csv(tmp_path / "claims.csv", keep_default_na=False)
+    assert list(table["kind"]) == ["paper", "svmlab", "svmlab"]
+    assert list(table["beside"]) == ["", "c", ""]
+    text = (tmp_path / "claims.md").read_text()
+    paper_table, own_table = text.split("## svmlab's own statements")
+    assert "svmlab's companion: c, at a certified relative gap" in paper_table
+    assert ("1 reproduced, 0 not reproduced, 0 inconclusive, 0 not testable here; svmlab's "
+            "companions beside them: 0 reproduced, 0 not reproduced, 1 inconclusive") in paper_table
+    assert "companion" not in own_table
+    assert claims.metrics(judged)["svmlab_statements_inconclusive"] == 1
+
+
+def test_a_run_stopped_by_its_iteration_cap_has_a_censored_time(store):
+    """LIBSVM stopped by max_iter after 1 s in every block, NESVM finished in 2 s: LIBSVM's
+    time is more than 1 s, so 'LIBSVM is faster' cannot be reproduced (it would be, taking the
+    cap as a finish), while 'NESVM is faster' stays open too; a finished LIBSVM decides."""
+    s = Store(store)
+    capped = {"svmlab.stop_reason": "max_iter=1000000 iterations", "svmlab.converged": "false"}
+    for i in range(5):
+        s.run("libsvm", f"d{i}", tags=capped, fit_time_s=1.0)
+        s.run("nesvm", f"d{i}", fit_time_s=2.0)
+        s.run("libsvm", f"e{i}", tags={"svmlab.converged": "true"}, fit_time_s=1.0)
+        s.run("nesvm", f"e{i}", fit_time_s=2.0)
+    faster = {"measure": "fit_time_s", "decide": {"below": 1}}
+    d = [f"d{i}" for i in range(5)]
+    libsvm_faster, = s.judged(claim(**faster, value={"solver": "libsvm", "dataset": d},
+                                    relative_to={"solver": "nesvm", "dataset": d}))
+    assert libsvm_faster.verdict == claims.INCONCLUSIVE
+    assert libsvm_faster.interval == (0.5, np.inf)
+    assert "5 run(s) never reached the target or stopped at a cap" in libsvm_faster.detail
+    e = [f"e{i}" for i in range(5)]
+    finished, = s.judged(claim(**faster, value={"solver": "libsvm", "dataset": e},
+                               relative_to={"solver": "nesvm", "dataset": e}))
+    assert finished.verdict == claims.REPRODUCED and finished.estimate == (0.5, 0.5)
+
+
+@pytest.mark.slow
+def test_a_libsvm_run_stopped_by_max_iter_is_logged_and_judged_as_censored(store):
+    """Real runs: LIBSVM capped at 5 SMO iterations names its cap as the stop reason, and a
+    claim on its time takes each of those times as more than the run's own (censored)."""
+    from support.runs import train
+
+    assert train(store, "-m", "solver=libsvm", "solver.max_iter=5", "kernel=linear",
+                 "dataset=breast_cancer", "seed=0,1,2", f"tracking.experiment={EXPERIMENT}",
+                 "tracking.log_model=false") == 0
+    s = Store(store)
+    runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
+    assert set(runs["tags.svmlab.stop_reason"]) == {"max_iter=5 iterations"}
+    judged, = s.judged(claim(measure="fit_time_s", value={"solver": "libsvm"},
+                             decide={"below": 1e6}))
+    assert judged.estimate[1] == judged.interval[1] == np.inf
+    assert judged.verdict == claims.INCONCLUSIVE
+    assert "3 run(s) never reached the target or stopped at a cap" in judged.detail
+
+
+def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setting(store):
+    """At lam = 1e-4 a is faster than b in every block, at lam = 1e-2 slower: the claim
+    depends on a setting the paper does not report, so it is not testable, with each setting's
+    verdict; where both settings agree it is reproduced. Both sides at 100 % accuracy (a
+    separable set: one error in 2,000 test points at most) cannot be ordered by accuracy."""
+    s = Store(store)
+    for i in range(4):
+        for lam, time_a in (("0.0001", 1.0), ("0.01", 4.0)):
+            grid = {"unreported.lam": lam}
+            s.run("a", f"d{i}", params=grid, fit_time_s=time_a, test_accuracy=1.0)
+            s.run("b", f"d{i}", params=grid, fit_time_s=2.0, test_accuracy=0.9995)
+    faster = claim(measure="fit_time_s", value={"solver": "a"}, relative_to={"solver": "b"},
+                   decide={"below": 1}, grid=["unreported.lam"])
+    judged, = s.judged(faster)
+    assert judged.verdict == claims.UNTESTABLE and judged.n == 8
+    assert "depends on settings the paper does not report: reproduced at 1 of the 2" in \
+        judged.detail
+    assert "at unreported.lam=0.0001: reproduced" in judged.detail
+    assert "at unreported.lam=0.01: not reproduced" in judged.detail
+    runs, _ = select.finished_runs([EXPERIMENT], "", s.uri)
+    shifted = claims.judge(faster, runs.set_axis(runs.index + 1000))  # labels are not positions
+    assert (shifted.verdict, shifted.detail) == (judged.verdict, judged.detail)
+    slower, = s.judged(replace(faster, decide={"below": 10}))
+    assert slower.verdict == claims.REPRODUCED and slower.estimate == (0.5, 2.0)
+
+    accurate, = s.judged(claim(measure="test_accuracy", value={"solver": "a"},
+                               relative_to={"solver": "b"}, combine="difference",
+                               decide={"below": 0}, grid=["unreported.lam"]))
+    assert accurate.verdict == claims.UNTESTABLE
+    assert "within 0.001 of test_accuracy = 1 (separable data)" in accurate.detail

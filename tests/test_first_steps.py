@@ -12,7 +12,7 @@ from support.configs import composed
 from support.runs import runs, train
 from svmlab import lifecycle
 from svmlab.app import train as train_module
-from svmlab.app.compiling import COMPILING, SayCompiling
+from svmlab.recording.warm_up import COMPILING, SayCompiling
 from svmlab.tracking.store import ui_line
 
 

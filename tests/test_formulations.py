@@ -1,24 +1,38 @@
 """The formulation parts: each conjugate against scipy's numerical supremum, Fenchel-Young
-(f(x) + f*(y) >= x.y, with equality at the dual point the part gives), and the scalings along a
-ray that the certificates maximise over."""
+(f(x) + f*(y) >= x.y, with equality at the dual point the part gives), the scalings along a
+ray that the certificates maximise over; the free margin of the L2-SVM; and the metric names a
+formulation builds and reads back."""
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize, minimize_scalar
 
-from svmlab.estimator.certificates import Formulation, LinearImage
+from svmlab.estimator.certificates import KernelImage, LinearImage, certify, dual_bound
 from svmlab.estimator.formulations import (
+    BIASES,
     L1,
     L2,
+    L2SVM,
+    LOSSES as LOSS_TABLE,
+    METRIC_KINDS,
+    PENALTIES as PENALTY_TABLE,
     ElasticNet,
+    Formulation,
     FreeBias,
+    FreeMargin,
     Hinge,
+    MetricName,
+    NoBias,
     PenalisedBias,
     PowerHinge,
+    Scaling,
     SmoothedHinge,
     Squared,
     SquaredHinge,
+    metric_name,
+    parse_metric,
 )
+from svmlab.estimator.kernels import Kernel
 
 LOSSES = [Hinge(), SquaredHinge(), Squared(), PowerHinge(1.5), PowerHinge(3.0),
           SmoothedHinge(np.full(1, 0.7))]
@@ -102,12 +116,24 @@ def test_penalty_scalings_on_a_linear_image():
     assert L1().conjugate(l1.upper * v * 1.01) == np.inf
 
 
-def test_elastic_net_best_scale_is_the_maximum_over_t():
-    v, s = rng.normal(size=6), 0.9
-    for penalty in (ElasticNet(0.7, 0.3), ElasticNet(0.0, 0.4)):
+@pytest.mark.parametrize("quadratic", [0.0, 0.35])  # the hinge's loss term, a smoothed one's
+def test_elastic_net_best_scale_is_the_maximum_over_t(quadratic):
+    X, y = rng.normal(size=(6, 6)), np.ones(6)
+    image, a = LinearImage(X, y, np.zeros(6)), rng.uniform(0.0, 1.0, size=6)
+    v, s = image.vector(a), 0.9
+    loss = Scaling(2.0, quadratic, 0.0, 2.0)
+    for penalty in (ElasticNet(0.7, 0.3), ElasticNet(0.0, 0.4 * np.abs(v).max())):
         grid = np.linspace(0.0, 2.0, 20001)  # the slope is at most s: a step gains <= s 1e-4
-        best = max(t * s - penalty.conjugate(t * v) for t in grid)
-        assert best - 1e-12 <= penalty.best_scaled_dual(s, v, 2.0) <= best + s * 1e-4
+        best = max(t * s - t * t * quadratic - penalty.conjugate(t * v) for t in grid)
+        assert best - 1e-12 <= penalty.best_scaled_dual(s, loss, image, a) <= best + s * 1e-4
+
+
+def test_elastic_net_gives_the_certificates_what_the_other_penalties_give():
+    w, net = rng.normal(size=5) * (rng.random(5) < 0.6), ElasticNet(0.7, 0.3)
+    assert net.from_norms(float(w @ w), float(np.abs(w).sum())) == pytest.approx(net.value(w))
+    rows, target = net.optimality_target(w)
+    np.testing.assert_array_equal(rows, np.flatnonzero(w))
+    assert net.value(w) + net.conjugate(target[rows]) == pytest.approx(w[rows] @ target[rows])
 
 
 def test_biases_balance_and_penalise_the_constant_feature():
@@ -119,22 +145,84 @@ def test_biases_balance_and_penalise_the_constant_feature():
     assert PenalisedBias(2.0).penalty_part(-3.0, L1()) == 1.5
 
 
-def test_formulation_resolves_names_to_parts():
-    form = Formulation("power_hinge", "l2", "free", power=1.5)
-    assert isinstance(form.loss_term, PowerHinge) and form.loss_term.power == 1.5
-    assert form.name == "hinge_p1.5_l2_bias"
-    assert Formulation("squared", "l1", "penalised", 2.0).name == "squared_l1_penalised_bias"
-    assert Formulation("hinge") == Formulation("hinge", "l2", "none")
-    with pytest.raises(ValueError, match="unknown formulation"):
-        Formulation("hinge", "l3")
+def test_a_formulation_is_named_by_its_parts():
+    assert Formulation(PowerHinge(1.5), L2(), FreeBias()).name == "hinge_p1.5_l2_bias"
+    assert Formulation(Squared(), L1(), PenalisedBias(2.0)).name == "squared_l1_penalised_bias"
+    assert Formulation(Hinge(), ElasticNet(0.1, 0.2)).name == "hinge_elastic_net"
+    assert L2SVM.name == "l2svm"
+    with pytest.raises(ValueError, match="a free margin needs the squared hinge; got hinge"):
+        Formulation(Hinge(), L2(), margin=FreeMargin())
 
 
-def test_smoothed_hinge_lies_within_half_its_width_below_the_hinge():
-    width = np.where(np.arange(len(MARGINS)) % 3 == 0, 0.0, 0.8)  # zero width: the hinge
-    smoothed = SmoothedHinge(width)
-    for i in range(len(MARGINS)):
-        one, exact = SmoothedHinge(width[i:i + 1]), Hinge().value(MARGINS[i:i + 1])
-        assert 0.0 <= exact - one.value(MARGINS[i:i + 1]) <= width[i] / 2 + 1e-15
-    assert smoothed.value(np.ones(len(width))) == 0.0  # z = 0 on every row, zero widths too
-    assert np.array_equal(smoothed.dual_candidate(np.ones(len(width)), 2.0),
-                          np.zeros(len(width)))
+def _every_formulation():
+    """One formulation of every loss, penalty and bias of the tables, and the L2-SVM."""
+    losses = [Hinge(), SquaredHinge(), Squared(), PowerHinge(1.5), PowerHinge(3.0),
+              SmoothedHinge(np.ones(2))]
+    penalties = [L2(), L1(), ElasticNet(0.5, 0.1)]
+    biases = [NoBias(), FreeBias(), PenalisedBias(2.0)]
+    assert {type(p) for p in losses} == set(LOSS_TABLE.values())
+    assert {type(p) for p in penalties} == set(PENALTY_TABLE.values())
+    assert {type(p) for p in biases} == set(BIASES.values())
+    return [Formulation(loss, penalty, bias) for loss in losses for penalty in penalties
+            for bias in biases] + [L2SVM]
+
+
+@pytest.mark.parametrize("kind", METRIC_KINDS)
+def test_every_metric_name_is_read_back_as_it_was_built(kind):
+    for form in _every_formulation():
+        name = form.metric(kind)
+        parsed = parse_metric(name)
+        assert parsed.kind == kind and name == f"{kind}_{parsed.formulation}"
+        assert metric_name(*parsed) == name
+        # an objective names the loss and penalty alone (its bias is never penalised)
+        expected = form.name.removesuffix(form.bias.suffix) if kind == "objective" else form.name
+        assert parsed == MetricName(kind, expected)
+
+
+@pytest.mark.parametrize("name", ["objective_smoothed", "objective_l2svm_dual", "dual_hybrid",
+                                  "dual_gap", "primal_residual", "rel_gap_hinge", "fw_gap",
+                                  "gap_hinge_l3", "rel_gap_hinge_l2_biased", "test_accuracy"])
+def test_other_names_are_no_formulation_metric(name):
+    assert parse_metric(name) is None
+
+
+def test_a_metric_of_an_unknown_kind_or_formulation_is_refused():
+    with pytest.raises(ValueError, match="no metric 'loss' of 'hinge_l2'; kinds"):
+        metric_name("loss", "hinge_l2")
+    with pytest.raises(ValueError, match="no metric 'gap' of 'logistic_l2'"):
+        metric_name("gap", "logistic_l2")
+
+
+def test_the_l2svm_is_the_frank_wolfe_dual_with_a_free_margin():
+    """The L2-SVM, min over rho of 1/2 (||w||^2 + b^2) + C/2 sum (rho - m_i)_+^2 - rho: its
+    closed-form rho matches a numerical minimisation; the dual bound of alpha on the simplex is
+    -alpha^T K~ alpha / 2 with K~ = y y^T (K + 1) + I / C (also for a multiple of alpha); and
+    every certificate lies below the dual optimum (SLSQP on the simplex), every primal above."""
+    X, y = rng.normal(size=(15, 3)), np.where(rng.random(15) < 0.5, -1.0, 1.0)
+    C, kernel = 3.0, Kernel("rbf", 0.5, 3, 0.0)
+    K = kernel.matrix(X, X)
+    modified = np.outer(y, y) * (K + 1.0) + np.eye(15) / C
+    simplex = minimize(lambda a: a @ modified @ a, np.full(15, 1 / 15),
+                       jac=lambda a: 2 * modified @ a,
+                       bounds=[(0, 1)] * 15, method="SLSQP",
+                       constraints={"type": "eq", "fun": lambda a: a.sum() - 1},
+                       options={"ftol": 1e-15, "maxiter": 1000})
+    d_star = -0.5 * simplex.fun
+    for scale in (1.0, 0.3, 0.0):
+        alpha = np.clip(simplex.x, 0, None) + scale * rng.random(15)
+        alpha /= alpha.sum()
+        coef, b = alpha * y, float(alpha @ y)  # the classifier of alpha (Frank-Wolfe's)
+        margins = y * (K @ coef + b)
+        image = KernelImage(X, y, kernel, X, coef, b, bias_scale=1.0)
+        regulariser = L2SVM.regulariser(float(coef @ K @ coef), None, b)
+        rho = lambda r: 0.5 * C * np.sum(np.maximum(r - margins, 0.0) ** 2) - r
+        best = minimize_scalar(rho, bounds=(-20.0, 20.0), method="bounded",
+                               options={"xatol": 1e-12}).fun
+        assert L2SVM.primal(margins, regulariser, C / 2) == pytest.approx(regulariser + best,
+                                                                          rel=1e-9)
+        for a in (alpha, 3.0 * alpha):  # scaled back onto the simplex
+            assert dual_bound(L2SVM, C / 2, a, image) == pytest.approx(
+                -0.5 * alpha @ modified @ alpha, rel=1e-12)
+        cert = certify(L2SVM, C / 2, margins, regulariser, image, (alpha,))
+        assert cert.dual <= d_star + 1e-12 and cert.primal >= d_star - 1e-12
+    assert cert.rel_gap < 1e-6  # at the optimum the gap closes

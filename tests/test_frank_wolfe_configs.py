@@ -22,7 +22,8 @@ def test_solver_configs_build_their_estimator_with_the_kernel_and_seed(solver, c
 
 
 @pytest.mark.parametrize("preset, solvers, datasets, kernel", [
-    ("fw_paper", "cvm,fw_paper,mfw_paper", PAPER_DATASETS, "rbf"),
+    ("fw_paper", "cvm,fw_paper,mfw_paper,fw_paper_rounds,mfw_paper_rounds", PAPER_DATASETS,
+     "rbf"),
     ("fw_poly", "fw_paper,mfw_paper", "w1a,w3a,w5a,w7a,w8a", "poly"),
 ])
 def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel):
@@ -42,6 +43,9 @@ def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel)
         assert (estimator.stop, estimator.eps, estimator.sampling, estimator.sample_size) == (
             "meb", 1e-6, "random", 59)
         assert getattr(estimator, "final_full_check", False) is False
+        # CVM's LibCVM rounds; FW and MFW one round, or CVM's (the *_rounds presets)
+        assert estimator.sampling_rounds == (7 if solver == "cvm" or solver.endswith("_rounds")
+                                             else 1)
     for dataset in datasets.split(","):
         assert composed(f"+experiment={preset}", f"dataset={dataset}").dataset.name == dataset
 

@@ -59,15 +59,20 @@ def test_long_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degr
     np.testing.assert_allclose(out, Q[17, cols], rtol=1e-13, atol=1e-14)
 
 
-def test_csr_input_is_read_as_dense_rows_from_a_quarter_of_nonzeros():
+def test_input_is_read_as_dense_rows_from_a_quarter_of_nonzeros_else_as_csr_in_both_formats():
+    """Dense input and its CSR copy are read in the same layout, so their kernel values agree
+    bit for bit."""
     X = np.zeros((8, 4))
     X[:, 0] = 1.0                                          # 8 of 32 entries: a quarter
     dense = rows_layout(sp.csr_matrix(X))
     assert isinstance(dense, np.ndarray)
     np.testing.assert_array_equal(dense, X)
-    X[0, 0] = 0.0                                          # 7 of 32: stays CSR
-    assert sp.issparse(rows_layout(sp.csr_matrix(X)))
     assert rows_layout(X) is X
+    X[0, 0] = 0.0                                          # 7 of 32: CSR, from either format
+    from_csr, from_dense = rows_layout(sp.csr_matrix(X)), rows_layout(X)
+    assert sp.issparse(from_csr) and sp.issparse(from_dense)
+    for part in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(from_dense, part), getattr(from_csr, part))
 
 
 def cache_for(m, cache_mb, width=rc.FIRST_WIDTH):

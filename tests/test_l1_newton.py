@@ -11,11 +11,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, LinearImage, certify
+from svmlab.estimator.certificates import LinearImage, certify
+from svmlab.estimator.formulations import L1, ElasticNet, Formulation, Hinge
 from svmlab.numerics.losses import sqrt_hinge
 from svmlab.numerics.rows import rows_of
 from svmlab.solvers.l1_newton import L1NewtonSVM
-from svmlab.solvers.l1_newton.certificate import exact_objective, scaled_dual
+from svmlab.solvers.l1_newton.certificate import exact_objective
 from svmlab.solvers.l1_newton.linesearch import initial_slope, linesearch_l1
 from svmlab.solvers.l1_newton.newton import (
     DenseCurvature,
@@ -378,18 +379,17 @@ def test_elastic_net_certificate_is_valid_and_tight_at_tight_tolerance():
     assert cert.primal == pytest.approx(exact_objective(y * (X @ w), w, lam, mu), rel=1e-14)
 
 
-def test_scaled_dual_with_lam_zero_is_the_hinge_l1_bound_of_the_estimator_layer():
+def test_the_elastic_net_with_lam_zero_is_mu_times_the_hinge_l1_bound():
     X, y = problem(80, 6, seed=7)
     mu, n = 0.03, 80
     theta = np.random.default_rng(0).random(n)
-    v = X.T @ (y * theta) / n
-    C = 1.0 / (n * mu)
     image = LinearImage(X, y, np.zeros(6))
-    ours = scaled_dual(theta, v, 0.0, mu)
-    # margins 2: the layer's own candidates are a = 0 and no free set, so ours decides
-    theirs = certify(Formulation("hinge", "l1"), C, np.full(n, 2.0), 0.0, image,
-                     (C * theta,)).dual * mu
-    assert ours == pytest.approx(theirs, rel=1e-12)
+    # margins 2: the layer's own candidates are a = 0 and no free set, so theta decides
+    net = certify(Formulation(Hinge(), ElasticNet(0.0, mu)), 1.0 / n, np.full(n, 2.0), 0.0,
+                  image, (theta / n,))
+    l1 = certify(Formulation(Hinge(), L1()), 1.0 / (n * mu), np.full(n, 2.0), 0.0, image,
+                 (theta / (n * mu),))
+    assert net.dual == pytest.approx(l1.dual * mu, rel=1e-12) and net.dual > 0
 
 
 def test_mu_zero_matches_liblinear_on_the_hinge_l2_svm():
@@ -491,16 +491,26 @@ def test_regularisation_path_warm_starts_and_logs_every_mu():
 
 # ---- configuration ------------------------------------------------------------------------
 
-def test_the_preset_builds_every_job():
+def test_the_preset_builds_every_job_at_every_point_of_the_grid_of_unreported_settings():
     from svmlab.app.config import build_estimator
 
     sweep = composed("+experiment=l1_newton_paper", hydra=True).hydra.sweeper.params
     assert sweep.seed == "range(50)"
-    datasets = sweep.dataset.split(",")
-    for solver, dataset in zip(sweep.solver.split(","), datasets, strict=True):
-        job = composed("+experiment=l1_newton_paper", f"solver={solver}", f"dataset={dataset}")
-        estimator = build_estimator(job)
-        if solver.startswith("l1_newton"):
-            assert estimator.mu == (0.0 if solver == "l1_newton_l2_paper" else 1e-2)
-            assert estimator.tol == 0.0  # the paper's stopping rule alone
-    assert datasets == ["australian", "colon-cancer", "synthetic_tall", "synthetic_wide"]
+    assert sweep.dataset.split(",") == ["australian", "colon-cancer", "synthetic_tall",
+                                        "synthetic_tall_overlap", "synthetic_wide",
+                                        "synthetic_wide_overlap"]
+    points = {"spec": (1e-4, 1e-2, 1e-4), "lam_1e-2": (1e-2, 1e-2, 1e-4),
+              "mu_1e-1": (1e-4, 1e-1, 1e-4), "alpha_min_1e-6": (1e-4, 1e-2, 1e-6)}
+    assert sweep.unreported.split(",") == list(points)
+    for point, (lam, mu, alpha_min) in points.items():
+        for solver in sweep.solver.split(","):
+            job = composed("+experiment=l1_newton_paper", f"solver={solver}",
+                           "dataset=synthetic_tall_overlap", f"unreported={point}")
+            assert (job.dataset.name, job.dataset.scale) == ("synthetic_tall", 0.2)
+            assert dict(job.unreported) == {"lam": lam, "mu": mu, "alpha_min": alpha_min}
+            estimator = build_estimator(job)
+            if solver.startswith("l1_newton"):
+                l2 = solver == "l1_newton_l2_paper"
+                assert (estimator.lam, estimator.mu, estimator.alpha_min) == (
+                    lam, 0.0 if l2 else mu, alpha_min)
+                assert estimator.tol == 0.0  # the paper's stopping rule alone

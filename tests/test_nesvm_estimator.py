@@ -245,7 +245,8 @@ def test_solver_configs_build_estimators():
 def test_experiment_preset_composes_the_paper_sweep():
     cfg = composed("+experiment=nesvm_adult", hydra=True)
     params = cfg.hydra.sweeper.params
-    assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge", "libsvm", "pegasos"]
+    assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge", "libsvm_capped",
+                                       "pegasos"]
     assert params.dataset.split(",") == ["a1a", "a2a", "a3a", "a9a"]
     assert [float(c) for c in params["solver.C"].split(",")] == [10.0**k for k in range(-3, 4)]
     assert params.seed == "range(10)"

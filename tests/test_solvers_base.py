@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 
 from svmlab.errors import DataError, TrainingError
 from svmlab.solvers.baselines import Liblinear, Libsvm
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import L2, Formulation, Hinge
 from svmlab.estimator.models import LinearSVMClassifier
 
 
@@ -42,7 +42,7 @@ class MeanDifference(LinearSVMClassifier):
         return "one step"
 
     def _formulation(self):
-        return Formulation("hinge")
+        return Formulation(Hinge(), L2())
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +124,7 @@ def test_optional_features_default_to_off_and_an_untraced_eval_set_is_refused(da
     X, y = data
     model = MeanDifference().fit(X, y)
     assert not model.traces_eval_set and model.records_ == {}
+    assert (model.n_support_, model.n_passes_, model.gamma_, model.stop_reason_) == (None,) * 4
     with pytest.raises(TypeError, match="traces no eval_set"):
         MeanDifference().fit(X, y, eval_set=(X, y))
     assert not hasattr(model, "_eval_set")
@@ -161,12 +162,24 @@ def test_the_warm_up_runs_once_per_class_parameters_and_input_format(data):
     """A later fit of the same class, parameters and input format runs the code the first one
     loaded: no warm-up, compile_time_s_ = 0. Other parameters or CSR input warm up again."""
     X, y = data
+    start = len(WarmedUp.scales)
     first = WarmedUp(C=2.0).fit(X, y)
     again = WarmedUp(C=2.0).fit(X, y)
     WarmedUp(C=2.0).fit(sp.csr_matrix(X), y)
     WarmedUp(C=3.0).fit(X, y)
-    assert WarmedUp.scales == [0.5, 1.0, 1.0, 0.5, 1.0, 0.5, 1.0]
+    assert WarmedUp.scales[start:] == [0.5, 1.0, 1.0, 0.5, 1.0, 0.5, 1.0]
     assert first.compile_time_s_ > 0.0 and again.compile_time_s_ == 0.0
+
+
+def test_a_warm_up_run_before_the_fit_is_the_only_one(data):
+    """`warm_up` runs the warm-up a fit starts with, ahead of it (a caller holds a lock around
+    it): neither a second call nor the fit runs another, and the estimator stays unfitted."""
+    X, y = data
+    model, start = WarmedUp(C=7.0), len(WarmedUp.scales)
+    assert model.warm_up(X, y) > 0.0 and "classes_" not in vars(model)
+    assert model.warm_up(X, y) == 0.0
+    assert model.fit(X, y).compile_time_s_ == 0.0
+    assert WarmedUp.scales[start:] == [0.5, 1.0]
 
 
 def test_fortran_ordered_or_read_only_input_reaches_the_solver_c_ordered_and_writeable(data):

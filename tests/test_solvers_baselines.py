@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
@@ -148,8 +149,22 @@ def test_a_tolerance_path_records_one_row_per_fit_and_keeps_the_last_model(data)
         assert rows["objective_hinge_l2"][k] == pytest.approx(
             alone.objectives(X, y)["objective_hinge_l2"], rel=1e-12)
         assert 0.0 < rows["time_s"][k] <= model.fit_time_s_
+    gaps = rows["rel_gap_hinge_l2_penalised_bias"]  # each fit's certified gap, tightening
+    assert gaps[-1] <= gaps[0] and gaps[-1] == pytest.approx(model.certificate_.rel_gap, abs=1e-6)
     np.testing.assert_array_equal(model.coef_, alone.coef_)
     assert model.fit_time_s_ >= rows["time_s"].sum() * 0.99
     with pytest.raises(ConfigError, match="tol_path must list positive tolerances"):
         Liblinear(tol_path=[0.1, -1.0]).fit(X, y)
 
+
+
+@pytest.mark.parametrize("estimator", [Libsvm(kernel="linear", max_iter=5),
+                                       Liblinear(loss="hinge", max_iter=2, tol=1e-12)])
+def test_a_fit_stopped_by_its_iteration_cap_names_the_cap_as_its_stop_reason(data, estimator):
+    """The claims take the time of such a run as censored (more than its own), not a finish."""
+    with pytest.warns(ConvergenceWarning):
+        estimator.fit(*data)
+    assert not estimator.converged_
+    assert estimator.stop_reason_ == f"max_iter={estimator.max_iter} iterations"
+    estimator.set_params(max_iter=100_000, tol=1e-3).fit(*data)
+    assert estimator.converged_ and estimator.stop_reason_ is None

@@ -68,11 +68,11 @@ def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_st
 
     real, started = tune.fit_fold, []
 
-    def ctrl_c_in_the_second_fit(setup, trial, estimator, k):
+    def ctrl_c_in_the_second_fit(setup, trial, recording, estimator, k):
         started.append(trial.number)
         if len(started) == 2:
             raise KeyboardInterrupt
-        return real(setup, trial, estimator, k)
+        return real(setup, trial, recording, estimator, k)
 
     monkeypatch.setattr(tune, "fit_fold", ctrl_c_in_the_second_fit)
     assert cli.main(["workflow", str(SELECT), "--launcher", "basic", "--tracking-uri", uri,

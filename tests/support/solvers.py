@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import L2, Formulation, Hinge
 from svmlab.estimator.models import LinearSVMClassifier
 
 
@@ -23,7 +23,7 @@ class _ZeroModel(LinearSVMClassifier):
         self.intercept_ = np.zeros(1)
 
     def _formulation(self):
-        return Formulation("hinge")
+        return Formulation(Hinge(), L2())
 
     def _stopping_rule(self):
         return "a fixed number of trace rows"

@@ -9,10 +9,11 @@ scipy's L-BFGS, and reports scipy's own convergence flag.
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.utils._param_validation import Interval
 
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import L2, Formulation, SquaredHinge
 from svmlab.estimator.models import LinearSVMClassifier
 
 
@@ -31,13 +32,14 @@ class ToySVM(LinearSVMClassifier):
         self.tol = tol
 
     def _formulation(self):
-        return Formulation("squared_hinge")
+        return Formulation(SquaredHinge(), L2())
 
     def _stopping_rule(self):
         return f"L-BFGS's projected gradient <= tol={self.tol}, within max_iter={self.max_iter}"
 
     def _fit(self, X, y, trace):
-        Z = X.multiply(y[:, None]).tocsr() if hasattr(X, "tocsr") else X * y[:, None]
+        # one layout for dense and CSR input, so that both give the same sums and iterates
+        Z = sp.csr_matrix(X).multiply(y[:, None]).tocsr()
 
         def objective(w):
             r = np.maximum(0.0, 1.0 - Z @ w)

@@ -18,6 +18,10 @@ its bias), and obj* is the least final value of that objective among the runs of
 dataset, C and seed (a seeded split trains on other data): the tight solve the selection holds
 (e.g. LIBLINEAR's last fit of a ``tol_path``) sets it, and the notes give each reference and
 the run it came from.
+
+``time_to_acc_<a>`` and ``iters_to_acc_<a>`` compare at equal test accuracy where a paper
+compares at its own stop and the solvers trace their test accuracy (``traces_eval_set``): the
+first trace row whose ``test_accuracy`` is at least ``a``; +inf when none is.
 """
 
 from __future__ import annotations
@@ -28,8 +32,12 @@ import numpy as np
 import pandas as pd
 
 from svmlab.errors import SvmlabError
+from svmlab.estimator.formulations import metric_name
 
-PATTERN = re.compile(r"^(time|iters)_to_(gap|obj)_(.+)$")
+PATTERN = re.compile(r"^(time|iters)_to_(gap|obj|acc)_(.+)$")
+#: What each target is, in words.
+TARGETS = {"gap": "a certified relative gap of", "obj": "a relative distance to the optimum of",
+           "acc": "a test accuracy of"}
 FORMULATION_TAG = "tags.svmlab.formulation"
 # runs that share a reference optimum: the seed can change the training data (a seeded split)
 REFERENCE_KEYS = {"tags.dataset": "", "params.solver.C": "C = ", "tags.seed": "seed "}
@@ -45,17 +53,32 @@ def parse(name: str) -> tuple[str, float] | None:
     except ValueError:
         tol = float("nan")
     if not 0 < tol < 1:
-        what = "gap" if found[2] == "gap" else "distance to the optimum"
+        what = {"gap": "gap", "obj": "distance to the optimum", "acc": "test accuracy"}[found[2]]
         raise SvmlabError(f"measure {name!r}: the tolerance after '{found[1]}_to_{found[2]}_' "
                           f"must be a relative {what} in (0, 1), e.g. "
                           f"{found[1]}_to_{found[2]}_1e-3")
     return found[1], tol
 
 
-def objective_of(formulation: str) -> str:
-    """The objective of the paper's measure for a formulation: its loss and penalty with a
-    free bias ('squared_hinge_l2_penalised_bias' -> 'objective_squared_hinge_l2')."""
-    return "objective_" + formulation.removesuffix("_penalised_bias").removesuffix("_bias")
+def metric_of(kind: str, formulation) -> str | None:
+    """The metric of ``kind`` of a run's formulation tag (`formulations.metric_name`; the
+    objective is the loss and penalty with a free bias: 'squared_hinge_l2_penalised_bias' ->
+    'objective_squared_hinge_l2'), None for a run without a formulation svmlab knows."""
+    try:
+        return metric_name(kind, formulation) if isinstance(formulation, str) else None
+    except ValueError:
+        return None
+
+
+def describe(name: str) -> str:
+    """A derived measure in words: 'at a certified relative gap of 1e-2 (time to reach it)';
+    any other measure by its name."""
+    found = PATTERN.match(name)
+    if not found:
+        return f"by {name}"
+    parse(name)
+    unit = "time" if found[1] == "time" else "iterations"
+    return f"at {TARGETS[found[2]]} {found[3]} ({unit} to reach it)"
 
 
 def first_reach(trace: pd.DataFrame, column: str, tol: float) -> tuple[float, float]:
@@ -74,10 +97,14 @@ def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     :func:`svmlab.tracking.queries.search_runs`), and notes on how they were obtained.
 
     ``load_trace(uri, run_id)`` returns a run's trace; it is called once per run for the
-    ``*_to_gap_*`` measures and once for the ``*_to_obj_*`` ones."""
+    ``*_to_gap_*`` measures, once for the ``*_to_acc_*`` ones and once for the ``*_to_obj_*``
+    ones."""
     gaps = [n for n in names if PATTERN.match(n)[2] == "gap"]
     values, notes = _to_gap(runs, gaps, tracking_uri, load_trace) if gaps else ({}, [])
-    objectives = [n for n in names if n not in gaps]
+    accuracies = [n for n in names if PATTERN.match(n)[2] == "acc"]
+    if accuracies:
+        values |= _to_accuracy(runs, accuracies, tracking_uri, load_trace)
+    objectives = [n for n in names if n not in gaps and n not in accuracies]
     if objectives:
         more, more_notes = _to_objective(runs, objectives, tracking_uri, load_trace)
         values |= more
@@ -90,7 +117,7 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     """``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` (module docstring)."""
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in names}
-    objective = [objective_of(f) if isinstance(f, str) else None
+    objective = [metric_of("objective", f)
                  for f in runs.get(FORMULATION_TAG, pd.Series([None] * len(runs)))]
     keys = [k for k in REFERENCE_KEYS if k in runs]
     groups = runs[keys].astype(str).agg("|".join, axis=1)
@@ -117,6 +144,23 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     return values, notes
 
 
+def _to_accuracy(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
+                 load_trace) -> dict[str, np.ndarray]:
+    """``time_to_acc_<a>`` and ``iters_to_acc_<a>`` (module docstring); NaN for a run whose
+    trace has no test accuracy."""
+    values = {name: np.full(len(runs), np.nan) for name in names}
+    for i, run_id in enumerate(runs["run_id"]):
+        trace = load_trace(tracking_uri, run_id)
+        if "test_accuracy" not in trace:
+            continue
+        shortfall = trace.assign(shortfall=-trace["test_accuracy"])
+        for name in names:
+            kind, target = parse(name)
+            time_s, iteration = first_reach(shortfall, "shortfall", -target)
+            values[name][i] = time_s if kind == "time" else iteration
+    return values
+
+
 def _describe(keys: list[str], group: str) -> str:
     """'d, C = 1.0, seed 0' for the group 'd|1.0|0' of the reference keys ``keys``."""
     return ", ".join(REFERENCE_KEYS[k] + v for k, v in zip(keys, group.split("|")))
@@ -129,9 +173,8 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     values = {name: np.full(len(runs), np.nan) for name in names}
     fallback, uncertified = [], []
     for i, (_, run) in enumerate(runs.iterrows()):
-        formulation = run.get(FORMULATION_TAG)
-        column = f"rel_gap_{formulation}"
-        if not isinstance(formulation, str) or pd.isna(run.get(f"metrics.{column}")):
+        column = metric_of("rel_gap", run.get(FORMULATION_TAG))
+        if column is None or pd.isna(run.get(f"metrics.{column}")):
             uncertified.append(run["run_id"])
             continue
         trace = load_trace(tracking_uri, run["run_id"])

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from svmlab.app import options
 from svmlab.app.solver_constraints import refusal
 from svmlab.errors import ConfigError, did_you_mean
-from svmlab.estimator.registry import GAMMA_RULES, KERNELS
+from svmlab.estimator.kernel_names import GAMMA_RULES, KERNELS
 
 
 @dataclass
@@ -84,7 +84,9 @@ class TrackingConfig:
 
 @dataclass
 class SvmlabConfig:
-    """Root schema. ``solver`` and ``dataset`` stay open: their keys belong to their group file."""
+    """Root schema. ``solver`` and ``dataset`` stay open: their keys belong to their group file;
+    so does ``unreported``, the settings a paper does not report (``conf/unreported``), which
+    solver presets read by interpolation so that a sweep varies them as a grid."""
 
     seed: int = 0
     paths: PathsConfig = field(default_factory=PathsConfig)
@@ -92,6 +94,7 @@ class SvmlabConfig:
     kernel: KernelConfig = field(default_factory=KernelConfig)
     solver: Any = None
     dataset: Any = None
+    unreported: Any = None
 
 
 def register_configs() -> None:

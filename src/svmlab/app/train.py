@@ -165,29 +165,15 @@ def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
     }
 
 
-def fit_tags(estimator) -> dict:
-    """What the fit says of itself: converged (its stated rule held), the rule that ended it
-    (where the solver names one), the rule, and the certificate's formulation (or why there is
-    none)."""
-    certificate = estimator.certificate_
-    return {"svmlab.converged": str(bool(estimator.converged_)).lower(),
-            "svmlab.stop_reason": getattr(estimator, "stop_reason_", None),
-            "svmlab.stopping_rule": estimator.stopping_rule(),
-            "svmlab.formulation": certificate.formulation if certificate else None,
-            "svmlab.certificate": (f"certified by a dual point from the {certificate.source}"
-                                   + (" (the free-set refinement tried)"
-                                      if certificate.refined else "")
-                                   if certificate else "none: no dual bound for this solver")}
+def config_record(cfg: DictConfig, context: RunContext, estimator) -> dict:
+    """What a run records before its fit: the flattened config as params, the run's tags, and
+    the config and its overrides as texts (``Recording.log_config``)."""
+    from svmlab.tracking.runs import flatten
 
-
-@contextlib.contextmanager
-def timed(phases: dict, name: str):
-    """Add the wall seconds of the block to ``phases[name]``."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+    return {"params": flatten(OmegaConf.to_container(cfg, resolve=True)),
+            "tags": run_tags(cfg, context, estimator),
+            "texts": {"config/config.yaml": OmegaConf.to_yaml(cfg, resolve=True),
+                      "config/overrides.yaml": OmegaConf.to_yaml(context.overrides)}}
 
 
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
@@ -200,103 +186,43 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
 
     dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
     data.validate(**dataset_params)
-    from svmlab.app.compiling import compile_solver
-    from svmlab.app.evaluation import check_trace_finite, evaluate
-    from svmlab.lifecycle import run_interruptibly
-    from svmlab.tracking.runs import TRACE_ARTIFACT, Tracker, final_metrics, flatten
+    from svmlab.recording.results import certified_line
+    from svmlab.recording.run import open_run, timed
 
-    tags = run_tags(cfg, context, estimator)
+    record = config_record(cfg, context, estimator)
+    tags = record["tags"]
     run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
     context.run_name = run_name
 
     tracking = cfg.tracking
-    phases = context.phases
-    with contextlib.ExitStack() as run_open:
-        with timed(phases, "store"):
-            if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
-                from svmlab.tracking.existing import announce_new_store
-                from svmlab.tracking.liveness import reap_on_start
+    if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
+        from svmlab.tracking.existing import announce_new_store
+        from svmlab.tracking.liveness import reap_on_start
 
-                announce_new_store(tracking.uri, tracking.new_folder)
-                reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
-            tracker = run_open.enter_context(Tracker(tracking.uri, tracking.experiment, run_name,
-                                                     parent_run_id=context.parent_run_id,
-                                                     wait_s=tracking.wait_s))
-        context.run_id = tracker.run_id
-        # the config is on record before the fit (a failed run keeps it); the results after
-        with timed(phases, "store"):
-            tracker.log_batch(params=flatten(OmegaConf.to_container(cfg, resolve=True)),
-                              tags=tags)
-            tracker.stage_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
-            tracker.stage_text(OmegaConf.to_yaml(context.overrides), "config/overrides.yaml")
-
-        with timed(phases, "data"):
-            dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
-                                cache_dir=cfg.paths.cache_dir)
-        with timed(phases, "store"):
-            tracker.log_dataset(dataset)
-            if dataset.unverified:  # a file that differs from the official one, used anyway
-                tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
-
-        start_ms = int(time.time() * 1000)
-        # a solver that declares it traces test accuracy (off its clock)
-        fit_args = ({"eval_set": (dataset.X_test, dataset.y_test)}
-                    if estimator.traces_eval_set else {})
-        with timed(phases, "compile"):
-            compile_s = compile_solver(estimator, dataset, context.sweep_dir, context.launcher)
-        with timed(phases, "fit"):
-            run_interruptibly(lambda: estimator.fit(dataset.X_train, dataset.y_train, **fit_args),
-                              context.launcher, alive=functools.partial(still_training, run_name))
-        trace = estimator.trace_.columns()  # joined once for the checks, the store, the plot
-        check_trace_finite(trace)
-        with timed(phases, "store"):
-            tracker.stage_columns(trace, TRACE_ARTIFACT)
-            for name, columns in estimator.records_.items():  # e.g. merges
-                tracker.stage_columns(columns, f"records/{name}.parquet")
-        with timed(phases, "evaluate"):
-            metrics = evaluate(estimator, dataset)
-            metrics["compile_time_s"] += compile_s
-            context.metrics = metrics
-        with timed(phases, "store"):
-            tracker.log_batch(tags=fit_tags(estimator),
-                              metrics=final_metrics(metrics, step=int(estimator.n_iter_))
-                              + tracker.trace_metrics(trace, start_ms))
-            tracker.upload_staged()
-        if tracking.log_model:
-            with timed(phases, "model"):
-                tracker.log_model(estimator, dataset.X_train[:5])
-        if tracking.log_figure:  # `svmlab runs plot` draws it later otherwise
-            from svmlab.tracking.figures import CONVERGENCE_FIGURE, convergence_figure
-
-            with timed(phases, "figure"):
-                tracker.stage_figure(convergence_figure(trace, run_name), CONVERGENCE_FIGURE)
-        ending = time.perf_counter()
-    phases["store"] += time.perf_counter() - ending  # the staged files and the run's end
+        with timed(context.phases, "store"):
+            announce_new_store(tracking.uri, tracking.new_folder)
+            reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
+    with open_run(tracking.uri, tracking.experiment, run_name, context.parent_run_id,
+                  tracking.wait_s, context.phases) as recording:
+        context.run_id = recording.run_id
+        recording.log_config(**record)
+        dataset = recording.load_data(dataset_params, seed=cfg.seed,
+                                      data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir)
+        compile_s = recording.fit(
+            estimator, dataset.X_train, dataset.y_train, (dataset.X_test, dataset.y_test),
+            compile_lock=sweep.state_dir(context.sweep_dir) / "compile.lock"
+            if context.sweep_dir else None, launcher=context.launcher)
+        context.metrics = metrics = recording.log_fit(estimator, dataset, compile_s,
+                                                      model=tracking.log_model,
+                                                      figure=tracking.log_figure)
 
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
-        print(f"run {tracker.run_id} FINISHED: {run_name}  "
+        print(f"run {recording.run_id} FINISHED: {run_name}  "
               f"test_accuracy={metrics['test_accuracy']:.4f}  fit_time_s={metrics['fit_time_s']:.3f}"
               f"  n_iter={estimator.n_iter_}")
         print(certified_line(estimator))
-        print(tracker.ui_line)
-    return tracker.run_id
-
-
-def certified_line(estimator) -> str:
-    """What the fit proved of itself: the certified relative duality gap of the problem it
-    solved, and whether its stopping rule held."""
-    certificate = estimator.certificate_
-    proof = (f"certified: relative duality gap {certificate.rel_gap:.1e} of "
-             f"{certificate.formulation} (primal {certificate.primal:.6g}, dual bound "
-             f"{certificate.dual:.6g})"
-             if certificate else "certified: nothing (no dual bound for this solver)")
-    held = "converged" if estimator.converged_ else "NOT converged"
-    return f"{proof}; {held}: {estimator.stopping_rule()}"
-
-
-def still_training(run_name: str, seconds: float) -> None:
-    print(f"{run_name}: still training after {seconds:.0f} s (Ctrl-C stops it; the run ends "
-          f"KILLED)", flush=True)
+        print(recording.tracker.ui_line)
+    return recording.run_id
 
 
 def run_job(cfg: DictConfig, context: RunContext) -> dict:

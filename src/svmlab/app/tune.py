@@ -6,9 +6,11 @@
 A study is an Optuna study in an RDB storage (``--storage``, SQLite by default, PostgreSQL for
 workers on several machines) and one parent MLflow run (``svmlab.tracking.study``). A trial
 composes the config (the fixed overrides and its sampled values), scores it by K-fold
-cross-validation on the training set (or one stratified hold-out split), and logs params, fold
-scores, traces and certified gaps on its nested run. After each fold the trial reports the mean
-score so far to Optuna's pruner, which may stop it (tag ``svmlab.trial_state`` = PRUNED).
+cross-validation on the training set (or one stratified hold-out split), and records each
+fold's fit on its nested run as a training run records its fit (``svmlab.recording``: config,
+dataset, warm-up, trace, final metrics, certified gap), plus the fold scores. After each fold
+the trial reports the mean score so far to Optuna's pruner, which may stop it (tag
+``svmlab.trial_state`` = PRUNED).
 
 Pruning inside a fit: a solver that ``traces_eval_set`` traces its accuracy on the
 fold's validation rows once per epoch, off its clock; with ``--metric accuracy`` its first trace
@@ -38,13 +40,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import hashlib
 import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import optuna
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -53,6 +58,7 @@ from optuna.trial import TrialState
 from svmlab.app.sweep import EXIT_STORE, EXIT_USAGE
 from svmlab.app.threads import limit_this_process, worker_environment
 from svmlab.errors import ConfigError, SvmlabError
+from svmlab.estimator.formulations import parse_metric
 
 #: what a trial can be scored by, and the direction of the search
 METRICS = {"accuracy": "maximize", "balanced_accuracy": "maximize", "roc_auc": "maximize",
@@ -150,10 +156,23 @@ class Setup:
     def direction(self) -> str:
         return METRICS[self.args.metric]
 
+    @property
+    def compile_lock(self) -> Path:
+        """The file lock the study's workers on this machine warm their solver up under: one
+        compiles the numba code, the others load it from numba's cache."""
+        digest = hashlib.sha256(self.name.encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"svmlab-study-{digest}.compile.lock"
+
     def trial_config(self, values: dict) -> tuple[DictConfig, dict]:
         """(config, group choices) of a trial: composed once per choice of config groups
         (``kernel=rbf``), with the other values set on a copy (composing takes a second)."""
         return trial_config(tuple(self.fixed), values)
+
+    def trial_overrides(self, values: dict) -> list[str]:
+        """The overrides with which ``svmlab train`` trains a trial's config."""
+        from svmlab.app.search_space import as_override
+
+        return [*self.fixed, *(as_override(k, v) for k, v in values.items())]
 
 
 def trial_config(fixed: tuple, values: dict) -> tuple[DictConfig, dict]:
@@ -266,19 +285,26 @@ class FitPruned(Exception):
     """Raised from a fit's trace callback: the pruner stopped the trial at a checkpoint."""
 
 
-def fit_fold(setup: Setup, trial, estimator, k: int) -> tuple[object, dict, list, int | None]:
-    """Fit fold k: (the fitted estimator, or None when pruned mid-fit; its trace columns; the
-    (step, value) reports of its checkpoints; the iteration it was pruned at, or None).
+def fit_fold(setup: Setup, trial, recording, estimator, k: int
+             ) -> tuple[object, dict, list, int | None]:
+    """Fit fold k on the trial's run (``Recording``: the warm-up, the fit and what it logs,
+    as in a training run, the fold's validation rows as its test set): (the fitted estimator,
+    or None when pruned mid-fit; its metrics; the (step, value) reports of its checkpoints;
+    the iteration it was pruned at, or None).
 
     Where the solver traces the validation score (it ``traces_eval_set`` and the metric
     has a column in ``CHECKPOINT_COLUMNS``), the fit's first ``CHECKPOINTS - 1`` trace rows are
     checkpoints: each reports its score at step ``k * CHECKPOINTS + row`` and the fit stops when
     the pruner says so.
     """
+    import dataclasses
+
     import numpy as np
     from sklearn.base import clone
 
     data, (train, valid) = setup.dataset, setup.folds[k]
+    fold_data = dataclasses.replace(data, X_train=data.X_train[train], y_train=data.y_train[train],
+                                    X_test=data.X_train[valid], y_test=data.y_train[valid])
     column = CHECKPOINT_COLUMNS.get(setup.args.metric)
     fold = clone(estimator)
     traced = column is not None and fold.traces_eval_set
@@ -293,14 +319,15 @@ def fit_fold(setup: Setup, trial, estimator, k: int) -> tuple[object, dict, list
             if trial.should_prune():
                 raise FitPruned(row["iteration"])
 
-    extra = {"eval_set": (data.X_train[valid], data.y_train[valid])} if traced else {}
     try:
-        fold.fit(data.X_train[train], data.y_train[train],
-                 callback=checkpoint if traced else None, **extra)
+        compile_s = recording.fit(fold, fold_data.X_train, fold_data.y_train,
+                                  (fold_data.X_test, fold_data.y_test) if traced else None,
+                                  checkpoint if traced else None, setup.compile_lock)
     except FitPruned as stop:  # the rows so far are the fold's trace
-        trace = {name: np.array([row[name] for row in rows]) for name in rows[0]}
-        return None, trace, reports, stop.args[0]
-    return fold, fold.trace_.columns(), reports, None
+        recording.log_trace({name: np.array([row[name] for row in rows]) for name in rows[0]},
+                            fold=k)
+        return None, {}, reports, stop.args[0]
+    return fold, recording.log_fit(fold, fold_data, compile_s, fold=k), reports, None
 
 
 def run_trial(setup: Setup, trial) -> float:
@@ -309,11 +336,10 @@ def run_trial(setup: Setup, trial) -> float:
     import numpy as np
 
     from svmlab.app.config import build_estimator
-    from svmlab.app.evaluation import check_trace_finite
     from svmlab.app.search_space import suggest
-    from svmlab.app.train import RunContext, fit_tags, run_tags
+    from svmlab.app.train import RunContext, config_record
     from svmlab.lifecycle import this_process
-    from svmlab.tracking.runs import Tracker, flatten
+    from svmlab.recording.run import open_run
     from svmlab.tracking.study import (PRUNED_AT_TAG, PRUNED_FOLD_TAG, PRUNED_ITERATION_TAG,
                                        STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG)
     from svmlab.tracking.sweeps import ROLE_TAG
@@ -325,48 +351,42 @@ def run_trial(setup: Setup, trial) -> float:
     cfg, choices = setup.trial_config(values)
     estimator = build_estimator(cfg)
     metric, data = setup.args.metric, setup.dataset
-    context = RunContext(choices=choices, overrides=setup.fixed, parent_run_id=setup.parent_run_id)
-    scores, pruned, fitted = [], {}, None
-    with Tracker(cfg.tracking.uri, cfg.tracking.experiment, f"{setup.name}-trial{trial.number}",
-                 parent_run_id=setup.parent_run_id) as tracker:
-        trial.set_user_attr(RUN_ATTR, tracker.run_id)
-        tracker.set_tags(run_tags(cfg, context, estimator) | {
-            ROLE_TAG: "trial", STUDY_TAG: setup.name, TRIAL_TAG: trial.number})
-        tracker.log_params(flatten(OmegaConf.to_container(cfg, resolve=True)))
-        tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config/config.yaml")
-        fit_times, gaps = [], {}
+    context = RunContext(choices=choices, overrides=setup.trial_overrides(values),
+                         parent_run_id=setup.parent_run_id)
+    record = config_record(cfg, context, estimator)
+    record["tags"] |= {ROLE_TAG: "trial", STUDY_TAG: setup.name, TRIAL_TAG: trial.number}
+    scores, pruned = [], {}
+    tracking = cfg.tracking
+    with open_run(tracking.uri, tracking.experiment, f"{setup.name}-trial{trial.number}",
+                  setup.parent_run_id, tracking.wait_s) as recording:
+        trial.set_user_attr(RUN_ATTR, recording.run_id)
+        recording.log_config(**record)
+        recording.log_dataset(data)
+        gaps = {}
         for k, (_, valid) in enumerate(setup.folds):
-            fold, trace, reports, iteration = fit_fold(setup, trial, estimator, k)
-            check_trace_finite(trace)
-            (tracker.log_trace(trace) if k == 0 else  # the first fold's trace as histories too
-             tracker.log_columns(trace, f"trace/fold{k}.parquet"))
+            fold, metrics, reports, iteration = fit_fold(setup, trial, recording, estimator, k)
             for step, value in reports:
-                tracker.log_metrics({f"checkpoint_{metric}": value}, step=step)
+                recording.tracker.log_metrics({f"checkpoint_{metric}": value}, step=step)
             if fold is None:
                 pruned = {PRUNED_AT_TAG: reports[-1][0], PRUNED_FOLD_TAG: k,
                           PRUNED_ITERATION_TAG: iteration}
                 break
-            fitted = fold
             scores.append(fold_score(metric, fold, data.X_train[valid], data.y_train[valid]))
-            fit_times.append(fold.fit_time_s_)
-            certified = fold.certificate_.metrics() if fold.certificate_ else {}
-            for name, value in certified.items():
-                gaps.setdefault(name, []).append(value)
-            tracker.log_metrics({f"cv_{metric}": scores[-1], "fold_fit_time_s": fit_times[-1],
-                                 **{f"fold_{n}": v for n, v in certified.items()}}, step=k)
+            for name, value in metrics.items():
+                if (parsed := parse_metric(name)) and parsed.kind == "rel_gap":
+                    gaps.setdefault(name, []).append(value)
+            recording.tracker.log_metrics({f"cv_{metric}": scores[-1]}, step=k)
             step = (k + 1) * CHECKPOINTS - 1  # the fold's end: after its checkpoints
             trial.report(float(np.mean(scores)), step)
             if k < len(setup.folds) - 1 and trial.should_prune():
                 pruned = {PRUNED_AT_TAG: step, PRUNED_FOLD_TAG: k}
                 break
-        tracker.set_tags((fit_tags(fitted) if fitted else {}) | pruned | {
-            TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"})
+        recording.tracker.set_tags(pruned | {TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"})
         score = float(np.mean(scores)) if scores else float("nan")
         if scores:
-            tracker.log_metrics(
+            recording.tracker.log_metrics(
                 {f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
-                 "fit_time_s": float(np.sum(fit_times)), "n_folds": len(scores)}
-                | {f"max_{n}": max(v) for n, v in gaps.items() if n.startswith("rel_gap_")},
+                 "n_folds": len(scores)} | {f"max_{n}": max(v) for n, v in gaps.items()},
                 step=len(scores) - 1)
     shown = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                       for k, v in values.items())
@@ -565,7 +585,7 @@ def summarize(setup: Setup, study, parent) -> bool:
     elif setup.args.refit:
         with open_dict(cfg):
             cfg.tracking.run_name = f"{setup.name}-refit"
-        context = train.RunContext(choices=choices, overrides=setup.fixed,
+        context = train.RunContext(choices=choices, overrides=setup.trial_overrides(best.params),
                                    parent_run_id=parent.run_id)
         refit = train.run(cfg, context), best.number
         metrics |= {f"refit_{k}": v for k, v in context.metrics.items() if k in REFIT_METRICS}

@@ -135,7 +135,9 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                 continue
             frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
             for row in frame.to_dict("records"):
-                rows[row.get("kind", "paper")].append({
+                # a companion stands beside its paper claim, in the paper's table
+                kind = "paper" if row.get("beside") else row.get("kind", "paper")
+                rows[kind].append({
                     "workflow": f"`{workflow.name}`",
                     "claim (source)": f"{row['claim']} ({row['source']})",
                     "paper": row["paper"], "n": row.get("n", ""),
@@ -270,7 +272,7 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
 
     judged = _claims(workflow, scale, uri, outer, chosen, run_ids)
     print(f"[{steps}/{steps}] claims: {claims_table.summary(judged)}")
-    for kind, group in claims_table.by_kind(judged).items():
+    for kind, group in claims_table.sections(judged).items():
         print(f"{claims_table.TITLES[kind]}:\n{claims_table.markdown(claims_table.table(group))}")
     _print_pages(workflow, uri, outer)
     return failed

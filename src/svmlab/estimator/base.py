@@ -7,7 +7,8 @@ and trace, the check of the learned model, the training accuracy, objectives and
 certificate after the clock stops (all from one computation of the training decision values),
 and the ConvergenceWarning when the solver's stopping rule did not hold. The warm-up runs once
 per process for each class, parameter set and input format (dense or CSR): a later fit of the
-same runs the code already loaded, and its compile_time_s_ is 0. A solver provides:
+same runs the code already loaded, and its compile_time_s_ is 0; `warm_up` runs it ahead of the
+fit, for a caller that times it apart or holds a lock around it. A solver provides:
 
     _fit(X, y, trace)        train on validated X (float64, dense or CSR with int32 indices) and
                              y in {-1.0, +1.0}; record at least the final iteration in `trace`;
@@ -20,11 +21,14 @@ same runs the code already loaded, and its compile_time_s_ is 0. A solver provid
     _certificate(X, y)       the Certificate of its formulation (`certificates`), or None
     _warm_up                 parameters of the warm-up fit, or None when nothing is compiled
 
-and may declare the optional features that `svmlab train` uses when present:
+and may declare the optional features that `svmlab train` uses when present (the base class
+declares each, with the value that means "none"):
 
     traces_eval_set          True if its trace rows report test_accuracy on the ``eval_set``
                              that `fit` is given (read during `_fit` as ``self._eval_set``)
     records_                 per-event records of the fit beside its trace, by name ({} here)
+    n_support_, n_passes_, gamma_, stop_reason_
+                             fitted features that only some solvers have (None here)
 
 `models.LinearSVMClassifier` and `models.KernelSVMClassifier` provide the decision function,
 the norms and the certificate (from `_formulation()`) for linear models and kernel expansions.
@@ -88,6 +92,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     #: tolerances, budgeted solvers that run their epochs)
     gap_tol: ClassVar[str | None] = None
 
+    # Optional fitted features: a solver that has one sets it when it fits; None means it has none.
+    #: the number of support vectors of the fitted model
+    n_support_: int | None = None
+    #: passes over the training data, a solver's cost in its paper
+    n_passes_: int | None = None
+    #: the numeric kernel width of the fit (a gamma rule's value on its training set)
+    gamma_: float | None = None
+    #: the rule that ended the fit, in words, where another rule than `stopping_rule` can
+    stop_reason_: str | None = None
+
     @property
     def records_(self) -> dict[str, dict[str, np.ndarray]]:
         """Per-event records of the fit beside its trace (e.g. a budget's merges), by name, as
@@ -119,12 +133,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _fit_checked(self, X, y, callback):
         """`fit` without its eval_set."""
-        self._validate_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_all_finite=False)
-        X = finite_csr_int32(X)
-        self.classes_ = two_classes(y)
-        y_pm = np.where(y == self.classes_[1], 1.0, -1.0)
+        X, y_pm = self._fit_input(X, y)
         self.compile_time_s_ = self._compile(X, y_pm)
         self._fit_decision = None
         trace = Trace(callback)
@@ -145,12 +154,30 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         self.certificate_time_s_ = time.perf_counter() - start
         del self._fit_decision  # a fitted model holds no copy of its training data
         if not self.converged_:
-            reason = getattr(self, "stop_reason_", None)
-            reason = f" (it stopped on: {reason})" if reason else ""
+            reason = f" (it stopped on: {self.stop_reason_})" if self.stop_reason_ else ""
             warnings.warn(f"{type(self).__name__} stopped before its stopping rule held{reason} "
                           f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
                           ConvergenceWarning, stacklevel=3)
         return self
+
+    def _fit_input(self, X, y) -> tuple:
+        """Validated X (float64, dense or CSR with int32 indices) and y in {-1.0, +1.0}; sets
+        classes_ and n_features_in_."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             ensure_all_finite=False)
+        X = finite_csr_int32(X)
+        self.classes_ = two_classes(y)
+        return X, np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def warm_up(self, X, y) -> float:
+        """Run now the warm-up that a fit on (X, y) starts with (`_compile`, on a few rows of
+        each class), so that the fit finds it done (its compile_time_s_ is then 0): a caller can
+        time it apart and hold a lock around it. Returns its seconds, 0.0 if it was done."""
+        y = column_or_1d(y)
+        rows = np.sort(np.concatenate([np.flatnonzero(y == label)[:4]
+                                       for label in np.unique(y)]))
+        return self._compile(*clone(self)._fit_input(X[rows], y[rows]))
 
     def _compile(self, X, y: np.ndarray) -> float:
         """Seconds spent on a warm-up fit on a few rows of X (same types, same code paths); 0.0

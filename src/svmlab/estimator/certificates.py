@@ -4,21 +4,24 @@ For the formulation a solver minimises, with margins m_i = y_i f(x_i), f(x) = w.
 losses summed with weight C, and the Fenchel dual over a in R^n:
 
     loss           primal term          dual term                       a's domain
-    hinge          C max(0, 1 - m)      + a_i                           0 <= a_i <= C
-    squared_hinge  C max(0, 1 - m)^2    + a_i - a_i^2 / (4C)            a_i >= 0
-    squared        C (1 - m)^2          + a_i - a_i^2 / (4C)            a_i free (LS-SVM)
-    power_hinge    C max(0, 1 - m)^p    + a_i - h_p(a_i)                a_i >= 0      (p > 1)
+    Hinge          C max(0, 1 - m)      + a_i                           0 <= a_i <= C
+    SquaredHinge   C max(0, 1 - m)^2    + a_i - a_i^2 / (4C)            a_i >= 0
+    Squared        C (1 - m)^2          + a_i - a_i^2 / (4C)            a_i free (LS-SVM)
+    PowerHinge(p)  C max(0, 1 - m)^p    + a_i - h_p(a_i)                a_i >= 0      (p > 1)
+    SmoothedHinge  C h_t(1 - m)         + a_i - t a_i^2 / (2C)          0 <= a_i <= C
 
 with h_p(a) = ((p - 1) / p) a (a / (C p))^(1 / (p - 1)), the conjugate of C xi^p (xi >= 0);
-h_2(a) = a^2 / (4C), so power_hinge with p = 2 is squared_hinge.
+h_2(a) = a^2 / (4C), so PowerHinge(2) is SquaredHinge.
 
-    penalty  primal         dual term with v(a) = sum_i a_i y_i phi(x_i)
-    l2       1/2 ||w||^2    - 1/2 ||v(a)||^2
-    l1       ||w||_1        constraint ||v(a)||_inf <= 1 (linear models)
+    penalty           primal                        dual term, v(a) = sum_i a_i y_i phi(x_i)
+    L2                1/2 ||w||^2                   - 1/2 ||v(a)||^2
+    L1                ||w||_1                       constraint ||v(a)||_inf <= 1 (linear models)
+    ElasticNet(l, m)  l/2 ||w||^2 + m ||w||_1       - ||S_m(v(a))||^2 / (2 l) (linear models)
 
-The bias b is absent (``bias="none"``), free (``"free"``: the dual adds sum_i a_i y_i = 0) or
-penalised like a weight on a constant feature of value s (``"penalised"``, LIBLINEAR's
-intercept: phi(x) gains the coordinate s and w the coordinate b / s). Every feasible a gives
+The bias b is absent (NoBias), free (FreeBias: the dual adds sum_i a_i y_i = 0) or penalised
+like a weight on a constant feature of value s (PenalisedBias(s), LIBLINEAR's intercept: phi(x)
+gains the coordinate s and w the coordinate b / s); a free margin (FreeMargin, the L2-SVM)
+turns the dual's sum_i a_i into the constraint sum_i a_i = 1. Every feasible a gives
 D(a) <= P* <= P(w, b): the gap P - D bounds the model's suboptimality P - P*, and the relative
 gap (P - D) / |P| bounds (P - P*) / |P|.
 
@@ -44,22 +47,17 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import brentq, linprog, lsq_linear, minimize
+from scipy.optimize import linprog, lsq_linear, minimize
 
 from svmlab.estimator.formulations import (
-    BIASES,
-    LOSSES,
-    PENALTIES,
-    Loss,
-    NoBias,
-    PenalisedBias,
+    METRIC_KINDS,
+    Formulation,
     Penalty,
-    PowerHinge,
-    Scaling,
+    metric_name,
 )
 
 FREE_SET_WIDTHS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)  # delta of the hinge's free set
@@ -71,48 +69,10 @@ CERTIFICATE_TOL = 1e-3  # relative gap a fit's certificate refines toward, unles
 
 
 @dataclass(frozen=True)
-class Formulation:
-    """What a solver minimises, by name (as configs give it): its loss, its penalty and how it
-    treats the bias; ``loss_term``, ``penalty_term`` and ``bias_term`` are the named parts
-    (`formulations`), which every computation below uses."""
-
-    loss: str
-    penalty: str = "l2"
-    bias: str = "none"
-    bias_scale: float = 1.0  # s, for a penalised bias
-    power: float = 0.0  # p of the power_hinge loss (p > 1; unused by the other losses)
-    loss_term: Loss = field(init=False, repr=False, compare=False)
-    penalty_term: Penalty = field(init=False, repr=False, compare=False)
-    bias_term: NoBias = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        try:
-            loss, penalty, bias = LOSSES[self.loss], PENALTIES[self.penalty], BIASES[self.bias]
-        except KeyError:
-            raise ValueError(f"unknown formulation {self}; losses {tuple(LOSSES)}, penalties "
-                             f"{tuple(PENALTIES)}, biases {tuple(BIASES)}") from None
-        loss_args = (self.power,) if loss is PowerHinge else ()
-        bias_args = (self.bias_scale,) if bias is PenalisedBias else ()
-        object.__setattr__(self, "loss_term", loss(*loss_args))
-        object.__setattr__(self, "penalty_term", penalty())
-        object.__setattr__(self, "bias_term", bias(*bias_args))
-
-    @property
-    def name(self) -> str:
-        """e.g. 'hinge_l2_bias': loss, penalty, and '_bias' (free) or '_penalised_bias'."""
-        return f"{self.loss_term.name}_{self.penalty_term.name}{self.bias_term.suffix}"
-
-    def regulariser(self, squared_l2: float, l1: float | None, b: float) -> float:
-        """R(w) (with a penalised bias's part) from the model's norms and bias."""
-        return (self.penalty_term.from_norms(squared_l2, l1)
-                + self.bias_term.penalty_part(b, self.penalty_term))
-
-
-@dataclass(frozen=True)
 class Certificate:
     """P, a dual lower bound D, gap = P - D and rel_gap = gap / |P| for one formulation."""
 
-    formulation: str
+    formulation: str  # its name (`formulations.Formulation.name`)
     primal: float
     dual: float
     source: str  # where the dual point came from: 'solver' or 'model'
@@ -128,9 +88,8 @@ class Certificate:
 
     def metrics(self) -> dict[str, float]:
         """``primal_<f>``, ``dual_<f>``, ``gap_<f>`` and ``rel_gap_<f>``."""
-        f = self.formulation
-        return {f"primal_{f}": self.primal, f"dual_{f}": self.dual, f"gap_{f}": self.gap,
-                f"rel_gap_{f}": self.rel_gap}
+        return {metric_name(kind, self.formulation): getattr(self, kind)
+                for kind in METRIC_KINDS if kind != "objective"}
 
 
 class DualImage(ABC):
@@ -143,9 +102,13 @@ class DualImage(ABC):
     def squared_norm(self, a: np.ndarray) -> float:
         """||v(a)||^2."""
 
-    def sup_norm(self, a: np.ndarray) -> float:
-        """||v(a)||_inf (l1 penalty: linear models only)."""
+    def vector(self, a: np.ndarray) -> np.ndarray:
+        """v(a) itself (l1 and elastic-net penalties: linear models only)."""
         raise NotImplementedError("the l1 dual needs explicit features (a linear model)")
+
+    def sup_norm(self, a: np.ndarray) -> float:
+        """||v(a)||_inf."""
+        return float(np.abs(self.vector(a)).max(initial=0.0))
 
     @abstractmethod
     def fit_free(self, a: np.ndarray, free: np.ndarray, C: float, penalty: Penalty,
@@ -189,9 +152,6 @@ class LinearImage(DualImage):
     def squared_norm(self, a):
         v = self.vector(a)
         return float(v @ v)
-
-    def sup_norm(self, a):
-        return float(np.abs(self.vector(a)).max(initial=0.0))
 
     def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         """a_free by `_free_set_ascent` for a penalty that allows it (l2) without a free bias,
@@ -246,19 +206,23 @@ def _free_set_fit(A: np.ndarray | sp.csr_matrix, r: np.ndarray, C: float) -> np.
 
 
 class KernelImage(DualImage):
-    """Kernel features phi, through a kernel function K(A, B); the model f = sum_j c_j k(z_j, .)
-    + b with expansion points Z (support vectors, possibly not training points)."""
+    """Kernel features phi, through a kernel function K(A, B) (with a penalised bias: [phi, s]);
+    the model f = sum_j c_j k(z_j, .) + b with expansion points Z (support vectors, possibly
+    not training points)."""
 
-    def __init__(self, X, y: np.ndarray, kernel, Z, coef: np.ndarray, b: float = 0.0):
+    def __init__(self, X, y: np.ndarray, kernel, Z, coef: np.ndarray, b: float = 0.0,
+                 bias_scale: float | None = None):
         super().__init__(y)
         self.X, self.kernel, self.Z, self.coef, self.b = X, kernel, Z, coef, b
+        self.bias_scale = bias_scale
 
     def squared_norm(self, a):
         nz = np.flatnonzero(a)
         if not len(nz):
             return 0.0
         c = (a * self.y)[nz]
-        return float(c @ self.kernel.dot(self.X[nz], self.X[nz], c))
+        constant = 0.0 if self.bias_scale is None else (self.bias_scale * c.sum()) ** 2
+        return float(c @ self.kernel.dot(self.X[nz], self.X[nz], c)) + constant
 
     def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         """The box QP min ||w - v(a)||^2 (+ a weighted (sum_i a_i y_i)^2 if ``balanced``)
@@ -293,29 +257,33 @@ def relative_gap(primal: float, dual: float) -> float:
 
 def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float,
             image: DualImage, solver_duals: tuple[np.ndarray, ...] = (),
-            refine: bool = True, tol: float = 0.0) -> Certificate:
+            refine: bool = True, tol: float = 0.0,
+            model_duals: tuple[np.ndarray, ...] = (), own_point: bool = True) -> Certificate:
     """The certificate of a model with ``margins`` and regulariser value ``regulariser``
-    (1/2||w||^2 or ||w||_1, including a penalised bias's part) for formulation ``form``.
+    (`Formulation.regulariser`: R(w) with a penalised bias's part) for formulation ``form``.
 
-    ``solver_duals`` are dual points the solver produced itself; the model's own point
-    a_i = -C loss'(m_i) is always tried too, and the best lower bound is kept. The free-set
+    ``solver_duals`` are dual points the solver produced itself, ``model_duals`` points the
+    caller derived from the model; the model's own point a_i = -C loss'(m_i) is tried too
+    (unless ``own_point`` is False: a solver whose stopping test certified its own point keeps
+    that certificate), and the best lower bound is kept. The free-set
     refinements of a loss with a kink at the margin (the hinge; a bounded least-squares fit or
     box QP each) are tried in turn only while the relative gap of the best point so far
     exceeds ``tol``: a solver whose own dual point already certifies the tolerance asked for
     pays nothing more. ``refine=False`` never tries them: a cheaper, looser bound for a
     solver's stopping test.
     """
-    primal = float(regulariser + C * form.loss_term.value(margins))
+    primal = form.primal(margins, regulariser, C)
     if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
         return Certificate(form.name, primal, 0.0, "model")
     best, source, refined = -np.inf, "model", False
+    own = (form.margin.dual_candidate(form.loss, margins, C),) if own_point else ()
     candidates = [(a, "solver") for a in solver_duals] + [
-        (form.loss_term.dual_candidate(margins, C), "model")]
+        (a, "model") for a in (*own, *model_duals)]
     for a, origin in candidates:
         value = dual_bound(form, C, a, image)
         if value > best:
             best, source = value, origin
-    if refine and form.loss_term.refinable:
+    if refine and form.loss.refinable:
         enough = primal - tol * abs(primal)  # the dual value that certifies tol
         for a in _free_set_points(C, margins, image, form, enough):
             if relative_gap(primal, best) <= tol:
@@ -333,7 +301,7 @@ def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Form
     lies within delta of 1, for growing delta (computed one at a time, when asked for, each
     from the last; ``enough``: see `DualImage.fit_free`)."""
     r = 1.0 - margins
-    base = form.loss_term.dual_candidate(margins, C)
+    base = form.margin.dual_candidate(form.loss, margins, C)
     scale = max(1.0, float(np.abs(margins).max(initial=0.0)))
     seen = set()
     for width in FREE_SET_WIDTHS:
@@ -343,44 +311,17 @@ def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Form
         if not key or key in seen:
             continue
         seen.add(key)
-        base = image.fit_free(base, free, C, form.penalty_term, form.bias_term.balanced, enough)
+        base = image.fit_free(base, free, C, form.penalty, form.bias.balanced, enough)
         yield base
-
-
-def _best_scaled_dual(loss: Scaling, penalty: Scaling, S: float) -> float:
-    """max over feasible t of D(t a) = t S - t^d H - t^2 Q / 2, where the loss's conjugate
-    term is ``loss`` (t^d H) and the penalty's ``penalty`` (t^2 Q / 2; both give t's
-    interval): in closed form when d is 2 or H is 0, else at the root of the decreasing
-    derivative, by brentq."""
-    lower, upper = max(loss.lower, penalty.lower), min(loss.upper, penalty.upper)
-    if loss.degree == 2.0 or loss.coef == 0.0:
-        curvature = loss.coef + penalty.coef
-        if curvature <= 0.0:
-            t = upper if S > 0 else 0.0
-            if not np.isfinite(t):
-                return 0.0 if S == 0 else np.inf
-        else:
-            t = min(max(S / (2.0 * curvature), lower), upper)
-        return t * S - t * t * curvature
-    if S <= 0.0:
-        return 0.0
-    q, H, Q = loss.degree, loss.coef, 2.0 * penalty.coef
-    slope = lambda t: S - q * H * t ** (q - 1.0) - Q * t
-    ends = [S / Q] if Q > 0.0 else []
-    ends += [(S / (q * H)) ** (1.0 / (q - 1.0))] if H > 0.0 else []
-    ends += [upper] if np.isfinite(upper) else []
-    if not ends:
-        return np.inf
-    end = min(ends)
-    t = end if slope(end) >= 0.0 else brentq(slope, 0.0, end, xtol=1e-15, rtol=1e-14)
-    return t * S - t**q * H - 0.5 * t * t * Q
 
 
 def dual_bound(form: Formulation, C: float, a: np.ndarray, image: DualImage) -> float:
     """The dual lower bound that ``a`` gives once made feasible (inside the loss's domain,
     balanced for a free bias) and best scaled: a solver's own dual point, without the model's
     candidates, is cheap enough to bound every iteration."""
-    loss = form.loss_term
-    a = form.bias_term.balance(loss.feasible(a), image.y, loss.signed)
-    return _best_scaled_dual(loss.scaling(a, C), form.penalty_term.scaling(image, a),
-                             float(a.sum()))
+    loss = form.loss
+    a = form.bias.balance(loss.feasible(a), image.y, loss.signed)
+    S, lower, upper = form.margin.ray(a)
+    scaling = loss.scaling(a, C)
+    scaling = scaling._replace(lower=max(scaling.lower, lower), upper=min(scaling.upper, upper))
+    return form.penalty.best_scaled_dual(S, scaling, image, a)

@@ -1,4 +1,5 @@
-r"""The parts of an SVM formulation as objects: a loss, a penalty and a bias treatment.
+r"""The parts of an SVM formulation as objects (a loss, a penalty, a bias treatment and a
+margin), the formulation built from them, and the names of the metrics reported about it.
 
 A solver minimises P(w, b) = R(w) + C sum_i phi(1 - m_i) over margins m_i = y_i (w.phi(x_i) + b).
 Its Fenchel dual over a in R^n, with v(a) = sum_i a_i y_i phi(x_i), is
@@ -25,12 +26,24 @@ small class here; `certificates` builds every bound from these methods.
                                                      with l = 0: 0 if ||v||_inf <= m, else +inf)
 
 The bias is absent (NoBias), free (FreeBias: the dual gains sum_i a_i y_i = 0) or penalised like
-a weight on a constant feature of value s (PenalisedBias(s), LIBLINEAR's intercept).
+a weight on a constant feature of value s (PenalisedBias(s), LIBLINEAR's intercept). The margin
+is 1 (UnitMargin) or a variable rho (FreeMargin: phi(rho - m_i) with -rho added to P, so the
+dual loses sum_i a_i and gains sum_i a_i = 1; the L2-SVM of the Frank-Wolfe solvers).
+
+A `Formulation` is built from these part objects, and it alone names them: its ``name``
+('hinge_l2_bias', or a name of its own such as 'l2svm') and every metric a run reports about it,
+``<kind>_<name>`` for the kinds of METRIC_KINDS, come from `metric_name` and go back through
+`parse_metric`. The tables LOSSES, PENALTIES and BIASES are the single vocabulary of part names:
+they live here, in the estimator layer, because the certificates, the solver families and the
+analysis all read them and this layer may be imported by each of those (numerics may not import
+it, and needs none of it: its compiled losses are told apart by their data).
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -132,6 +145,8 @@ class PowerHinge(Loss):
     """max(0, z)^p, p > 1: C phi*(a / C) = h_p(a) = ((p-1)/p) a (a / (C p))^(1/(p-1)), so the
     conjugate term has degree q = p / (p - 1). With p = 2 it is SquaredHinge."""
 
+    name_pattern = r"hinge_p[0-9.e+]+"  # the names `parse_metric` reads back
+
     def __init__(self, power: float):
         if not power > 1.0:
             raise ValueError(f"the power hinge needs power > 1; got power={power}")
@@ -156,15 +171,20 @@ class PowerHinge(Loss):
         return Scaling(p / (p - 1.0), h, 0.0)
 
 
-class SmoothedHinge(Loss):
+class SmoothedHinge(NamedTuple):
     """Nesterov's smoothing of the hinge with quadratic-zone width t_i >= 0 per sample (NESVM):
     h_t(z) = max over 0 <= u <= 1 of u z - t u^2 / 2, so phi*(u) = t u^2 / 2 on [0, 1]; a
-    zero width is the hinge itself."""
+    zero width is the hinge itself.
+
+    The one smoothed-hinge class of svmlab: a NamedTuple, so that numba compiles the NESVM
+    pass over it (`numerics.rows.loss_pass` knows it by its per-row ``width``), and a Loss by
+    registration (a NamedTuple takes no other base)."""
+
+    width: np.ndarray
 
     name = "smoothed_hinge"
-
-    def __init__(self, width: np.ndarray):
-        self.width = np.asarray(width, dtype=np.float64)
+    signed = False
+    refinable = False
 
     def value(self, margins):
         z = 1.0 - margins
@@ -184,17 +204,23 @@ class SmoothedHinge(Loss):
         return Scaling(2.0, float((self.width * a) @ a) / (2.0 * C), 0.0,
                        C / top if top > 0 else np.inf)
 
+    feasible = Loss.feasible
+
     def _derivative(self, z: np.ndarray) -> np.ndarray:
         """h_t'(z) = clip(z / t, 0, 1) (a zero width: 1 where z > 0, else 0)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.width > 0.0, np.clip(z / self.width, 0.0, 1.0), z > 0.0)
 
 
+Loss.register(SmoothedHinge)
+
+
 # -- penalties --------------------------------------------------------------------------------
 
 class Penalty(ABC):
-    """R(w), the regulariser, and its conjugate R*. A penalty a Formulation names also gives
-    `from_norms`, `scaling` and `optimality_target`, which the certificates use."""
+    """R(w), the regulariser, and its conjugate R*, with what the certificates ask of it: R from
+    the model's norms, the optimality condition on v(a), and the best dual value along a ray
+    t a (through `scaling`, R*(t v(a)) as a power of t, where it is one)."""
 
     name: str
     ascent = False  # whether the hinge's free-set refinement may ascend sum a - R*(v(a))
@@ -207,6 +233,22 @@ class Penalty(ABC):
     def conjugate(self, v: np.ndarray) -> float:
         """R*(v) (+inf outside the domain)."""
 
+    @abstractmethod
+    def from_norms(self, squared_l2: float, l1: float | None) -> float:
+        """R(w) from the model's norms ||w||_2^2 and ||w||_1."""
+
+    @abstractmethod
+    def optimality_target(self, w: np.ndarray) -> tuple[slice | np.ndarray, np.ndarray]:
+        """(coordinates, target): at the optimum v(a) equals target on those coordinates."""
+
+    def scaling(self, image, a: np.ndarray) -> Scaling:
+        """R*(t v(a)) as t^degree coef (``image``: a certificates.DualImage)."""
+        raise NotImplementedError(f"R* of {self.name} is no power of t along a ray")
+
+    def best_scaled_dual(self, S: float, loss: Scaling, image, a: np.ndarray) -> float:
+        """max over t of t S - (the loss's conjugate term ``loss``) - R*(t v(a))."""
+        return best_on_ray(loss, self.scaling(image, a), S)
+
 
 class L2(Penalty):
     name = "l2"
@@ -218,16 +260,15 @@ class L2(Penalty):
     def conjugate(self, v):
         return 0.5 * float(v @ v)
 
-    def from_norms(self, squared_l2: float, l1: float | None) -> float:
-        """R(w) from the model's norms ||w||_2^2 and ||w||_1."""
+    def from_norms(self, squared_l2, l1):
         return 0.5 * squared_l2
 
-    def scaling(self, image, a: np.ndarray) -> Scaling:
-        """R*(t v(a)) = t^2 ||v(a)||^2 / 2 (``image``: a certificates.DualImage)."""
+    def scaling(self, image, a):
+        """R*(t v(a)) = t^2 ||v(a)||^2 / 2."""
         return Scaling(2.0, 0.5 * image.squared_norm(a))
 
-    def optimality_target(self, w: np.ndarray) -> tuple[slice | np.ndarray, np.ndarray]:
-        """(coordinates, target): at the optimum v(a) = w on every coordinate."""
+    def optimality_target(self, w):
+        """At the optimum v(a) = w on every coordinate."""
         return slice(None), w
 
 
@@ -255,7 +296,9 @@ class L1(Penalty):
 
 
 class ElasticNet(Penalty):
-    """lam/2 ||w||^2 + mu ||w||_1 (lam = 0: mu times L1), the l1 Newton solver's penalty."""
+    """lam/2 ||w||^2 + mu ||w||_1 (lam = 0: mu times L1), the l1 Newton solver's penalty
+    (linear models only). R*(t v) is piecewise quadratic in t, with kinks t_k = mu / |v_k|,
+    no power of t: `best_scaled_dual` maximises along the ray segment by segment."""
 
     name = "elastic_net"
 
@@ -271,23 +314,77 @@ class ElasticNet(Penalty):
             return 0.0 if not excess.any() else np.inf
         return float(excess @ excess) / (2.0 * self.lam)
 
-    def best_scaled_dual(self, s: float, v: np.ndarray, t_max: float) -> float:
-        """max over 0 <= t <= t_max of t s - R*(t v): concave, and piecewise quadratic with
-        kinks t_k = mu / |v_k|, so its maximiser lies on the segment where the slope's
-        zero falls."""
+    def from_norms(self, squared_l2, l1):
+        return 0.5 * self.lam * squared_l2 + self.mu * l1
+
+    def optimality_target(self, w):
+        """At the optimum v(a)_j = lam w_j + mu sign(w_j) where w_j != 0."""
+        return np.flatnonzero(w), self.lam * w + self.mu * np.sign(w)
+
+    def best_scaled_dual(self, S, loss, image, a):
+        """max over t in the loss's interval of D(t) = t S - t^2 H - R*(t v(a)), the loss's
+        term t^2 H quadratic or zero (H = 0): D is concave, so its maximiser is the first
+        segment's stationary point t_k = (lam S + mu sum s) / (2 lam H + sum s^2) (sums over
+        the |v_j| = s past their kinks) that lies before the next kink, clipped to t's
+        interval."""
+        if loss.degree != 2.0 and loss.coef != 0.0:
+            raise ValueError(f"the elastic net's dual bound needs a loss whose conjugate is "
+                             f"quadratic along a ray; got degree {loss.degree}")
+        H, v = loss.coef, image.vector(a)
         size = np.abs(v)
         size = size[size > 0.0]
-        if self.lam == 0.0:
+        if S <= 0.0:  # D decreases from t = 0 on
+            t = 0.0
+        elif self.lam == 0.0:
             largest = size.max(initial=0.0)
-            return min(t_max, self.mu / largest if largest > 0.0 else np.inf) * s
-        kinks = self.mu / size
-        order = np.argsort(kinks)
-        kinks, size = kinks[order], size[order]
-        roots = (self.lam * s + self.mu * np.cumsum(size)) / np.cumsum(size * size)
-        within = np.flatnonzero(roots <= np.append(kinks[1:], np.inf))
-        t = min(t_max, roots[within[0]] if len(within) else np.inf)
-        return t * s - float(np.square(np.maximum(t * size - self.mu, 0.0)).sum()) / (
-            2.0 * self.lam)
+            t = min(self.mu / largest if largest > 0.0 else np.inf,
+                    S / (2.0 * H) if H > 0.0 else np.inf)
+        else:
+            kinks = self.mu / size
+            order = np.argsort(kinks)
+            kinks, size = kinks[order], size[order]
+            with np.errstate(divide="ignore"):
+                roots = ((self.lam * S + self.mu * np.cumsum(np.append(0.0, size)))
+                         / (2.0 * self.lam * H + np.cumsum(np.append(0.0, size * size))))
+            within = np.flatnonzero(roots <= np.append(kinks, np.inf))
+            t = roots[within[0]] if len(within) else np.inf
+        t = min(max(t, loss.lower), loss.upper)
+        if self.lam == 0.0:  # t <= mu / max|v_j|: R* is 0 (evaluated, it could round to inf)
+            return t * S - t * t * H
+        return t * S - t * t * H - self.conjugate(t * v)
+
+
+def best_on_ray(loss: Scaling, penalty: Scaling, S: float) -> float:
+    """max over feasible t of D(t a) = t S - t^d H - t^2 Q / 2, where the loss's conjugate
+    term is ``loss`` (t^d H) and the penalty's ``penalty`` (t^2 Q / 2; both give t's
+    interval): in closed form when d is 2 or H is 0, else at the root of the decreasing
+    derivative, by brentq."""
+    lower, upper = max(loss.lower, penalty.lower), min(loss.upper, penalty.upper)
+    if lower > upper:
+        return -np.inf
+    if loss.degree == 2.0 or loss.coef == 0.0:
+        curvature = loss.coef + penalty.coef
+        if curvature <= 0.0:
+            t = upper if S > 0 else max(lower, 0.0)
+            if not np.isfinite(t):
+                return 0.0 if S == 0 else np.inf
+        else:
+            t = min(max(S / (2.0 * curvature), lower), upper)
+        return t * S - t * t * curvature
+    if S <= 0.0:
+        return 0.0
+    from scipy.optimize import brentq  # here: the metric names are read without scipy
+
+    q, H, Q = loss.degree, loss.coef, 2.0 * penalty.coef
+    slope = lambda t: S - q * H * t ** (q - 1.0) - Q * t
+    ends = [S / Q] if Q > 0.0 else []
+    ends += [(S / (q * H)) ** (1.0 / (q - 1.0))] if H > 0.0 else []
+    ends += [upper] if np.isfinite(upper) else []
+    if not ends:
+        return np.inf
+    end = min(ends)
+    t = end if slope(end) >= 0.0 else brentq(slope, 0.0, end, xtol=1e-15, rtol=1e-14)
+    return t * S - t**q * H - 0.5 * t * t * Q
 
 
 # -- the bias ---------------------------------------------------------------------------------
@@ -339,7 +436,130 @@ class PenalisedBias(NoBias):
         return penalty.value(np.array([b / self.scale]))
 
 
+# -- the margin -------------------------------------------------------------------------------
+
+class UnitMargin:
+    """The margin 1: C sum_i phi(1 - m_i), and the dual's linear term sum_i a_i."""
+
+    def check(self, loss: Loss) -> None:
+        """Raise if this margin cannot go with ``loss``."""
+
+    def data_term(self, loss: Loss, margins: np.ndarray, C: float) -> float:
+        """The primal's loss term."""
+        return C * loss.value(margins)
+
+    def dual_candidate(self, loss: Loss, margins: np.ndarray, C: float) -> np.ndarray:
+        """The model's own dual point."""
+        return loss.dual_candidate(margins, C)
+
+    def ray(self, a: np.ndarray) -> tuple[float, float, float]:
+        """(S, lower, upper): the dual's linear term along the ray t a is t S, for t in
+        [lower, upper]."""
+        return float(a.sum()), -np.inf, np.inf
+
+
+class FreeMargin(UnitMargin):
+    """A margin rho of the primal's own, min over rho of C sum_i phi(rho - m_i) - rho: the
+    dual's sum_i a_i turns into the constraint sum_i a_i = 1 (t = 1 / sum a). The squared
+    hinge only, whose best rho solves sum_i max(0, rho - m_i) = 1 / (2C) in closed form."""
+
+    def check(self, loss):
+        if not isinstance(loss, SquaredHinge):
+            raise ValueError(f"a free margin needs the squared hinge; got {loss.name}")
+
+    def best(self, margins: np.ndarray, C: float) -> float:
+        """The minimising rho, over the sorted margins."""
+        m = np.sort(np.asarray(margins, dtype=np.float64))
+        rho_k = (0.5 / C + np.cumsum(m)) / np.arange(1, len(m) + 1)
+        return float(rho_k[int(np.argmax(rho_k <= np.append(m[1:], np.inf)))])
+
+    def data_term(self, loss, margins, C):
+        rho = self.best(margins, C)
+        return C * loss.value(margins - rho + 1.0) - rho
+
+    def dual_candidate(self, loss, margins, C):
+        return loss.dual_candidate(margins - self.best(margins, C) + 1.0, C)
+
+    def ray(self, a):
+        total = float(a.sum())
+        return (0.0, 1.0 / total, 1.0 / total) if total > 0.0 else (0.0, np.inf, -np.inf)
+
+
+# -- the formulation and its metric names ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Formulation:
+    """What a solver minimises, from its parts: R(w) (+ the bias's part) + the loss term."""
+
+    loss: Loss
+    penalty: Penalty
+    bias: NoBias = field(default_factory=NoBias)
+    margin: UnitMargin = field(default_factory=UnitMargin)
+    label: str | None = None  # a name of its own, instead of the parts' (e.g. 'l2svm')
+
+    def __post_init__(self):
+        self.margin.check(self.loss)
+
+    @property
+    def name(self) -> str:
+        """e.g. 'hinge_l2_bias': loss, penalty, and '_bias' (free) or '_penalised_bias'."""
+        return self.label or f"{self.loss.name}_{self.penalty.name}{self.bias.suffix}"
+
+    def metric(self, kind: str) -> str:
+        """This formulation's metric of ``kind`` (`metric_name`)."""
+        return metric_name(kind, self.name)
+
+    def regulariser(self, squared_l2: float, l1: float | None, b: float) -> float:
+        """R(w) (with a penalised bias's part) from the model's norms and bias."""
+        return self.penalty.from_norms(squared_l2, l1) + self.bias.penalty_part(b, self.penalty)
+
+    def primal(self, margins: np.ndarray, regulariser: float, C: float) -> float:
+        """P at a model with these margins and regulariser value."""
+        return float(regulariser + self.margin.data_term(self.loss, margins, C))
+
+
 LOSSES = {"hinge": Hinge, "squared_hinge": SquaredHinge, "squared": Squared,
-          "power_hinge": PowerHinge}
-PENALTIES = {"l2": L2, "l1": L1}
+          "power_hinge": PowerHinge, "smoothed_hinge": SmoothedHinge}
+PENALTIES = {"l2": L2, "l1": L1, "elastic_net": ElasticNet}
 BIASES = {"none": NoBias, "free": FreeBias, "penalised": PenalisedBias}
+
+# the L2-SVM of the Frank-Wolfe and CVM solvers: 1/2 (||w||^2 + b^2) + C' sum_i xi_i^2 - rho
+# with xi_i = max(0, rho - m_i), certified at C' = C / 2 of their C (their slack term is C/2)
+L2SVM = Formulation(SquaredHinge(), L2(), PenalisedBias(1.0), FreeMargin(), label="l2svm")
+
+METRIC_KINDS = ("objective", "primal", "dual", "gap", "rel_gap")
+_NAME = re.compile(
+    "(?P<loss>{})_(?P<penalty>{})(?P<bias>{})|(?P<label>{})".format(
+        "|".join(getattr(part, "name_pattern", None) or re.escape(part.name)
+                 for part in LOSSES.values()),
+        "|".join(PENALTIES), "|".join(sorted({b.suffix for b in BIASES.values()}, key=len,
+                                             reverse=True)),
+        re.escape(L2SVM.name)))
+_METRIC = re.compile(f"(?P<kind>{'|'.join(METRIC_KINDS)})_(?P<formulation>{_NAME.pattern})")
+
+
+class MetricName(NamedTuple):
+    """A per-formulation metric, '<kind>_<formulation>'."""
+
+    kind: str
+    formulation: str
+
+
+def metric_name(kind: str, formulation: str) -> str:
+    """The metric '<kind>_<formulation>' (kind: one of METRIC_KINDS), e.g.
+    'rel_gap_hinge_l2_bias'. An objective names the loss and penalty alone
+    ('objective_hinge_l2'): every model's objectives are evaluated with its bias unpenalised."""
+    parts = _NAME.fullmatch(formulation)
+    if kind not in METRIC_KINDS or parts is None:
+        raise ValueError(f"no metric {kind!r} of {formulation!r}; kinds {METRIC_KINDS}, "
+                         f"formulations <loss>_<penalty>[_bias|_penalised_bias] or "
+                         f"{L2SVM.name}")
+    if kind == "objective" and parts["bias"]:
+        formulation = formulation[:parts.start("bias")]
+    return f"{kind}_{formulation}"
+
+
+def parse_metric(name: str) -> MetricName | None:
+    """(kind, formulation) of a name `metric_name` builds, None for any other name."""
+    found = _METRIC.fullmatch(name)
+    return MetricName(found["kind"], found["formulation"]) if found else None

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import gen_batches
 
-from svmlab.estimator.registry import KERNELS
+from svmlab.estimator.kernel_names import KERNELS
 
 BLOCK_BYTES = 64 * 2**20
 _compiled = None  # (matrix, products) functions of (name, gamma, degree, coef0, ...), or None
@@ -39,17 +39,32 @@ def resolve_gamma(gamma: float | str, X, kernel: str) -> float:
     when Var(X) = 0. 'scale' and 'auto' are scikit-learn's SVC rules, so a kernel solver and
     Libsvm given the same gamma use the same kernel. 'avg_sq_dist' is the core vector machine's
     rule (sigma^2 = s2 in exp(-||x - z||^2 / (2 sigma^2))), which Frandi et al. use for rbf and, as
-    1 / s2, for their polynomial kernel; it gives 1 when s2 = 0.
+    1 / s2, for their polynomial kernel; it gives 1 when s2 = 0. Both statistics are taken from
+    the nonzeros of X in row order (`canonical_csr`), so a dense X and its CSR copy get the same
+    gamma, bit for bit (Var(X) as E[x^2] - E[x]^2, scikit-learn's formula for sparse X).
     """
     if gamma == "auto":
         return 1.0 / X.shape[1]
     if gamma == "scale":
-        variance = X.multiply(X).mean() - X.mean() ** 2 if sp.issparse(X) else X.var()
+        X = canonical_csr(X)
+        variance = X.multiply(X).mean() - X.mean() ** 2
         return 1.0 / (X.shape[1] * variance) if variance != 0 else 1.0
     if gamma == "avg_sq_dist":
-        s2 = mean_squared_distance(X)
+        s2 = mean_squared_distance(canonical_csr(X))
         return (0.5 if kernel == "rbf" else 1.0) / s2 if s2 > 0 else 1.0
     return float(gamma)
+
+
+def canonical_csr(X) -> sp.csr_matrix:
+    """X as CSR with sorted indices and no stored zeros: a dense array and its CSR copy then
+    hold the same values in the same order, and every sum over them adds the same terms."""
+    if sp.issparse(X) and X.format == "csr" and X.has_canonical_format and (
+            np.count_nonzero(X.data) == X.nnz):
+        return X
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.eliminate_zeros()
+    X.sort_indices()
+    return X
 
 
 def mean_squared_distance(X) -> float:

@@ -18,13 +18,13 @@ from svmlab.estimator.base import SVMClassifier
 from svmlab.estimator.certificates import (
     CERTIFICATE_TOL,
     Certificate,
-    Formulation,
     KernelImage,
     LinearImage,
     certify,
 )
+from svmlab.estimator.formulations import Formulation
 from svmlab.estimator.kernels import KERNELS, Kernel
-from svmlab.estimator.registry import GAMMA_RULES
+from svmlab.estimator.kernel_names import GAMMA_RULES
 
 
 class _CertifiedModel(SVMClassifier):
@@ -85,7 +85,7 @@ class LinearSVMClassifier(_CertifiedModel):
         return self._linear_image(X, y, self.coef_[0], float(self.intercept_[0]))
 
     def _linear_image(self, X, y, w: np.ndarray, b: float) -> LinearImage:
-        return LinearImage(X, y, w, b, self._formulation().bias_term.scale,
+        return LinearImage(X, y, w, b, self._formulation().bias.scale,
                            self._free_set_ascent)
 
     def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
@@ -139,10 +139,11 @@ class KernelSVMClassifier(_CertifiedModel):
         return float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a)), None
 
     def _dual_image(self, X, y):
+        b, scale = float(self.intercept_[0]), self._formulation().bias.scale
         if self.kernel == "linear":
-            return LinearImage(X, y, self.coef_[0], float(self.intercept_[0]))
-        return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0],
-                           float(self.intercept_[0]))
+            return LinearImage(X, y, self.coef_[0], b, scale)
+        return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0], b,
+                           scale)
 
     @property
     def coef_(self) -> np.ndarray:

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from svmlab.errors import DataError
 from svmlab.estimator.validation import finite_csr_int32, listed
 from svmlab.estimator.kernels import resolve_gamma
-from svmlab.estimator.registry import GAMMA_RULES
+from svmlab.estimator.kernel_names import GAMMA_RULES
 
 __all__ = ["OneVsOneClassifier"]
 

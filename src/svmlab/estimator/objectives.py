@@ -21,9 +21,12 @@ solvers that minimise it, through `least_squares_objectives`:
 
 import numpy as np
 
-from svmlab.estimator.formulations import Hinge, Squared, SquaredHinge
+from svmlab.estimator.formulations import L1, L2, Formulation, Hinge, Squared, SquaredHinge
 
-LOSSES = (Hinge(), SquaredHinge())  # the losses every solver reports
+# the formulations whose objectives every solver reports (the l1 ones for linear models)
+COMMON = tuple(Formulation(loss, penalty) for loss in (Hinge(), SquaredHinge())
+               for penalty in (L2(), L1()))
+LEAST_SQUARES = Formulation(Squared(), L2())
 
 
 def primal_objectives(
@@ -33,34 +36,17 @@ def primal_objectives(
 
     The l1 objectives are left out when `l1_norm` is None (kernel models).
     """
-    values = {}
-    for loss in LOSSES:
-        data_term = C * loss.value(margins)
-        values[f"objective_{loss.name}_l2"] = 0.5 * squared_l2_norm + data_term
-        if l1_norm is not None:
-            values[f"objective_{loss.name}_l1"] = l1_norm + data_term
-    return values
+    return {form.metric("objective"): _objective(form, margins, squared_l2_norm, l1_norm, C)
+            for form in COMMON if l1_norm is not None or not isinstance(form.penalty, L1)}
 
 
 def least_squares_objectives(margins: np.ndarray, squared_l2_norm: float,
                              C: float) -> dict[str, float]:
     """The LS-SVM objective of the module docstring."""
-    return {"objective_squared_l2": 0.5 * squared_l2_norm + C * Squared().value(margins)}
+    return {LEAST_SQUARES.metric("objective"):
+            _objective(LEAST_SQUARES, margins, squared_l2_norm, None, C)}
 
 
-def l2svm_objective(margins: np.ndarray, squared_l2_norm: float, bias: float, C: float) -> float:
-    """objective_l2svm: the L2-SVM primal of the Frank-Wolfe/CVM solvers, at its best margin rho.
-
-        min_rho  1/2 (||w||^2 + b^2 + C sum_i max(0, rho - m_i)^2) - rho
-
-    Unlike the objectives above, the bias b is regularised and the margin rho is a variable
-    (Lee and Mangasarian's form). The minimising rho solves C sum_i max(0, rho - m_i) = 1, found
-    in closed form over the sorted margins. At the optimum the value equals -R/2, with
-    R = alpha^T K~ alpha the minimum of the dual on the simplex.
-    """
-    m = np.sort(np.asarray(margins, dtype=np.float64))
-    rho_k = (1.0 / C + np.cumsum(m)) / np.arange(1, len(m) + 1)
-    k = int(np.argmax(rho_k <= np.append(m[1:], np.inf)))
-    rho = rho_k[k]
-    slack = np.maximum(0.0, rho - m)
-    return float(0.5 * (squared_l2_norm + bias * bias + C * slack @ slack) - rho)
+def _objective(form: Formulation, margins, squared_l2_norm, l1_norm, C) -> float:
+    """P of ``form`` with the bias unpenalised."""
+    return form.primal(margins, form.regulariser(squared_l2_norm, l1_norm, 0.0), C)

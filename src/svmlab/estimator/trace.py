@@ -12,8 +12,9 @@ of each slice, which then drains the buffer: progress lines and Ctrl-C are handl
 slices); a Python loop uses `Trace.buffered`, the same contract in Python.
 
 A solver reports progress only through its Trace, so that solvers stay free of any tracking
-library. Columns named ``rel_gap_*`` or ``gap_*`` hold certified gaps where the solver computed
-them and NaN in the other rows; every other column is finite.
+library. A formulation's ``gap_<f>`` and ``rel_gap_<f>`` columns (`certified_gap`) hold
+certified gaps where the solver computed them and NaN in the other rows; every other column is
+finite.
 """
 
 from __future__ import annotations
@@ -25,13 +26,20 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from svmlab.estimator.formulations import parse_metric
+
 REQUIRED_COLUMNS = ("iteration", "time_s")
-GAP_PREFIXES = ("rel_gap_", "gap_")
 PROGRESS_EVERY_S = 5.0  # wall seconds between two progress lines of a long fit
 SLICE_S = 0.5  # wall seconds after which a Python loop's buffered rows move to the Trace
 BATCH_ROWS = 256  # rows a Python loop's buffer holds before they move to the Trace
 MAX_CHUNKS = 1024  # appended pieces of a column before they are joined into one array
 progress_log = logging.getLogger("svmlab.progress")
+
+
+def certified_gap(name: str) -> bool:
+    """Whether the column ``name`` is a formulation's certified gap (absolute or relative)."""
+    metric = parse_metric(name)
+    return metric is not None and metric.kind in ("gap", "rel_gap")
 
 
 def _now_ns() -> int:
@@ -182,7 +190,8 @@ class Trace:
         self._last_progress = now
         last = self._last
         shown = [f"{k}={v:.6g}" for k, v in last.items()
-                 if k.startswith(("objective_", "rel_gap_")) and np.isfinite(v)]
+                 if getattr(parse_metric(k), "kind", None) in ("objective", "rel_gap")
+                 and np.isfinite(v)]
         progress_log.info("iteration %d  %s  solver %.1f s, wall %.1f s", last["iteration"],
                           "  ".join(shown[:3]), last["time_s"], now - self._wall_start)
 

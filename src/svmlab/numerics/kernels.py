@@ -25,7 +25,7 @@ from svmlab.numerics.rows import Rows, row_norms, rows_of
 KERNEL_KINDS = {"linear": 0, "rbf": 1, "poly": 2}
 LINEAR, RBF, POLY = 0, 1, 2
 VECTOR_EXP_FROM = 64  # rbf rows at least this long call numpy's exp (a call costs about 2 us)
-DENSE_FROM = 0.25  # CSR input at least this dense is best read as dense rows
+DENSE_FROM = 0.25  # input at least this dense is best read as dense rows, sparser as CSR
 
 
 class KernelSpec(NamedTuple):
@@ -61,12 +61,15 @@ def point_set(X) -> PointSet:
 
 
 def rows_layout(X):
-    """X as the rows dot products read fastest: a CSR matrix of density at least DENSE_FROM
-    becomes a dense array (its dot products then vectorise; at most 1 / (1.5 DENSE_FROM) times
-    the memory of the CSR arrays)."""
-    if sp.issparse(X) and X.nnz >= DENSE_FROM * X.shape[0] * X.shape[1]:
-        return X.toarray()
-    return X
+    """X as the rows dot products read fastest, the same for a dense array and its CSR copy
+    (sorted indices, no stored zeros), so that both give the same kernel values bit for bit:
+    dense rows from a density of DENSE_FROM on (their dot products then vectorise; at most
+    1 / (1.5 DENSE_FROM) times the memory of the CSR arrays), CSR rows below it."""
+    n, p = X.shape
+    nonzeros = np.count_nonzero(X.data) if sp.issparse(X) else np.count_nonzero(X)
+    if nonzeros >= DENSE_FROM * n * p:
+        return X.toarray() if sp.issparse(X) else X
+    return X if sp.issparse(X) else sp.csr_matrix(X)
 
 
 @njit(cache=True)

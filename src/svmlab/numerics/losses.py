@@ -9,12 +9,15 @@ Smoothed hinge of a margin violation m with quadratic-zone width t = mu * a_i (a
 
 A zero row (t = 0) has no smoothing: h_0(m) = max(0, m) with u = 1 where m > 0.
 
-The losses of `svmlab.numerics.rows.loss_pass` are typed pieces: a NamedTuple names the loss
-and holds its data (`SmoothedHinge(width)`, `SquaredLoss()`), and ``loss_terms(loss, i, m)``
-gives row i's (smoothed loss, exact loss, c) for a margin violation m = 1 - y f(x), c being the
-row's coefficient in the gradient. Compiled code chooses the implementation by the loss's type
-(numba's `overload`), so a pass is compiled once per loss and stays in numba's on-disk cache
-(a function passed as a value would defeat the cache: its type changes in every process).
+The losses of `svmlab.numerics.rows.loss_pass` are typed pieces: a NamedTuple holds the loss's
+data, and ``loss_terms(loss, i, m)`` gives row i's (smoothed loss, exact loss, c) for a margin
+violation m = 1 - y f(x), c being the row's coefficient in the gradient. A tuple with a per-row
+``width`` is the smoothed hinge, the formulation part `svmlab.estimator.formulations.
+SmoothedHinge` (one class for the certificates and the compiled pass; this layer may not
+import it, so it knows the tuple by that field); `SquaredLoss()` is the LS-SVM's loss. Compiled
+code chooses the implementation by the loss's type (numba's `overload`), so a pass is compiled
+once per loss and stays in numba's on-disk cache (a function passed as a value would defeat the
+cache: its type changes in every process).
 
 Smoothed |t| (Huber): l_mu(t) = max_{-1 <= u <= 1} u t - (mu/2) u^2, u = clip(t / mu, -1, 1).
 
@@ -43,12 +46,6 @@ def smoothed_hinge(m: float, t: float) -> tuple[float, float]:
     return u * (m - 0.5 * t * u), u
 
 
-class SmoothedHinge(NamedTuple):
-    """h_t(m) with the quadratic-zone width t = width[i] of row i; exact loss max(0, m), c = u."""
-
-    width: np.ndarray
-
-
 class SquaredLoss(NamedTuple):
     """m^2 (the LS-SVM), unsmoothed; c = m (the factor 2 is the caller's)."""
 
@@ -60,13 +57,12 @@ def loss_terms(loss, i, m):
 
 @overload(loss_terms)
 def _loss_terms(loss, i, m):
-    kind = getattr(loss, "instance_class", None)
-    if kind is SmoothedHinge:
+    if getattr(loss, "fields", None) == ("width",):  # h_t with t = width[i]: c = u
         def smoothed_hinge_terms(loss, i, m):
             value, u = smoothed_hinge(m, loss.width[i])
             return value, max(0.0, m), u
         return smoothed_hinge_terms
-    if kind is SquaredLoss:
+    if getattr(loss, "instance_class", None) is SquaredLoss:
         def squared_terms(loss, i, m):
             return m * m, m * m, m
         return squared_terms

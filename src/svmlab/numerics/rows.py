@@ -8,9 +8,10 @@ pointers): numba then skips the negative-index wraparound test on every access, 
 loops about twice as fast.
 
 `loss_pass` is the NESVM oracle's only pass over the data: for every row, the dot product, the
-loss and its derivative (a typed loss of `svmlab.numerics.losses`), and the accumulation of the
+loss and its derivative (a typed loss, see `svmlab.numerics.losses`), and the accumulation of the
 gradient, so each row is read once.
-`matvec` and `rmatvec` are the plain products X w and X^T r, one pass each.
+`matvec` and `rmatvec` are the plain products X w and X^T r, one pass each; `weighted_gram` is
+X' diag(weights) X (with a column of ones appended for a bias), one pass.
 """
 
 from typing import NamedTuple
@@ -59,7 +60,7 @@ def loss_pass(rows, y, w, b, loss, dots, s):
     """One pass over the rows at (w, b): loss sums and s = sum_i c_i y_i X_i.
 
     For row i: dots[i] = X_i.w, m_i = 1 - y_i (X_i.w + b), and (smoothed loss, exact loss, c_i)
-    = loss_terms(loss, i, m_i) for a loss of `svmlab.numerics.losses` (`SmoothedHinge`: c_i = u_i;
+    = loss_terms(loss, i, m_i) for a loss of `svmlab.numerics.losses` (smoothed hinge: c_i = u_i;
     `SquaredLoss`: c_i = m_i). Rows with c_i = 0 are not read a second time.
     Returns (sum smoothed loss, sum exact loss, sum c_i, sum y_i c_i).
     """
@@ -108,3 +109,31 @@ def rmatvec(rows, r, out):
             start, end = indptr[i], indptr[i + 1]
             for k in range(start, end):
                 out[k - start if dense else indices[k]] += ri * data[k]
+
+
+@njit(cache=True)
+def weighted_gram(rows, weights, bias):
+    """Xh' diag(weights) Xh with Xh = [X, e] if bias else X: the upper triangle accumulated row by
+    row over each row's nonzeros (in column order; a dense row's zeros are skipped, so dense and
+    CSR rows add the same products in the same order), then mirrored."""
+    p = rows.n_cols
+    dim = p + 1 if bias else p
+    M = np.zeros((dim, dim))
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
+    for i in range(rows.n_rows):
+        start, end, wi = indptr[i], indptr[i + 1], weights[i]
+        for k in range(start, end):
+            if data[k] == 0.0:
+                continue
+            j = k - start if dense else indices[k]
+            c = wi * data[k]
+            for m in range(k, end):
+                M[j, m - start if dense else indices[m]] += c * data[m]
+            if bias:
+                M[j, p] += c
+        if bias:
+            M[p, p] += wi
+    for j in range(dim):
+        for m in range(j):
+            M[j, m] = M[m, j]
+    return M

@@ -41,7 +41,7 @@ from mlflow.data.code_dataset_source import CodeDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
-from svmlab.estimator.trace import GAP_PREFIXES
+from svmlab.estimator.trace import certified_gap
 from svmlab.lifecycle import DeferredSignals, start_tags
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
@@ -329,7 +329,7 @@ class Tracker:
             values = np.asarray(column, dtype=np.float64)[kept]
             metrics += [Metric(TRACE_PREFIX + key, float(v), int(t), int(k))
                         for v, t, k in zip(values, stamps, steps)]
-            if key.startswith(GAP_PREFIXES) or key.endswith("_gap"):
+            if certified_gap(key) or key.endswith("_gap"):
                 positive = values > 0  # NaN: the gap was not computed at that row
                 metrics += [Metric(f"{TRACE_PREFIX}log10_{key}", float(v), int(t), int(k))
                             for v, t, k in zip(np.log10(values[positive]), stamps[positive],

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from svmlab.analysis import page, report, trend, wilcoxon
+from svmlab.analysis import page, precision, report, trend, wilcoxon
 from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -34,6 +34,15 @@ TITLES = {"paper": "The paper's claims", "svmlab": "svmlab's own statements"}
 #: What a censored measure (a target never reached: inf) is more than: the run's own time, or
 #: for an iteration count its number of iterations.
 FLOORS = {"time": "fit_time_s", "iters": "n_iter"}
+#: Measures of a run's own stop: a run stopped by a cap (its stop reason names one, e.g.
+#: ``max_iter=...``) did not finish, so they are censored there, more than the run's value.
+OWN_STOP = ("fit_time_s", "n_iter", "n_passes")
+CAPPED = "max_"
+STOP_REASON = "tags.svmlab.stop_reason"
+#: The value a measure cannot exceed, and how close to it counts as at it (one test error in a
+#: thousand): where every run of both sides is there (separable data), a comparison of the two
+#: cannot order them.
+CEILINGS = {"test_accuracy": (1.0, 1e-3)}
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,8 @@ class Judged:
             low, high = self.estimate
             estimate = _number(low) if low == high else f"{_number(low)} to {_number(high)}"
             interval = f"[{_number(self.interval[0])}, {_number(self.interval[1])}]"
-        return {"claim": c.claim, "source": c.source, "measure": c.measure or "",
+        text = f"svmlab's companion: {c.claim}" if c.companion_of else c.claim
+        return {"claim": text, "source": c.source, "measure": c.measure or "",
                 "paper": paper, "n": self.n or "", "estimate": estimate, "interval": interval,
                 "test": self.test, "verdict": self.verdict, "detail": self.detail}
 
@@ -88,16 +98,20 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
     """Judge every claim on ``runs`` (FINISHED training runs, the layout of
     :func:`svmlab.tracking.queries.search_runs`); ``derive(names)`` gives the values of
     measures computed from traces (``time_to_gap_1e-3``), one per run."""
-    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs})
+    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
+                     and precision.parse(c.measure)})
     values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
     runs = runs.assign(**values)
     return [judge(c, runs) for c in claims]
 
 
 def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
-    """One claim on runs that carry its measure as ``metrics.<measure>``."""
+    """One claim on runs that carry its measure as ``metrics.<measure>``; with a ``grid``, at
+    each combination of the grid's values (:func:`_over_grid`)."""
     if claim.untestable is not None:
         return Judged(claim, "", UNTESTABLE, claim.untestable)
+    if claim.grid:
+        return _over_grid(claim, runs)
     (rule, bound), = claim.decide.items()
     test = _test_text(claim, rule, bound)
     sides = [claim.value] + ([claim.relative_to] if claim.relative_to is not None else [])
@@ -108,6 +122,11 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
             f"no finished run of {label} with {claim.measure}" for label in empty))
     summary = " against ".join(_side_text(where, frame, claim.measure)
                                for where, frame in zip(sides, frames))
+    ceiling, margin = CEILINGS.get(claim.measure, (math.inf, 0.0))
+    if len(frames) == 2 and all((f["low"] >= ceiling - margin).all() for f in frames):
+        return Judged(claim, test, UNTESTABLE, f"every run of both sides is within {margin:g} of "
+                                               f"{claim.measure} = {_number(ceiling)} (separable "
+                                               f"data): this data cannot order them; {summary}")
     try:
         if claim.growth_with is not None:
             found = _growth(claim, frames)
@@ -131,11 +150,55 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
                   found.estimate, found.interval)
 
 
+def _over_grid(claim: Claim, runs: pd.DataFrame) -> Judged:
+    """A claim that hinges on settings the paper does not report, judged at each combination of
+    the values of its ``grid`` keys that the runs of its tested side hold: reproduced when it
+    is at every one, else not testable, with each combination's verdict as the reason."""
+    keys, plain = claim.grid, replace(claim, grid=[])
+    values = {k: _key_values(runs, k).astype(str).to_numpy() for k in keys}
+    tested = np.ones(len(runs), dtype=bool)
+    for key, wanted in claim.value.items():
+        tested &= _matches(_key_values(runs, key), wanted)
+    points = sorted({tuple(values[k][i] for k in keys) for i in np.flatnonzero(tested)})
+    if not points:
+        return judge(plain, runs.iloc[:0])
+    judged = []
+    for point in points:
+        at = np.ones(len(runs), dtype=bool)
+        for key, value in zip(keys, point):
+            at &= values[key] == value
+        judged.append(judge(plain, runs[at]))
+    varying = [i for i, _ in enumerate(keys) if len({p[i] for p in points}) > 1]
+    labels = [", ".join(f"{keys[i]}={p[i]}" for i in (varying or range(len(keys))))
+              for p in points]
+    each = "; ".join(f"at {label}: {j.verdict}" + (f", estimate {j.row()['estimate']} "
+                                                  f"{j.row()['interval']}" if j.estimate else "")
+                     + (f" ({j.detail.split(';')[0]})" if j.verdict == UNTESTABLE else "")
+                     for label, j in zip(labels, judged))
+    fixed = "".join(f", {keys[i]}={points[0][i]}" for i in range(len(keys))
+                    if varying and i not in varying)
+    grid = (f"the {len(points)} setting(s) the paper does not report that the runs hold "
+            f"({', '.join(keys)}{'; fixed: ' + fixed[2:] if fixed else ''})")
+    found = [j for j in judged if j.estimate is not None]
+    span = (dict(estimate=(min(j.estimate[0] for j in found), max(j.estimate[1] for j in found)),
+                 interval=(min(j.interval[0] for j in found), max(j.interval[1] for j in found)))
+            if found else {})
+    held = sum(j.verdict == REPRODUCED for j in judged)
+    if held == len(judged):
+        return Judged(claim, judged[0].test, REPRODUCED, f"reproduced at each of {grid}: {each}",
+                      sum(j.n for j in judged), **span)
+    return Judged(claim, judged[0].test, UNTESTABLE, f"depends on settings the paper does not "
+                                                     f"report: reproduced at {held} of {grid}: "
+                                                     f"{each}",
+                  sum(j.n for j in judged), **span)
+
+
 def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs matching ``where`` that carry the measure: their block (a tuple of the values
     of the claim's blocks), the keys of its shape, and the measure as bounds [low, high]. A
     value is its own bounds; an infinite one (a target never reached) is more than the run's
-    own time: [fit_time_s, inf] (an iteration count: [n_iter, inf])."""
+    own time: [fit_time_s, inf] (an iteration count: [n_iter, inf]); a measure of the run's
+    own stop (OWN_STOP) of a run that a cap stopped is more than its value: [value, inf]."""
     column = f"metrics.{claim.measure}"
     if column not in runs or runs.empty:
         return pd.DataFrame(columns=["block", "key", "low", "high", "censored", "majority"])
@@ -144,7 +207,9 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
         chosen &= _matches(_key_values(runs, key), wanted)
     found = runs[chosen & runs[column].astype(float).notna().to_numpy()]
     value = found[column].astype(float)
-    censored = np.isinf(value) & (value > 0)
+    capped = (found[STOP_REASON].fillna("").astype(str).str.startswith(CAPPED).to_numpy()
+              if claim.measure in OWN_STOP and STOP_REASON in found else False)
+    censored = (np.isinf(value) & (value > 0)) | capped
     below = f"metrics.{FLOORS.get(claim.measure.split('_')[0], FLOORS['time'])}"
     floor = (found[below].astype(float).fillna(0.0) if below in found
              else pd.Series(0.0, index=found.index))
@@ -153,7 +218,8 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "block": list(zip(*(_key_values(found, k).astype(str) for k in claim.blocks))),
         "key": pd.to_numeric(_key_values(found, shape), errors="coerce") if shape else math.nan,
-        "low": np.where(censored, floor, value), "high": value, "censored": censored,
+        "low": np.where(np.isinf(value), floor, value), "high": np.where(censored, np.inf, value),
+        "censored": censored,
         "majority": found[majority].astype(float) if majority in found else math.nan},
         index=found.index)
 
@@ -238,33 +304,52 @@ def _growth(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
 def _sensitivity(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
     """Per block, each side's least-squares slope of log measure against log ``sensitivity_to``
     over the values both sides ran; the Hodges-Lehmann estimate and interval of |slope| of the
-    tested side less the other's (below 0: the tested side is less sensitive)."""
+    tested side less the other's (below 0: the tested side is less sensitive), within bounds
+    where censored values leave a slope open (:func:`_slope_range`)."""
     key = claim.sensitivity_to
     tested, other = (_blockwise(f, ["key"]) for f in frames)
     if (tested["key"].isna().any() or other["key"].isna().any()
             or (tested["key"] <= 0).any() or (other["key"] <= 0).any()):
         raise _Undecided(UNTESTABLE, f"runs without a positive value of {key}")
     both = tested.merge(other, on=["block", "key"], suffixes=("", "_other"))
-    if _censored(both):
-        raise _Undecided(INCONCLUSIVE, f"a censored value{_censored(both)} has no place on a "
-                                       f"fitted line")
-    slopes = [(trend.log_log_slope(g["key"], np.log(g["low"])),
-               trend.log_log_slope(g["key"], np.log(g["low_other"])))
-              for _, g in both.groupby("block") if g["key"].nunique() >= 2]
-    if not slopes:
+    fitted = [g for _, g in both.groupby("block") if g["key"].nunique() >= 2]
+    if not fitted:
         raise _Undecided(INCONCLUSIVE, f"no block where both sides ran two values of {key}")
-    d = np.array([abs(a) - abs(b) for a, b in slopes])
-    return _located(claim, d, d, f"|slope| of log {claim.measure} against log {key} (tested "
-                                 f"less the other; median slopes "
-                                 f"{_number(np.median([a for a, _ in slopes]))} and "
-                                 f"{_number(np.median([b for _, b in slopes]))})", "")
+    ranges = [(_slope_range(g["key"], g["low"], g["censored"] > 0),
+               _slope_range(g["key"], g["low_other"], g["censored_other"] > 0)) for g in fitted]
+    low = np.array([a[0] - b[1] for a, b in ranges])
+    high = np.array([a[1] - b[0] for a, b in ranges])
+    slopes = [(trend.log_log_slope(g["key"], np.log(g["low"])),
+               trend.log_log_slope(g["key"], np.log(g["low_other"]))) for g in fitted]
+    return _located(claim, low, high, f"|slope| of log {claim.measure} against log {key} "
+                                      f"(tested less the other; median slopes "
+                                      f"{_number(np.median([a for a, _ in slopes]))} and "
+                                      f"{_number(np.median([b for _, b in slopes]))}, censored "
+                                      f"values at their lower bounds)",
+                    _censored(pd.concat(fitted)))
+
+
+def _slope_range(key: pd.Series, low: pd.Series, censored: pd.Series) -> tuple[float, float]:
+    """The range of |least-squares slope| of log measure against log key when the censored
+    values are only known to be at least ``low``. Raising a value at a key above the mean log
+    key raises the slope, so with every censored value there and the slope at the lower bounds
+    s >= 0, |slope| is at least s (a time that grows with C and was capped at the largest C);
+    otherwise it can be anything from 0."""
+    slope = trend.log_log_slope(key, np.log(low))
+    if not censored.any():
+        return abs(slope), abs(slope)
+    x = np.log(key.to_numpy(float))
+    if slope >= 0 and (x[censored.to_numpy()] > x.mean()).all():
+        return slope, np.inf
+    return 0.0, np.inf
 
 
 def _censored(blocks: pd.DataFrame) -> str:
-    """How many of the blocks' runs never reached their target, in words ('' when none)."""
+    """How many of the blocks' runs never reached their target or stopped at a cap, in words
+    ('' when none)."""
     count = int(blocks.filter(like="censored").to_numpy().sum())
-    return (f"; {count} run(s) never reached the target: censored, more than the run's own "
-            f"time (or iterations)") if count else ""
+    return (f"; {count} run(s) never reached the target or stopped at a cap: censored, more "
+            f"than the run's own time (or iterations)") if count else ""
 
 
 def _decide(rule: str, bound: float, paper: float | None, found: _Estimate) -> tuple[str, str]:
@@ -312,6 +397,23 @@ def by_kind(judged: list[Judged]) -> dict[str, list[Judged]]:
     return {kind: claims for kind, claims in found.items() if claims}
 
 
+def sections(judged: list[Judged]) -> dict[str, list[Judged]]:
+    """The rows of each table: the paper's claims, each followed by its companions (svmlab's
+    statements of the same comparison at equal precision), then svmlab's other statements."""
+    found = {"paper": [j for j in judged if j.claim.kind == "paper" or j.claim.companion_of],
+             "svmlab": [j for j in judged if j.claim.kind == "svmlab"
+                        and not j.claim.companion_of]}
+    return {kind: rows for kind, rows in found.items() if rows}
+
+
+def section_count(rows: list[Judged]) -> str:
+    """A table's counts: its claims', and its companions' apart ('' for none)."""
+    companions = [j for j in rows if j.claim.companion_of]
+    own = counted([j for j in rows if not j.claim.companion_of])
+    return own + (f"; svmlab's companions beside them: {counted(companions)}" if companions
+                  else "")
+
+
 def selection_table(chosen: list, metric: str) -> pd.DataFrame:
     """One row per dataset: the selected values, their validation score and the study
     (``chosen``: the selection step's results, with dataset, values, score and study)."""
@@ -352,30 +454,31 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
     command = f"svmlab workflow {workflow.name} --scale {scale}"
     noted = "".join(f"\n- {n}" for n in notes)
     selected = selection_markdown(workflow.select, chosen) + "\n\n" if chosen else ""
-    groups = by_kind(judged)
-    tables = "\n\n".join(f"## {TITLES[kind]}\n\n{counted(j)}.\n\n{markdown(table(j))}"
+    groups = sections(judged)
+    tables = "\n\n".join(f"## {TITLES[kind]}\n\n{section_count(j)}.\n\n{markdown(table(j))}"
                          for kind, j in groups.items())
     (folder / "claims.md").write_text(f"# {title}\n\n{workflow.description}\n\n"
                                       f"{summary(judged)}. Regenerate: `{command}`\n\n"
                                       + selected + tables
                                       + (f"\n\nNotes:{noted}\n" if notes else ""))
-    pd.concat([table(j).assign(kind=kind) for kind, j in groups.items()]).to_csv(
-        folder / "claims.csv", index=False)
-    sections = []
+    pd.concat([table(j).assign(kind=[r.claim.kind for r in j],
+                               beside=[r.claim.companion_of or "" for r in j])
+               for j in groups.values()]).to_csv(folder / "claims.csv", index=False)
+    parts = []
     for kind, j in groups.items():
         cells = page.table(table(j), index=False)
         for verdict, css in ((REPRODUCED, "keep"), (NOT_REPRODUCED, "reject")):
             cells = cells.replace(f"<td>{verdict}</td>", f"<td class='{css}'>{verdict}</td>")
-        sections.append((kind, TITLES[kind], page.conclusions([counted(j)]) + cells))
+        parts.append((kind, TITLES[kind], page.conclusions([section_count(j)]) + cells))
     if notes:
-        sections.append(("notes", "Notes", page.conclusions(list(notes))))
+        parts.append(("notes", "Notes", page.conclusions(list(notes))))
     shown = "".join(page.figure(path, caption) for caption, path in (figures or {}).items())
     selection = ([("selection", "Selection", page.conclusions([selection_text(workflow.select)])
                    + page.table(selection_table(chosen, workflow.select.metric), index=False))]
                  if chosen else [])
     (folder / "claims.html").write_text(page.render(
         title, f"{workflow.description}\n{summary(judged)}\n{command}",
-        selection + sections + ([("figures", "Figures", shown)] if shown else [])))
+        selection + parts + ([("figures", "Figures", shown)] if shown else [])))
 
 
 def counts(judged: list[Judged]) -> dict[str, int]:
@@ -398,12 +501,15 @@ def metrics(judged: list[Judged]) -> dict[str, int]:
 
 
 def _side_text(where: dict, frame: pd.DataFrame, measure: str) -> str:
-    """A side in words: its runs, blocks, median and range of the measure, censored runs."""
+    """A side in words: its runs, blocks, median and range of the measure (a censored run at
+    its lower bound), censored runs."""
     never = int(frame["censored"].sum())
-    spread = (f"median {_number(frame['high'].median())}, range {_number(frame['high'].min())} "
-              f"to {_number(frame['high'].max())}")
+    shown = frame["high"].where(~frame["censored"].astype(bool), frame["low"])
+    spread = (f"median {_number(shown.median())}, range {_number(shown.min())} "
+              f"to {_number(shown.max())}")
     return (f"{_label(where)}: {len(frame)} run(s) in {frame['block'].nunique()} block(s), "
-            f"{measure} {spread}" + (f", {never} never reached the target" if never else ""))
+            f"{measure} {spread}" + (f", {never} censored (a target never reached or a cap: "
+                                     f"their lower bound counted)" if never else ""))
 
 
 def _label(where: dict) -> str:

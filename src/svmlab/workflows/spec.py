@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from svmlab.analysis import hypotheses, notebooks, table
+from svmlab.analysis import hypotheses, notebooks, precision, table
 from svmlab.errors import SvmlabError, did_you_mean
 
 #: The workflow files shipped with svmlab.
@@ -34,7 +34,11 @@ REPORT_KEYS = {"notebook": True}
 CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
               "decide": False, "why": False, "untestable": False, "kind": False,
-              "blocks": False, "growth_with": False, "sensitivity_to": False}
+              "blocks": False, "growth_with": False, "sensitivity_to": False,
+              "companion": False, "grid": False}
+#: A companion's keys: its measure (an equal-precision one) and why it is the same comparison;
+#: ``decide`` when it differs from its paper claim's.
+COMPANION_KEYS = {"measure": True, "why": True, "decide": False}
 
 
 class WorkflowError(SvmlabError):
@@ -56,7 +60,10 @@ class Claim:
     (a key whose value is a size, e.g. ``n_train``) fits how the per-block number changes with
     it; ``sensitivity_to`` (a key that varies inside a block, e.g. ``solver.C``) fits each
     side's slope over the values both sides ran and compares their sizes. ``kind`` says whose
-    statement it is: the paper's, or svmlab's own (a certificate, a companion measurement)."""
+    statement it is: the paper's, or svmlab's own (a certificate, a companion measurement).
+    ``grid`` names keys of settings the paper does not report: the claim is judged at each of
+    their combinations and holds only where it holds at every one. ``companion_of`` is the
+    paper claim a companion (the same comparison at equal precision) stands beside."""
 
     claim: str
     source: str
@@ -73,6 +80,8 @@ class Claim:
     blocks: list[str] = field(default_factory=lambda: ["dataset", "seed"])
     growth_with: str | None = None
     sensitivity_to: str | None = None
+    grid: list[str] = field(default_factory=list)
+    companion_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -191,7 +200,8 @@ def parse(data: Any, path: Path) -> Workflow:
                 for s, scale in scale_data.items()},
         analysis=_analysis(data["analysis"], f"{where}: analysis"),
         notebook=notebook,
-        claims=[_claim(c, f"{where}: claims[{i}]") for i, c in enumerate(claims)],
+        claims=[c for i, data in enumerate(claims)
+                for c in _claim_and_companion(data, f"{where}: claims[{i}]")],
         select=select, select_grids=grids)
 
 
@@ -244,9 +254,27 @@ def _analysis(data: Any, where: str) -> Analysis:
                     filter=data.get("filter") or "", objective=data.get("objective"))
 
 
-def _claim(data: Any, where: str) -> Claim:
+def _claim_and_companion(data: Any, where: str) -> list[Claim]:
+    """The claim, then its companion when it has one: svmlab's statement of the same
+    comparison on an equal-precision measure (a time to a certified gap or to an accuracy)."""
+    claim = _claim(data, where)
+    if "companion" not in data:
+        return [claim]
+    more = _mapping(data["companion"], f"{where}.companion", COMPANION_KEYS)
+    _checked(precision.parse, more["measure"], f"{where}.companion.measure")
+    if claim.kind != "paper" or claim.untestable is not None:
+        raise WorkflowError(f"{where}.companion: only a testable paper claim has a companion")
+    companion = {**data, "claim": f"{claim.claim}, {precision.describe(more['measure'])}",
+                 "kind": "svmlab", "measure": more["measure"],
+                 "why": _text(more["why"], f"{where}.companion.why"),
+                 "decide": more.get("decide", claim.decide)}
+    return [claim, _claim(companion, f"{where}.companion", claim.claim)]
+
+
+def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
     data = _mapping(data, where, CLAIM_KEYS)
-    claim = Claim(**{k: v for k, v in data.items() if v is not None})
+    data = {k: v for k, v in data.items() if k != "companion"}
+    claim = Claim(**{k: v for k, v in data.items() if v is not None}, companion_of=companion_of)
     if claim.paper is not None and (isinstance(claim.paper, bool)
                                     or not isinstance(claim.paper, (int, float))):
         raise WorkflowError(f"{where}.paper: the paper's number; got {claim.paper!r} (words "
@@ -286,6 +314,9 @@ def _claim(data: Any, where: str) -> Claim:
 
 def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
     """The blocks and the slope shapes of a claim: keys that exist together and make sense."""
+    if "grid" in data and not _strings(data["grid"], f"{where}.grid"):
+        raise WorkflowError(f"{where}.grid: the keys of the settings the paper does not report, "
+                            f"e.g. [unreported.lam, dataset]; got {data['grid']!r}")
     if "blocks" in data and (not _strings(data["blocks"], f"{where}.blocks")
                              or not all(b.strip() for b in data["blocks"])):
         raise WorkflowError(f"{where}.blocks: the keys whose values make a block, e.g. "

@@ -5,7 +5,8 @@ the augmented Lagrangian of penalty mu. One outer iteration k, all with the same
 
     e   <- y prox_p(y t, C / mu),   t = y - A w - b - lam / mu          (Eqs.10-13)
     w,b <- warm-started CG on the normal equations of
-           min mu^-1 ||w||^2 + ||A w + b 1 - z||^2,   z = y - e - lam / mu    (Eqs.14-18)
+           min mu^-1 ||w||^2 + ||A w + b 1 - z||^2,   z = y - e - lam / mu    (Eqs.14-18),
+           preconditioned by their diagonal (||A_j||^2 + 1/mu, n) with ``precondition``
     lam <- lam + mu (A w + b - y + e)                                    (Eq.9)
 
 The exact variant (Algorithm 1) runs CG to a relative residual cg_tol; the inexact variant runs
@@ -23,7 +24,12 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 from svmlab.numerics.rows import Rows, matvec
-from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, multiplier_step
+from svmlab.solvers.alm.loops import (
+    column_squares,
+    conjugate_gradient,
+    e_step_pass,
+    multiplier_step,
+)
 
 SCHEDULES = ("constant", "geometric", "balance", "paper29")
 BALANCE_RATIO = 10.0  # "balance": change mu when one residual exceeds 10x the other
@@ -46,6 +52,7 @@ class Settings(NamedTuple):
     schedule: str
     rho: float
     mu_max: float
+    precondition: bool  # CG preconditioned by the diagonal of the normal equations
 
 
 @dataclass
@@ -122,6 +129,11 @@ def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[St
     n, d = rows.n_rows, rows.n_cols
     g, h = np.empty(d), np.empty(d if s.exact else 0)
     d_w, m_w, q, u_old = np.empty(d), np.empty(d), np.empty(n), np.empty(n)
+    z_w = np.empty(d)
+    if s.precondition:
+        column_sq = np.empty(d)
+        column_squares(rows, column_sq)
+    pre_w = np.empty(0)
     maxit = s.cg_maxit if s.exact else s.inner_steps
     k, lyapunov = 0, None  # lyapunov: mu ||res||^2 / 2 + f of the last iteration (paper29)
     while True:
@@ -133,9 +145,11 @@ def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[St
         rhs_norm = math.sqrt(h @ h + (sum_z * sum_z if s.bias else 0.0)) if s.exact else 0.0
         u_old[:] = state.u
         b_old = state.b
+        if s.precondition:
+            pre_w = 1.0 / (column_sq + 1.0 / mu)
         state.b, cg_its, cg_res = conjugate_gradient(
             rows, state.w, state.b, state.u, res_w, -sum_r, mu, s.bias, maxit,
-            s.cg_tol * rhs_norm, d_w, q, m_w)
+            s.cg_tol * rhs_norm, d_w, q, m_w, pre_w, 1.0 / n, z_w)
         if s.exact or k % s.refresh_every == 0:
             matvec(rows, state.w, state.u)
         res2, change2, loss = multiplier_step(y, state.u, state.b, state.e, state.lam, mu, s.p,

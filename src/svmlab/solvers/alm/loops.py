@@ -104,22 +104,32 @@ def normal_pass(rows, d_w, d_b, q, out, accumulate):
 
 
 @njit(cache=True)
-def conjugate_gradient(rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_w, q, m_w):
+def conjugate_gradient(rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_w, q, m_w,
+                       pre_w, pre_b, z_w):
     """Warm-started CG on the normal equations of the (w, b)-step (spec §1.4.2):
 
         [A^T A + I / mu   A^T 1] [w]   [A^T z]
         [1^T A            n    ] [b] = [1^T z]
 
     from (w, b) with residual (res_w, res_b) = rhs - M (w, b), updated in place with u = A w
-    (u += alpha (q - d_b): no extra pass). Each iteration is one `normal_pass`; the last of
+    (u += alpha (q - d_b): no extra pass), preconditioned by the diagonal (pre_w, pre_b)
+    (an empty pre_w: none, plain CG). Each iteration is one `normal_pass`; the last of
     ``maxit`` skips its A^T q, which only the next residual would need. Without ``bias``, b and
     its residual stay 0. Stops when ||residual|| <= tol_abs. Returns (b, iterations, ||res||).
     """
     if not bias:
         res_b = 0.0
-    d_w[:] = res_w
-    d_b = res_b
+    plain = pre_w.shape[0] == 0
+    if plain:
+        z_w[:] = res_w
+        z_b = res_b
+    else:
+        z_w[:] = pre_w * res_w
+        z_b = pre_b * res_b
+    d_w[:] = z_w
+    d_b = z_b
     rr = res_w @ res_w + res_b * res_b
+    rz = rr if plain else res_w @ z_w + res_b * z_b
     it = 0
     while it < maxit and np.sqrt(rr) > tol_abs:
         last = it == maxit - 1
@@ -128,7 +138,7 @@ def conjugate_gradient(rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_
         curvature = qq + dwdw / mu
         if curvature <= 0.0:
             break
-        alpha = rr / curvature  # Eq.18 when it == 0: (||w_g||^2 + b_g^2) / (q'q + ||w_g||^2/mu)
+        alpha = rz / curvature  # Eq.18 when it == 0: (||w_g||^2 + b_g^2) / (q'q + ||w_g||^2/mu)
         w += alpha * d_w
         b += alpha * d_b
         for i in range(u.shape[0]):
@@ -139,11 +149,19 @@ def conjugate_gradient(rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_
             break
         res_w -= alpha * (m_w + d_w / mu)
         res_b = res_b - alpha * sq if bias else 0.0
-        rr_next = res_w @ res_w + res_b * res_b
-        d_w *= rr_next / rr
-        d_w += res_w
-        d_b = res_b + (rr_next / rr) * d_b
-        rr = rr_next
+        rr = res_w @ res_w + res_b * res_b
+        if plain:
+            z_w[:] = res_w
+            z_b = res_b
+            rz_next = rr
+        else:
+            z_w[:] = pre_w * res_w
+            z_b = pre_b * res_b
+            rz_next = res_w @ z_w + res_b * z_b
+        d_w *= rz_next / rz
+        d_w += z_w
+        d_b = z_b + (rz_next / rz) * d_b
+        rz = rz_next
     return b, it, np.sqrt(rr)
 
 
@@ -163,3 +181,14 @@ def multiplier_step(y, u, b, e, lam, mu, p, u_old, b_old):
         if xi > 0.0:
             loss += xi if p == 1.0 else (xi * xi if p == 2.0 else xi ** p)
     return res2, change2, loss
+
+
+@njit(cache=True)
+def column_squares(rows, out):
+    """out_j = sum_i A_ij^2, the diagonal of A^T A, in one pass over the rows."""
+    data, indices, indptr, dense = rows.data, rows.indices, rows.indptr, rows.dense
+    out[:] = 0.0
+    for i in range(rows.n_rows):
+        start, end = indptr[i], indptr[i + 1]
+        for k in range(start, end):
+            out[k - start if dense else indices[k]] += data[k] * data[k]

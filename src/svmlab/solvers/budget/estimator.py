@@ -50,22 +50,22 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Formulation, KernelImage, certify
-from svmlab.estimator.kernels import resolve_gamma
+from svmlab.estimator.certificates import KernelImage, certify
+from svmlab.estimator.formulations import L2, Formulation, FreeBias, Hinge, NoBias
+from svmlab.estimator.kernels import canonical_csr, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.validation import finite_csr_int32
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import model as bm
 
-FORMULATIONS = {False: Formulation("hinge", "l2", "none"),  # by ``bias``
-                True: Formulation("hinge", "l2", "free")}
+FORMULATIONS = {False: Formulation(Hinge(), L2(), NoBias()),  # by ``bias``
+                True: Formulation(Hinge(), L2(), FreeBias())}
 
 
 def best_offset(y: np.ndarray, f: np.ndarray) -> float:
@@ -84,12 +84,10 @@ def best_offset(y: np.ndarray, f: np.ndarray) -> float:
 
 
 def _csr_rows(X):
-    """X as CSR with sorted indices and no stored zeros: dense and CSR input then hold the same
-    nonzeros in the same order, and every kernel sum adds the same terms in the same order."""
-    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-    X.eliminate_zeros()
-    X.sort_indices()
-    return finite_csr_int32(X)
+    """X as canonical CSR (`canonical_csr`) with int32 indices: dense and CSR input then hold
+    the same nonzeros in the same order, and every kernel sum adds the same terms in the same
+    order."""
+    return finite_csr_int32(canonical_csr(X))
 
 
 class BudgetedSVMClassifier(KernelSVMClassifier):
@@ -235,7 +233,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
             squared_l2 = float(coef @ bm.decisions(spec, model.points, model)[:size]) * scale
             margins = y * (f + b)
             values = {
-                "objective_hinge_l2": 0.5 * squared_l2 + self.C * form.loss_term.value(margins),
+                form.metric("objective"): 0.5 * squared_l2 + self.C * form.loss.value(margins),
                 "dual_hybrid": float(alpha.sum() - 0.5 * alpha @ (y * f)),
                 "offset": b,
             }
@@ -245,7 +243,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
                                refine=False)
                 values["dual_alpha"] = float(alpha.sum() - 0.5 * image.squared_norm(alpha))
                 values.update((k, v) for k, v in cert.metrics().items()
-                              if not k.startswith("primal_"))
+                              if k != form.metric("primal"))
             values |= {
                 "nonzero_step_fraction": stats["nonzero_steps"] / stats["steps"],
                 "merge_fraction": stats["merges"] / stats["steps"],

@@ -40,10 +40,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Certificate
+from svmlab.estimator.certificates import Certificate, certify
+from svmlab.estimator.formulations import L2SVM, Formulation
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
-from svmlab.estimator.objectives import l2svm_objective, primal_objectives
+from svmlab.estimator.objectives import primal_objectives
 from svmlab.numerics.row_cache import EVALS, FIRST_WIDTH, SERVED, new_cache
 from svmlab.numerics.trace_buffer import new_buffer
 from svmlab.solvers.frank_wolfe import loops as meb
@@ -166,20 +167,35 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.n_support_ = len(self.support_)
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
         self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
+        self.stop_reason_ = (f"max_iter={self.max_iter} steps"
+                             if progress.counts[meb.STATUS] == meb.MAX_STEPS else None)
+
+    def _formulation(self) -> Formulation:
+        return L2SVM
+
+    @property
+    def _l2svm_C(self) -> float:
+        """The C of `formulations.L2SVM`: the slack term here is C/2 sum xi^2."""
+        return 0.5 * self.C
 
     def _certificate(self, X, y: np.ndarray) -> Certificate:
-        """The L2-SVM primal at the model against the dual value -R/2 of its alpha."""
-        squared_l2, _ = self._regularizer_norms()
-        primal = l2svm_objective(y * self._decision_of(X), squared_l2, self.intercept_[0],
-                                 self.C)
-        return Certificate("l2svm", primal, -0.5 * self.rho_, "solver")
+        """The L2-SVM primal at the model against the dual bound of the solver's alpha,
+        -alpha^T K~ alpha / 2 (the loop's -R/2, up to rounding): the certificate the gap rule
+        stops at."""
+        squared_l2, l1 = self._regularizer_norms()
+        alpha = np.zeros(len(y))
+        alpha[self.support_] = self.alpha_
+        regulariser = L2SVM.regulariser(squared_l2, l1, float(self.intercept_[0]))
+        return certify(L2SVM, self._l2svm_C, y * self._decision_of(X), regulariser,
+                       self._dual_image(X, y), (alpha,), own_point=False)
 
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
-        """The common objectives plus objective_l2svm, the formulation these solvers minimise."""
+        """The common objectives plus the L2-SVM's, the formulation these solvers minimise."""
         squared_l2, l1 = self._regularizer_norms()
         margins = y_pm * self._decision_of(X)
+        regulariser = L2SVM.regulariser(squared_l2, l1, float(self.intercept_[0]))
         return primal_objectives(margins, squared_l2, l1, self.C) | {
-            "objective_l2svm": l2svm_objective(margins, squared_l2, self.intercept_[0], self.C)}
+            L2SVM.metric("objective"): L2SVM.primal(margins, regulariser, self._l2svm_C)}
 
 
 class FrankWolfe(MEBSVMClassifier):

@@ -20,7 +20,7 @@ Stopping rules. Rule 'meb' (the paper's) stops when delta+ = (Delta^2 + R - 2t) 
 (1 + eps)^2 - 1, t = the search's min G: a ball accuracy, whose meaning in terms of the SVM
 depends on the kernel. Rule 'gap' (full scans only) stops when the certified relative duality
 gap of the L2-SVM is at most eps: the model of alpha has margins m_i = G_i - alpha_i / C, its
-primal value P at the best rho is `l2svm_primal` (as `svmlab.estimator.objectives.l2svm_objective`)
+primal value P at the best rho is `l2svm_primal` (as `svmlab.estimator.formulations.FreeMargin`)
 and the dual value of alpha is -R/2, so the gap is P + R/2 and the relative gap that over |P|.
 It is computed from G over every point (FW/MFW: Gf; CVM: its full search) at iterations spaced
 by a factor GAP_CHECK_GROWTH (CVM: every iteration) and recorded in the trace's gap columns
@@ -37,13 +37,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from svmlab.estimator.formulations import L2SVM
 from svmlab.numerics.row_cache import EVALS, SERVED, WIDTH, claim_row, clear, grow, move_column
 from svmlab.numerics.trace_buffer import exclude_since, monotonic_ns, next_row, slice_over
 from svmlab.solvers.frank_wolfe.kernel import modified_row
 
-TRACE_COLUMNS = ("objective_l2svm_dual", "meb_radius2", "delta_plus", "fw_gap", "gap_l2svm",
-                 "rel_gap_l2svm", "core_size", "step_type", "kernel_evals", "cache_hit_rate",
-                 "iter_kernel_evals", "iter_cache_hit_rate")
+TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus", "fw_gap",
+                 L2SVM.metric("gap"), L2SVM.metric("rel_gap"), "core_size", "step_type",
+                 "kernel_evals", "cache_hit_rate", "iter_kernel_evals", "iter_cache_hit_rate")
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
 RUNNING, CONVERGED, MAX_STEPS = 0, 1, 2
 # Progress.counts entries, Progress.values entries

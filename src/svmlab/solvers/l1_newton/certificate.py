@@ -2,48 +2,54 @@ r"""Certified duality gap of the exact (unsmoothed) problem of the l1 Newton sol
 
     P(w) = lam/2 ||w||_2^2 + mu ||w||_1 + 1/N sum_i max(0, 1 - y_i x_i.w)      (spec 001 (1.2))
 
-With lam = 0 this is the LP-SVM, the exact l1 problem: mu times objective_hinge_l1 at
-C = 1/(N mu); the bound below is then the estimator layer's hinge_l1 bound for the same dual
-point (without its free-set least squares, too slow on a9a-sized data). Its Fenchel dual over theta in [0, 1]^N, with v = 1/N X^T (y o theta), is
+is the hinge loss with the elastic-net penalty at C = 1/N (`formulation`), certified by the
+estimator layer's `certify`. With lam = 0 it is the LP-SVM, mu times the hinge_l1 formulation at
+C = 1/(N mu), which is what is certified then (values P / mu). The Fenchel dual over theta in
+[0, 1]^N (a = C theta), with v = 1/N X^T (y o theta), is
 
     D(theta) = mean(theta) - (1/(2 lam)) ||S_mu(v)||^2        (lam > 0; S_mu: soft threshold)
     D(theta) = mean(theta)  if ||v||_inf <= mu, else -inf     (lam = 0)
 
 so every theta gives the lower bound max_t D(t theta) over 0 <= t <= 1/max(theta). The dual
 points tried are the smoothed problem's own, theta_i = j_alpha'(z_i) (exact at the smoothed
-optimum, spec §1.4), the hinge's subgradient 1[z_i > 0], and that subgradient completed on the
-points with z_i near 0 (`support_fits`), where the hinge's derivative is undetermined: there
-theta_F in [0, 1] is fitted by bounded least squares to P's optimality condition on the support
-S of w, 1/N X_S^T (y o theta) = lam w_S + mu sign(w_S). At the optimum of the LP (lam = 0) F
-holds about |S| points, so the fit is a small dense problem, and the certified gap follows the
-true suboptimality (j_alpha' alone leaves it orders of magnitude looser unless the last level
-was solved to eta = 1e-10).
+optimum, spec §1.4), the hinge's subgradient 1[z_i > 0] (the model's own point in `certify`), and
+that subgradient completed on the points with z_i near 0 (`free_set_duals`), where the hinge's
+derivative is undetermined: there theta_F in [0, 1] is fitted to P's optimality condition on the
+support S of w, 1/N X_S^T (y o theta) = lam w_S + mu sign(w_S), by an LP. At the optimum of the
+LP-SVM (lam = 0) F holds about |S| points, so the fit is a small problem, and the certified gap
+follows the true suboptimality (j_alpha' alone leaves it orders of magnitude looser unless the
+last level was solved to eta = 1e-10). The estimator layer's own free-set refinement (a least
+squares fit over every coordinate) is not used: it is too slow on a9a-sized data.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from svmlab.estimator.certificates import FREE_SET_WIDTHS, Certificate
-from svmlab.estimator.formulations import ElasticNet
+from svmlab.estimator.certificates import FREE_SET_WIDTHS
+from svmlab.estimator.formulations import L1, ElasticNet, Formulation, Hinge
 
 MAX_FREE = 100_000  # points of a free set (closest to the margin first)
 
-FORMULATION = "hinge_elastic_net"
+
+def problem(lam: float, mu: float) -> Formulation:
+    """P's own formulation, at C = 1/N."""
+    return Formulation(Hinge(), ElasticNet(lam, mu))
+
+
+def certified(lam: float, mu: float) -> tuple[Formulation, float]:
+    """(formulation, N C) of what is certified: P itself, or for lam = 0 < mu hinge_l1 at
+    C = 1/(N mu) (P / mu)."""
+    if lam == 0 and mu > 0:
+        return Formulation(Hinge(), L1()), 1.0 / mu
+    return problem(lam, mu), 1.0
 
 
 def exact_objective(margins: np.ndarray, w: np.ndarray, lam: float, mu: float) -> float:
     """P(w) from the margins y_i x_i.w."""
-    return float(np.maximum(1.0 - margins, 0.0).mean() + 0.5 * lam * (w @ w)
-                 + mu * np.abs(w).sum())
-
-
-def scaled_dual(theta: np.ndarray, v: np.ndarray, lam: float, mu: float) -> float:
-    """max over 0 <= t <= 1/max(theta) of D(t theta), v = 1/N X^T (y o theta)."""
-    m = float(theta.mean())
-    if m <= 0.0:
-        return 0.0
-    return ElasticNet(lam, mu).best_scaled_dual(m, v, 1.0 / float(theta.max()))
+    form = problem(lam, mu)
+    return form.primal(margins, form.regulariser(float(w @ w), float(np.abs(w).sum()), 0.0),
+                       1.0 / len(margins))
 
 
 def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, mu: float,
@@ -83,14 +89,3 @@ def _duplicates(rows):
     _, first, group = np.unique(np.array(keys, dtype=object), return_index=True,
                                 return_inverse=True)
     return group, np.bincount(group).astype(float), rows[first]
-
-
-def certificate(primal: float, candidates, lam: float, mu: float) -> Certificate:
-    """The Certificate of P at a model with value ``primal``; ``candidates`` yields
-    (theta, v, source) dual points."""
-    best, source = -np.inf, "solver"
-    for theta, v, origin in candidates:
-        value = scaled_dual(theta, v, lam, mu)
-        if value > best:
-            best, source = value, origin
-    return Certificate(FORMULATION, float(primal), float(best), source)

@@ -14,6 +14,7 @@ weight is 0.
 the trace holds the whole path (column ``mu``) and the model is the last one.
 """
 
+from contextlib import nullcontext
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -21,16 +22,16 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.errors import ConfigError
-from svmlab.estimator.certificates import Certificate
+from svmlab.estimator.certificates import Certificate, LinearImage, certify
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
 from svmlab.estimator.trace import RowBuffer
 from svmlab.numerics.rows import rmatvec, rows_of
 from svmlab.solvers.l1_newton.certificate import (
-    FORMULATION,
-    certificate,
+    certified,
     exact_objective,
     free_set_duals,
+    problem,
 )
 from svmlab.solvers.l1_newton.newton import PRUNES, Settings, run
 from svmlab.solvers.l1_newton.passes import hinge_derivatives, smoothed_objective
@@ -94,7 +95,8 @@ class L1NewtonSVM(LinearSVMClassifier):
         return super()._compile(X[:, :WARM_UP_COLUMNS], y)
 
     def _stopping_rule(self) -> str:
-        return (f"certified rel_gap_{self._formulation_name()} <= tol={self.tol} at a level's "
+        rel_gap = certified(self.lam, self.mu)[0].metric("rel_gap")
+        return (f"certified {rel_gap} <= tol={self.tol} at a level's "
                 f"end, before the paper's rule alpha <= alpha_min={self.alpha_min} (Newton "
                 f"decrement < eta={self.eta} x alpha and no inactive KKT violator at every "
                 f"level), within max_newton={self.max_newton} Newton iterations per mu")
@@ -106,12 +108,14 @@ class L1NewtonSVM(LinearSVMClassifier):
     def _fit(self, X, y, trace):
         rows = rows_of(X)
         n, p = X.shape
-        mus = self._path_mus(X, y)
+        mus = self._path_mus(rows, y)
         w, done = np.zeros(p), 0
+        with nullcontext() if self.tol > 0 else trace.paused():  # the gaps' features
+            image = LinearImage(X, y, w)
         coefs, totals = [], np.zeros(4, np.int64)
         with trace.buffered() as trace_rows:
             for mu in mus:
-                state, gap = self._solve(X, rows, y, mu, w, trace_rows, done)
+                state, gap = self._solve(X, rows, y, mu, w, trace_rows, done, image)
                 w, done = state.w, done + state.iterations
                 coefs.append(w)
                 totals += (state.passes, state.steps, state.backtracks, state.levels)
@@ -126,35 +130,41 @@ class L1NewtonSVM(LinearSVMClassifier):
         if self.path > 1:
             self.path_mu_, self.path_coef_ = np.asarray(mus), np.vstack(coefs)
 
-    def _path_mus(self, X, y) -> list[float]:
+    def _path_mus(self, rows, y) -> list[float]:
+        """The path's mu from mu_max = ||X^T y||_inf / N down to mu (X^T y by the row pass
+        of both input formats, so dense and CSR input share the path)."""
         if self.path == 1:
             return [float(self.mu)]
-        top = float(np.abs(np.asarray(X.T @ y)).max()) / X.shape[0]
+        xty = np.empty(rows.n_cols)
+        rmatvec(rows, y, xty)
+        top = float(np.abs(xty).max()) / rows.n_rows
         if not 0.0 < self.mu < top:
             raise ConfigError(f"path={self.path} needs 0 < mu < mu_max = ||X^T y||_inf / N = "
                               f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
         return list(np.geomspace(top, self.mu, self.path))
 
-    def _solve(self, X, rows, y, mu, w0, trace: RowBuffer, offset):
+    def _solve(self, X, rows, y, mu, w0, trace: RowBuffer, offset, image: LinearImage):
         """One run of the method at mu from w0, traced in the fit's buffer; returns its final
         State and the certified relative gap there (certified on the clock at the end when no
-        level's end was; inf if tol = 0 or max_newton ran out)."""
+        level's end was; inf if tol = 0 or max_newton ran out). ``image``: X's features for
+        the certificates."""
         gap = {"value": np.nan, "primal": np.inf, "final": np.inf}
         on_clock = self.tol > 0
-        gap_column = f"rel_gap_{self._formulation_name()}"
+        gap_column = certified(self.lam, mu)[0].metric("rel_gap")
+        objective_column = problem(self.lam, mu).metric("objective")
 
         def on_level(state):
             """The gap at a level's end: the stopping test (tol > 0), certified once P changed by
             at most tol x P over the level (before, it cannot be due yet); else trace-only."""
             if not on_clock:
                 with trace.paused():
-                    gap["value"] = self._gap(X, rows, y, state, mu, refine=False)
+                    gap["value"] = self._gap(X, y, state, mu, image, refine=False)
                 return False
             primal = exact_objective(y * state.xw, state.w, self.lam, mu)
             due = gap["primal"] - primal <= self.tol * primal
             gap["primal"] = primal
             if due:
-                gap["value"] = gap["final"] = self._gap(X, rows, y, state, mu)
+                gap["value"] = gap["final"] = self._gap(X, y, state, mu, image)
             return due and gap["value"] <= self.tol
 
         def on_iteration(state):
@@ -162,7 +172,7 @@ class L1NewtonSVM(LinearSVMClassifier):
                 F = state.objective if np.isfinite(state.objective) else smoothed_objective(
                     y, state.xw, state.w, state.alpha, self.lam, mu)
                 row = {"objective_smoothed": F, "alpha": state.alpha,
-                       f"objective_{FORMULATION}": exact_objective(
+                       objective_column: exact_objective(
                            y * state.xw, state.w, self.lam, mu),
                        "active": state.active, "nnz": int(np.count_nonzero(state.w)),
                        "passes": state.passes, gap_column: gap["value"], "mu": mu}
@@ -172,50 +182,39 @@ class L1NewtonSVM(LinearSVMClassifier):
         state = run(rows, y, self._settings(mu), w0, on_iteration, on_level)
         if not on_clock or state.stopped or state.iterations >= self.max_newton:
             return state, gap["final"] if state.stopped else np.inf
-        return state, self._gap(X, rows, y, state, mu)
+        return state, self._gap(X, y, state, mu, image)
 
-    def _formulation_name(self) -> str:
-        return "hinge_l1" if self.lam == 0 and self.mu > 0 else FORMULATION
-
-    def _gap(self, X, rows, y, state, mu, refine=True) -> float:
+    def _gap(self, X, y, state, mu, image, refine=True) -> float:
         """Certified relative gap at the iterate (theta from the alpha just solved)."""
-        return self._weights_cert(X, rows, y, state.w, state.xw, state.solved, mu,
+        return self._weights_cert(X, y, state.w, state.xw, state.solved, mu, image,
                                   refine).rel_gap
 
-    def _weights_cert(self, X, rows, y, w, xw, alpha, mu, refine=True) -> Certificate:
-        """P's certificate from the smoothed problem's dual point, the hinge's subgradient and
-        (``refine``) its free-set completions (`certificate.free_set_duals`, a small LP each);
-        for lam = 0 < mu in the scale of objective_hinge_l1 at C = 1/(N mu) (divided by mu)."""
-        n, z = len(y), 1.0 - y * xw
-
-        def image(theta):
-            v = np.empty(rows.n_cols)
-            rmatvec(rows, y * theta, v)
-            return v
-
-        def candidates():
-            yield (theta := hinge_derivatives(y, xw, alpha)), image(theta) / n, "solver"
-            hinge = (z > 0.0).astype(float)
-            hinge_sum = image(hinge)
-            yield hinge, hinge_sum / n, "model"
-            if refine:
-                for theta in free_set_duals(X, y, w, z, self.lam, mu, hinge_sum):
-                    yield theta, image(theta) / n, "model"
-
-        cert = certificate(exact_objective(y * xw, w, self.lam, mu), candidates(), self.lam, mu)
-        if self.lam == 0 and mu > 0:
-            return Certificate("hinge_l1", cert.primal / mu, cert.dual / mu, cert.source)
-        return cert
+    def _weights_cert(self, X, y, w, xw, alpha, mu, image, refine=True) -> Certificate:
+        """The certificate of `certificate.certified` (P, or for lam = 0 < mu P / mu) from the
+        smoothed problem's dual point, the hinge's subgradient (the model's own) and
+        (``refine``) its free-set completions (`certificate.free_set_duals`, a small LP each)."""
+        form, scale = certified(self.lam, mu)
+        C, z = scale / len(y), 1.0 - y * xw
+        completions = ()
+        if refine:
+            hinge_sum = image.vector((z > 0.0).astype(float))
+            completions = tuple(C * theta for theta in
+                                free_set_duals(X, y, w, z, self.lam, mu, hinge_sum))
+        regulariser = form.regulariser(float(w @ w), float(np.abs(w).sum()), 0.0)
+        return certify(form, C, y * xw, regulariser, image.with_weights(w),
+                       (C * hinge_derivatives(y, xw, alpha),), refine=False,
+                       model_duals=completions)
 
     def _certificate(self, X, y) -> Certificate:
         w = self.coef_[0]
-        return self._weights_cert(X, rows_of(X), y, w, X @ w, self.alpha_final_,
-                                  float(self.mu))
+        return self._weights_cert(X, y, w, X @ w, self.alpha_final_, float(self.mu),
+                                  LinearImage(X, y, w))
 
     def _objective_values(self, X, y_pm) -> dict[str, float]:
         """The common objectives at C_, and P itself (objective_hinge_elastic_net)."""
         w = self.coef_[0]
         margins = y_pm * self._decision_of(X)
         values = primal_objectives(margins, float(w @ w), float(np.abs(w).sum()), self.C_)
-        values[f"objective_{FORMULATION}"] = exact_objective(margins, w, self.lam, self.mu)
+        values[problem(self.lam, self.mu).metric("objective")] = exact_objective(
+            margins, w, self.lam, self.mu)
         return values

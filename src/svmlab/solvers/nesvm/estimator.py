@@ -23,19 +23,26 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import (
     Certificate,
-    Formulation,
     KernelImage,
     LinearImage,
     relative_gap,
 )
-from svmlab.estimator.formulations import SmoothedHinge
+from svmlab.estimator.formulations import (
+    L1,
+    L2,
+    Formulation,
+    FreeBias,
+    Hinge,
+    NoBias,
+    SmoothedHinge,
+    Squared,
+)
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.trace import RowBuffer
 from svmlab.solvers.nesvm.problem import (
     LIPSCHITZ_MODES,
     MODELS,
-    TRUE_OBJECTIVE,
     Evaluation,
     SmoothedSVM,
 )
@@ -397,29 +404,30 @@ class NESVM(KernelSVMClassifier):
     def _recorder(self, problem: SmoothedSVM, rows: RowBuffer, offset: int, gap: GapState):
         """The `nesterov` hook of one stage that records each iterate's row in the fit's buffer
         (its values off the clock); iteration numbers continue across homotopy stages."""
-        true_name, name = TRUE_OBJECTIVE[self.model], self._formulation().name
+        form = self._formulation()
         smoothing = {} if self.model == "lssvm" else {"mu": problem.mu}
         if self.model == "lpsvm":
             smoothing["nu"] = problem.nu
 
         def record(k, theta, ev):
             with rows.paused():
-                row = {true_name: ev.true, "grad_norm": float(np.linalg.norm(ev.grad)),
-                       **smoothing}
+                row = {form.metric("objective"): ev.true,
+                       "grad_norm": float(np.linalg.norm(ev.grad)), **smoothing}
                 if self.model != "lssvm":
                     row["objective_smoothed"] = ev.smoothed
                 if ev.dual_gap is not None:
                     row["dual_gap"] = ev.dual_gap
                 if self.stop == "gap":  # NaN where the iterate was not certified
-                    row[f"rel_gap_{name}"] = gap.rel_gap if gap.checked_at == k else math.nan
+                    row[form.metric("rel_gap")] = (gap.rel_gap if gap.checked_at == k
+                                                   else math.nan)
                 rows.append(offset + k, **row)
 
         return record
 
     def _formulation(self) -> Formulation:
-        loss = "squared" if self.model == "lssvm" else "hinge"
-        return Formulation(loss, "l1" if self.model == "lpsvm" else "l2",
-                           "free" if self.fit_intercept else "none")
+        return Formulation(Squared() if self.model == "lssvm" else Hinge(),
+                           L1() if self.model == "lpsvm" else L2(),
+                           FreeBias() if self.fit_intercept else NoBias())
 
     def _certificate_tol(self) -> float:
         return self.eps if self.stop == "gap" else super()._certificate_tol()

@@ -18,17 +18,23 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.utils import gen_batches
 
-from svmlab.numerics.losses import SmoothedHinge, SquaredLoss, huber
-from svmlab.numerics.rows import Rows, loss_pass, row_norms, rows_of
+from svmlab.estimator.formulations import SmoothedHinge
+from svmlab.numerics.losses import SquaredLoss, huber
+from svmlab.numerics.rows import (
+    Rows,
+    loss_pass,
+    matvec,
+    rmatvec,
+    row_norms,
+    rows_of,
+    weighted_gram,
+)
 
 MODELS = ("csvm", "lpsvm", "lssvm")
 LIPSCHITZ_MODES = ("paper", "trace", "tight")
 SAFETY = 1.01         # lambda_max estimates approach from below (spec §1.7)
 DENSE_EIG_DIM = 500   # up to this dimension the Gram matrix is formed (one product)
 FULL_EIG_DIM = 64     # up to this one its whole spectrum (eigvalsh); above, Lanczos on it
-
-TRUE_OBJECTIVE = {"csvm": "objective_hinge_l2", "lpsvm": "objective_hinge_l1",
-                  "lssvm": "objective_squared_l2"}
 
 
 @dataclass
@@ -172,36 +178,38 @@ def lambda_max_gram(X, weights: np.ndarray | None, bias: bool, symmetric: bool =
 
     Small problems form the Gram matrix; large ones use a matrix-free operator. Above
     FULL_EIG_DIM, lambda_max comes from Lanczos (eigsh), not a full eigvalsh: threaded LAPACK
-    took 1.7 s for one 300 x 300 eigvalsh on a loaded 2-core machine, Lanczos 0.01 s.
+    took 1.7 s for one 300 x 300 eigvalsh on a loaded 2-core machine, Lanczos 0.01 s. The
+    products with Xh are the compiled row passes of `svmlab.numerics.rows`, which add the same
+    terms in the same order for dense and CSR X: both formats get the same L, bit for bit.
     """
     n, p = X.shape
     dim = p if symmetric else p + bias
     if weights is None:
         weights = np.ones(n)
+    rows = rows_of(X.sorted_indices() if sp.issparse(X) and not X.has_sorted_indices else X)
+    t, out = np.empty(n), np.empty(p)
 
-    def matvec(v):
+    def product(v):
         v = np.ravel(v)
         if symmetric:
             return X @ v
-        t = X @ v[:p] + (v[p] if bias else 0.0)
-        out = X.T @ (weights * t)
-        return np.append(out, weights @ t) if bias else out
+        matvec(rows, np.ascontiguousarray(v[:p]), t)
+        if bias:
+            t[:] += v[p]
+        rmatvec(rows, weights * t, out)
+        return np.append(out, weights @ t) if bias else out.copy()
 
     if dim <= DENSE_EIG_DIM:
         if symmetric:
-            M = np.column_stack([matvec(e) for e in np.eye(dim)])
-        else:  # Xh' diag(weights) Xh in one sparse (or dense) product, not dim passes
-            Xh = sp.hstack([X, np.ones((n, 1))]).tocsr() if bias and sp.issparse(X) else \
-                np.hstack([X, np.ones((n, 1))]) if bias else X
-            M = Xh.T @ (Xh.multiply(weights[:, None]) if sp.issparse(Xh) else
-                        Xh * weights[:, None])
-            M = M.toarray() if sp.issparse(M) else np.asarray(M)
-        M = 0.5 * (M + M.T)
+            M = np.column_stack([product(e) for e in np.eye(dim)])
+            M = 0.5 * (M + M.T)
+        else:  # Xh' diag(weights) Xh in one pass, not dim passes
+            M = weighted_gram(rows, np.ascontiguousarray(weights, dtype=np.float64), bias)
         if dim <= FULL_EIG_DIM:
             return float(np.linalg.eigvalsh(M)[-1])
         op = M
     else:
-        op = LinearOperator((dim, dim), matvec=matvec, dtype=np.float64)
+        op = LinearOperator((dim, dim), matvec=product, dtype=np.float64)
     v0 = np.ones(dim)  # deterministic start
     return float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-8,
                        return_eigenvectors=False)[0])

@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from svmlab.estimator.certificates import Formulation
+from svmlab.estimator.formulations import L2, Formulation, Hinge, NoBias
 from svmlab.estimator.models import LinearSVMClassifier
 from svmlab.numerics.box_ascent import free_set_ascent
 from svmlab.numerics.rows import rows_of
@@ -52,7 +52,7 @@ class Pegasos(LinearSVMClassifier):
         self.random_state = random_state
 
     def _formulation(self) -> Formulation:
-        return Formulation("hinge", "l2", "none")
+        return Formulation(Hinge(), L2(), NoBias())
 
     def _certificate_tol(self) -> float:
         return self.tol

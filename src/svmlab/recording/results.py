@@ -1,4 +1,5 @@
-"""Final metrics of a fitted solver on a dataset: accuracies, timings, objectives, sizes."""
+"""What a fitted solver says of itself on a dataset: the final metrics (accuracies, timings,
+objectives, sizes, the certificate), the tags of its fit and its certified line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 import numpy as np
 
 from svmlab.errors import TrainingError
-from svmlab.estimator.trace import GAP_PREFIXES
+from svmlab.estimator.trace import certified_gap
 
 
 def evaluate(estimator, dataset) -> dict[str, float]:
@@ -37,11 +38,11 @@ def evaluate(estimator, dataset) -> dict[str, float]:
         "n_iter": float(estimator.n_iter_),
         **estimator.train_objectives_,
     }
-    if hasattr(estimator, "n_support_"):
+    if estimator.n_support_ is not None:
         metrics["n_support"] = float(np.sum(estimator.n_support_))
-    if hasattr(estimator, "n_passes_"):  # passes over the data, a solver's cost in its paper
+    if estimator.n_passes_ is not None:  # passes over the data, a solver's cost in its paper
         metrics["n_passes"] = float(estimator.n_passes_)
-    if getattr(estimator, "gamma_", None) is not None:  # a gamma rule's value on this data
+    if estimator.gamma_ is not None:  # a gamma rule's value on this data
         metrics["kernel_gamma"] = float(estimator.gamma_)
     if estimator.certificate_ is not None:
         metrics |= estimator.certificate_.metrics()
@@ -66,6 +67,33 @@ def check_trace_finite(columns: dict[str, np.ndarray]) -> None:
     """Refuse a convergence trace (its columns) with NaN or inf, except NaN in a gap column,
     which means the gap was not computed at that row (``svmlab.estimator.trace``)."""
     bad = sorted(k for k, col in columns.items()
-                 if not np.all(np.isfinite(col) | (np.isnan(col) & k.startswith(GAP_PREFIXES))))
+                 if not np.all(np.isfinite(col) | (np.isnan(col) & certified_gap(k))))
     if bad:
         raise TrainingError(f"the convergence trace contains NaN or inf in: {', '.join(bad)}")
+
+
+def fit_tags(estimator) -> dict:
+    """What the fit says of itself: converged (its stated rule held), the rule that ended it
+    (where the solver names one), the rule, and the certificate's formulation (or why there is
+    none)."""
+    certificate = estimator.certificate_
+    return {"svmlab.converged": str(bool(estimator.converged_)).lower(),
+            "svmlab.stop_reason": estimator.stop_reason_,
+            "svmlab.stopping_rule": estimator.stopping_rule(),
+            "svmlab.formulation": certificate.formulation if certificate else None,
+            "svmlab.certificate": (f"certified by a dual point from the {certificate.source}"
+                                   + (" (the free-set refinement tried)"
+                                      if certificate.refined else "")
+                                   if certificate else "none: no dual bound for this solver")}
+
+
+def certified_line(estimator) -> str:
+    """What the fit proved of itself: the certified relative duality gap of the problem it
+    solved, and whether its stopping rule held."""
+    certificate = estimator.certificate_
+    proof = (f"certified: relative duality gap {certificate.rel_gap:.1e} of "
+             f"{certificate.formulation} (primal {certificate.primal:.6g}, dual bound "
+             f"{certificate.dual:.6g})"
+             if certificate else "certified: nothing (no dual bound for this solver)")
+    held = "converged" if estimator.converged_ else "NOT converged"
+    return f"{proof}; {held}: {estimator.stopping_rule()}"
