@@ -83,6 +83,23 @@ def test_without_annealing_every_row_uses_the_final_tolerance(data):
     assert col["delta_plus"][-1] <= (1 + 1e-6) ** 2 - 1
 
 
+@pytest.mark.parametrize("eps", [1e-2, 1e-4])
+def test_gap_rule_with_sampled_searches_stops_at_a_certified_gap(data, eps):
+    """stop='gap' with LibCVM's sampled search: it stops at a certified relative gap <= eps,
+    where LibCVM's ball rule at a loose eps stops far above it; the gap is computed only where
+    the sampled rule ended a level (a full search), and the last such gap is the certificate."""
+    X, y = data
+    kwargs = {"C": 4.0, "gamma": 0.5, "sample_size": 10, "random_state": 0}
+    ball = CoreVectorMachine(eps=1e-2, **kwargs).fit(X, y)
+    assert ball.converged_ and ball.certificate_.rel_gap > 1e-2
+    est = CoreVectorMachine(stop="gap", eps=eps, **kwargs).fit(X, y)
+    rel = est.trace_.columns()["rel_gap_l2svm"]
+    assert est.converged_ and est.certificate_.rel_gap <= eps
+    assert rel[-1] == pytest.approx(est.certificate_.rel_gap, rel=1e-8)
+    assert np.isnan(rel).any() and np.all(rel[np.isfinite(rel)][:-1] > eps)
+    assert "full scan where 7 rounds of 10" in est.stopping_rule()
+
+
 def test_cvm_refuses_kernels_that_are_not_normalised(data):
     with pytest.raises(ValueError, match="'kernel' parameter of CoreVectorMachine must be"):
         CoreVectorMachine(kernel="poly").fit(*data)

@@ -399,6 +399,10 @@ def test_any_two_labels_and_fitted_diagnostics(data):
     assert steps == est.n_iter_
     col = est.trace_.columns()
     assert col["kernel_evals"][-1] == est.n_kernel_evals_
+    np.testing.assert_array_equal(np.cumsum(col["iter_kernel_evals"]), col["kernel_evals"])
+    evals, rate = col["iter_kernel_evals"][1:], col["iter_cache_hit_rate"][1:]
+    assert set(evals) == {0, len(y)}  # a full-scan step: one row over every point, or a hit
+    np.testing.assert_array_equal(rate, np.where(evals == 0, 1.0, 0.0))
     assert np.all(np.diff(col["time_s"]) >= 0)
 
 
@@ -412,14 +416,23 @@ def test_bad_parameters_are_named_with_the_allowed_values(data, bad, message):
         ModifiedFrankWolfe(**bad).fit(*data)
 
 
-@pytest.mark.parametrize("sampling", ["random", "full"])
-def test_a_tiny_cache_gives_the_same_result_as_a_large_one(data, sampling):
+@pytest.mark.parametrize("cls, sampling", [(ModifiedFrankWolfe, "random"),
+                                           (ModifiedFrankWolfe, "full"),
+                                           (CoreVectorMachine, "random")])
+def test_a_tiny_cache_gives_the_same_iterates_as_a_large_one(data, cls, sampling):
+    """The cache's size and eviction rule decide where kernel values come from (a tiny cache
+    evicts at almost every claim, a large one never), never the iterates."""
     X, y = data
     kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb",
                   random_state=0)
-    small = ModifiedFrankWolfe(cache_mb=1e-3, **kwargs).fit(X, y)
-    large = ModifiedFrankWolfe(**kwargs).fit(X, y)
+    small = cls(cache_mb=1e-3, **kwargs).fit(X, y)
+    large = cls(**kwargs).fit(X, y)
     np.testing.assert_allclose(small.dual_coef_, large.dual_coef_, rtol=1e-9)
+    few, many = small.trace_.columns(), large.trace_.columns()
+    for name in ("core_size", "step_type"):
+        np.testing.assert_array_equal(few[name], many[name])
+    for name in ("objective_l2svm_dual", "delta_plus"):
+        np.testing.assert_allclose(few[name], many[name], rtol=1e-12, atol=1e-14)
     assert small.n_kernel_evals_ > large.n_kernel_evals_
     assert small.cache_hit_rate_ < large.cache_hit_rate_
 
@@ -452,25 +465,28 @@ def test_meb_rule_records_the_gap_of_its_last_iterate(data):
     assert gap[-1] == pytest.approx(confirmed.certificate_.gap, rel=1e-7)
 
 
-@pytest.mark.parametrize("cls", [ModifiedFrankWolfe, CoreVectorMachine])
+@pytest.mark.parametrize("cls", [FrankWolfe, ModifiedFrankWolfe])
 def test_gap_rule_refuses_sampled_searches(data, cls):
     with pytest.raises(ConfigError, match="stop='gap' needs G over every point"):
         cls(stop="gap", sampling="random").fit(*data)
 
 
-@pytest.mark.parametrize("cls, sampling", [(FrankWolfe, "random"), (ModifiedFrankWolfe, "full"),
-                                           (CoreVectorMachine, "random")])
-def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, sampling,
+@pytest.mark.parametrize("cls, sampling, stop", [(FrankWolfe, "random", "meb"),
+                                                 (ModifiedFrankWolfe, "full", "meb"),
+                                                 (CoreVectorMachine, "random", "meb"),
+                                                 (CoreVectorMachine, "random", "gap")])
+def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, sampling, stop,
                                                                 monkeypatch):
     """The loops return to Python at every deadline and resume exactly where they stopped."""
     X, y = data
-    kwargs = {"C": 4.0, "gamma": 0.5, "stop": "meb", "sampling": sampling, "sample_size": 10,
+    kwargs = {"C": 4.0, "gamma": 0.5, "stop": stop, "sampling": sampling, "sample_size": 10,
               "random_state": 0}
     whole = cls(**kwargs).fit(X, y)
     monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)  # every deadline has passed
     sliced = cls(**kwargs).fit(X, y)
     np.testing.assert_array_equal(whole.dual_coef_, sliced.dual_coef_)
-    for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals"):
+    for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals",
+                 "iter_kernel_evals"):
         np.testing.assert_array_equal(whole.trace_.columns()[name],
                                       sliced.trace_.columns()[name])
 

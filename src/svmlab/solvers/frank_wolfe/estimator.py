@@ -26,6 +26,9 @@ Trace columns, one row per iterate (row 0 is the initial point):
                           tightened (epsilon annealing)
     kernel_evals          kernel values computed so far
     cache_hit_rate        fraction of requested kernel values served by the row cache so far
+    iter_kernel_evals     kernel values computed by this iteration (since the previous row)
+    iter_cache_hit_rate   fraction of this iteration's requested kernel values served by the
+                          cache (NaN when it requested none)
 """
 
 import time
@@ -107,7 +110,7 @@ class MEBSVMClassifier(KernelSVMClassifier):
         keep = opt.full and self.keeps_gradient
         may_keep = self.keeps_gradient and (opt.full or opt.final_full_check)
         cache = new_cache(X.shape[0], self.cache_mb, X.shape[0] if keep else FIRST_WIDTH)
-        sl = meb.new_slots(X.shape[0], may_keep, opt.full and not keep)
+        sl = meb.new_slots(X.shape[0], may_keep, (opt.full or opt.gap_stop) and not keep)
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         if self.init == "random_meb":
             cache, q, R = meb.init_random_meb(cache, mk, D, sl, N_INIT, INIT_TOL * delta2)
@@ -124,12 +127,6 @@ class MEBSVMClassifier(KernelSVMClassifier):
         with trace.paused():
             self._summarise(trace, cache.stats)
         self._recover(X, y, sl, progress, delta2)
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.stop == "gap" and self.sampling != "full":
-            raise ConfigError("stop='gap' needs G over every point, which sampling='random' "
-                              "does not compute: use sampling='full', or stop='meb'")
 
     @property
     def _sample_size(self) -> int:
@@ -245,6 +242,12 @@ class FrankWolfe(MEBSVMClassifier):
         self.refresh_every = refresh_every
 
     _loop = staticmethod(meb.run_frank_wolfe)
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.stop == "gap" and self.sampling != "full":
+            raise ConfigError("stop='gap' needs G over every point, which sampling='random' "
+                              "does not compute: use sampling='full', or stop='meb'")
 
     def _options(self) -> meb.Options:
         return meb.Options(self.away_steps, self.stop == "gap", float(self.eps),

@@ -14,7 +14,7 @@ the cached rows are remapped the same way. FW and MFW with full scans keep inste
 for every point, with cached rows over all points (`full_gradient`): a step then costs one
 kernel row of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient
 bookkeeping; a sampled run whose stop a full scan refutes (final_full_check) keeps Gf from then
-on. Rows come from the shared LRU cache (`svmlab.numerics.row_cache`).
+on. Rows come from the shared row cache (`svmlab.numerics.row_cache`).
 
 Stopping rules. Rule 'meb' (the paper's) stops when delta+ = (Delta^2 + R - 2t) / r^2 - 1 <=
 (1 + eps)^2 - 1, t = the search's min G: a ball accuracy, whose meaning in terms of the SVM
@@ -44,15 +44,17 @@ from svmlab.solvers.frank_wolfe.kernel import modified_row
 
 TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus", "fw_gap",
                  L2SVM.metric("gap"), L2SVM.metric("rel_gap"), "core_size", "step_type",
-                 "kernel_evals", "cache_hit_rate")
+                 "kernel_evals", "cache_hit_rate", "iter_kernel_evals", "iter_cache_hit_rate")
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
 RUNNING, CONVERGED, MAX_STEPS = 0, 1, 2
 # Progress.counts entries, Progress.values entries
-Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF = range(8)
+Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF, EVALS_SEEN, SERVED_SEEN = \
+    range(10)
 RADIUS, LEVEL, INNER = range(3)
 GAP_CHECK_GROWTH = 1.1  # iterations between two exact gaps grow by this factor
 MIN_RADIUS2 = 1e-16  # r^2 is floored at this fraction of Delta^2 (a zero ball is degenerate)
 NO_AWAY_ABOVE = 1.0 - 1e-15  # never step away from a point holding (almost) all the mass
+MIN_LEVEL = 1e-12  # CVM's finest ball level under rule 'gap' with sampled searches
 
 
 class Slots(NamedTuple):
@@ -83,7 +85,8 @@ class Options(NamedTuple):
 
 class Progress(NamedTuple):
     """Where a sliced run stands: counts[Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS,
-    NEXT_CHECK (the next iteration with an exact gap), KEEPS_GF (1 while FW/MFW keep Gf)] and
+    NEXT_CHECK (the next iteration with an exact gap), KEEPS_GF (1 while FW/MFW keep Gf),
+    EVALS_SEEN, SERVED_SEEN (the cache's counts at the last recorded row)] and
     values[RADIUS (= R), LEVEL (CVM's current eps), INNER (CVM's factor on its inner
     tolerance)]."""
 
@@ -102,7 +105,7 @@ def new_slots(n_points: int, full: bool, scan: bool) -> Slots:
 def new_progress(q: int, R: float, level: float, i_min: int = -1) -> Progress:
     """A run about to record its first iterate (q slots, alpha^T K~ alpha = R; i_min = argmin Gf
     when Gf is kept, -1 when it is not)."""
-    return Progress(np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0, i_min >= 0], np.int64),
+    return Progress(np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0, i_min >= 0, 0, 0], np.int64),
                     np.array([R, level, 1.0]))
 
 
@@ -427,10 +430,13 @@ def meb_tolerance(level):
 
 
 @njit(cache=True)
-def record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, stats):
-    """One trace row (TRACE_COLUMNS) for the iterate."""
+def record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, stats, counts):
+    """One trace row (TRACE_COLUMNS) for the iterate; the iteration's kernel values are those
+    counted since the last row (counts[EVALS_SEEN], counts[SERVED_SEEN], then updated)."""
     row = trace.rows[next_row(trace, iteration)]
     requested = stats[EVALS] + stats[SERVED]
+    evals, served = stats[EVALS] - counts[EVALS_SEEN], stats[SERVED] - counts[SERVED_SEEN]
+    counts[EVALS_SEEN], counts[SERVED_SEEN] = stats[EVALS], stats[SERVED]
     row[2] = -0.5 * R
     row[3] = delta2 - R
     row[4] = delta_plus
@@ -441,6 +447,8 @@ def record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, stats
     row[9] = step
     row[10] = stats[EVALS]
     row[11] = stats[SERVED] / requested if requested > 0 else 0.0
+    row[12] = evals
+    row[13] = served / (evals + served) if evals + served > 0 else np.nan
 
 
 @njit(cache=True)
@@ -486,7 +494,8 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
         if full and (steps >= counts[NEXT_CHECK] or meb_stop or steps == opt.max_steps):
             gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, Gf)
             counts[NEXT_CHECK] = max(steps + 1, int(steps * GAP_CHECK_GROWTH))
-        record(trace, steps, delta2, R, delta_plus, gap, rel_gap, q, last_step, cache.stats)
+        record(trace, steps, delta2, R, delta_plus, gap, rel_gap, q, last_step, cache.stats,
+               counts)
         if meb_stop or (opt.gap_stop and rel_gap <= opt.eps):
             status = CONVERGED
             break
@@ -552,31 +561,60 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
     level (values[LEVEL]) starts at eps or, with LibCVM's annealing, at 0.1, and halves down to
     eps each time the rule holds. The inner SMO stops when max_{alpha > 0} G - min G is at most
     tol r^2 / 2 (rule 'meb': then every core point passes the ball test) or tol R / 2 (rule
-    'gap'), times values[INNER]; under rule 'gap' that factor shrinks tenfold when no point
-    outside the core violates it but the gap is still too large."""
+    'gap' with full searches), times values[INNER]; under that rule the factor shrinks tenfold
+    when no point outside the core violates it but the gap is still too large.
+
+    Rule 'gap' with sampled searches: LibCVM's sampled search and ball levels drive the run,
+    and where they would end a level a full search certifies the iterate. The run stops when
+    the certified relative gap is at most eps; otherwise the level ends all the same (halved,
+    down to MIN_LEVEL, below which a run that still does not certify ends as MAX_STEPS does)
+    and the full search's furthest point is added if it violated the level. Ending the level
+    at a refuted certificate keeps the full searches to about one per level: the few
+    violators that the sampled search misses near a level's end keep moving as the core's QP
+    is re-solved, and chasing them one full search at a time cost more than the finer level."""
     counts, values = progress.counts, progress.values
     q, R, steps = counts[Q], values[RADIUS], counts[STEPS]
     iteration, step, level, scale = (counts[ITERATION], counts[LAST_STEP], values[LEVEL],
                                      values[INNER])
     positive, negative = np.nonzero(mk.y > 0)[0], np.nonzero(mk.y < 0)[0]
     G = sl.G
+    gap_levels = opt.gap_stop and opt.full  # the levels are relative gaps, else ball accuracies
+    certify = opt.gap_stop and not opt.full
     status = RUNNING
     while status == RUNNING:
-        tol = level if opt.gap_stop else meb_tolerance(level)
-        inner = 0.5 * tol * (R if opt.gap_stop else delta2 - R) * scale
+        tol = level if gap_levels else meb_tolerance(level)
+        inner = 0.5 * tol * (R if gap_levels else delta2 - R) * scale
         R, _ = smo(cache, mk, D, sl, q, inner, 100000 * (q + 10))
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
-        i, t = cvm_search(cache, mk, sl, q, R - 0.5 * meb_tolerance(level) * r2,
-                          opt.sample_size, opt.rounds, positive, negative)
+        threshold = R - 0.5 * meb_tolerance(level) * r2
+        i, t = cvm_search(cache, mk, sl, q, threshold, opt.sample_size, opt.rounds, positive,
+                          negative)
+        searched_all = opt.full
+        if certify and (i < 0 or t >= threshold):
+            i, t = cvm_search(cache, mk, sl, q, 0.0, 0, 0, positive, negative)
+            searched_all = True
         if i < 0:  # every point is in the core
             t = G[:q].min()
         delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
         gap, rel_gap = np.nan, np.nan
-        if opt.full:
+        if searched_all:
             gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, sl.Gf)
-        record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, cache.stats)
+        record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, cache.stats,
+               counts)
         iteration += 1
-        if rel_gap <= tol if opt.gap_stop else delta_plus <= tol:
+        if certify and rel_gap <= opt.eps:
+            status = CONVERGED
+            break
+        if certify and searched_all:  # the level ends, refuted or not
+            violator = delta_plus > tol
+            if steps == opt.max_steps if violator else level <= MIN_LEVEL:
+                status = MAX_STEPS
+                break
+            level, step = max(0.5 * level, MIN_LEVEL), TIGHTEN
+            if violator:
+                cache, q = append_point(cache, sl, q, i, t)
+                steps, step = steps + 1, TOWARD
+        elif not certify and (rel_gap <= tol if gap_levels else delta_plus <= tol):
             if level <= opt.eps:
                 status = CONVERGED
                 break
@@ -585,8 +623,8 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
         elif steps == opt.max_steps:
             status = MAX_STEPS
             break
-        elif opt.gap_stop and (i < 0 or t >= R - inner):  # the core's QP is not solved finely
-            scale *= 0.1                                  # enough for the gap: solve it finer
+        elif gap_levels and (i < 0 or t >= R - inner):  # the core's QP is not solved finely
+            scale *= 0.1                                # enough for the gap: solve it finer
         else:
             cache, q = append_point(cache, sl, q, i, t)
             steps += 1
