@@ -1,6 +1,7 @@
 """docs/architecture.md names only what exists: every file or folder path and every dotted
-svmlab name in it (``tracking.liveness.reap``, ``SVMClassifier``'s module) resolves in the code,
-and every dotted config key it names (``tracking.wait_s``) is in conf/config.yaml."""
+svmlab name in it (``tracking.liveness.reap``) resolves in the code; a dotted name that is no
+module or symbol is a config key of conf/config.yaml (``tracking.wait_s``) or a logger or tag
+name spelled in the source (``svmlab.progress``)."""
 
 import importlib
 import re
@@ -17,7 +18,7 @@ DOC = ROOT / "docs" / "architecture.md"
 PACKAGES = {path.stem if path.suffix else path.name for path in SRC.iterdir()
             if path.suffix == ".py" or (path / "__init__.py").exists()}
 PATH = re.compile(r"(?<![\w.<])((?:[a-z_.][\w.-]*/)+(?:[\w.-]+\.\w+)?|[\w-]+\.(?:py|yaml|toml|txt|md|ipynb))")
-RUN_ARTIFACTS = {"trace/", "trace/trace.parquet", "report.html"}  # a run's files, not the repo's
+RUN_ARTIFACTS = {"trace/", "trace/trace.parquet", "records/", "report.html"}  # a run's files, not the repo's
 DOTTED = re.compile(r"(?<![\w./<])((?:svmlab\.)?[a-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 
@@ -28,7 +29,7 @@ def _tokens() -> list[str]:
     spans = re.findall(r"`([^`\n]+)`", re.sub(r"```\w*\n.*?```", "", text, flags=re.S))
     found = []
     for piece in blocks + spans:
-        piece = re.sub(r"\([^()]*\)", "", piece)  # call arguments are not names
+        piece = re.sub(r"(?<=\w)\([^()]*\)", "", piece)  # call arguments are not names
         found += PATH.findall(piece)
         found += [name for name in DOTTED.findall(piece) if not PATH.fullmatch(name)]
     return sorted(set(found))
@@ -45,8 +46,15 @@ def _config_keys() -> set[str]:
 
 def _path_exists(token: str) -> bool:
     token = token.removeprefix("src/svmlab/")
+    if "/" not in token:  # a file of the folder the line above names
+        return any(SRC.rglob(token)) or (ROOT / token).exists()
     return token in RUN_ARTIFACTS or any(
         (base / token).exists() for base in (ROOT, SRC, SRC / "app", SRC / "conf"))
+
+
+def _spelled_in_the_source(token: str) -> bool:
+    """A logger or tag name: the quoted string appears in svmlab's source."""
+    return any(f'"{token}"' in path.read_text() for path in SRC.rglob("*.py"))
 
 
 def _name_exists(token: str) -> bool:
@@ -73,5 +81,6 @@ def test_every_path_and_name_in_the_doc_exists(token):
     if "/" in token or PATH.fullmatch(token):
         assert _path_exists(token), f"docs/architecture.md names {token!r}: no such file or folder"
     elif token.split(".")[0] in PACKAGES or token.startswith("svmlab."):
-        assert _name_exists(token) or token in _config_keys(), (
-            f"docs/architecture.md names {token!r}: no such module, symbol or config key")
+        assert _name_exists(token) or token in _config_keys() or _spelled_in_the_source(token), (
+            f"docs/architecture.md names {token!r}: no such module, symbol, config key, logger "
+            f"or tag")

@@ -19,7 +19,7 @@ from svmlab.errors import ConfigError
 from svmlab.estimator import trace as trace_module
 from svmlab.estimator.kernels import Kernel
 from svmlab.numerics.kernels import DENSE_FROM
-from svmlab.numerics.row_cache import FIRST_WIDTH, new_cache
+from svmlab.solvers.frank_wolfe.row_cache import FIRST_WIDTH, new_cache
 from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 from svmlab.solvers.frank_wolfe import estimator as fw_estimator
 from svmlab.solvers.frank_wolfe import loops as meb

@@ -3,7 +3,7 @@
     K~(i, j) = y_i y_j (k(x_i, x_j) + 1) + [i == j] / C,    k = linear | rbf | poly (LIBSVM's)
 
 `modified_row` computes (part of) a row: the kernel values of `svmlab.numerics.kernels`, then
-this transform; the solvers keep the rows in the shared row cache (`svmlab.numerics.row_cache`).
+this transform; the solvers keep the rows in the row cache (`svmlab.solvers.frank_wolfe.row_cache`).
 No n x n matrix is ever formed.
 """
 

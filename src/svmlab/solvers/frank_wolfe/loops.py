@@ -14,7 +14,7 @@ the cached rows are remapped the same way. FW and MFW with full scans keep inste
 for every point, with cached rows over all points (`full_gradient`): a step then costs one
 kernel row of m values (or a cache hit) and the scan is a read of Gf, as in LIBSVM's gradient
 bookkeeping; a sampled run whose stop a full scan refutes (final_full_check) keeps Gf from then
-on. Rows come from the shared row cache (`svmlab.numerics.row_cache`).
+on. Rows come from the row cache (`svmlab.solvers.frank_wolfe.row_cache`).
 
 Stopping rules. Rule 'meb' (the paper's) stops when delta+ = (Delta^2 + R - 2t) / r^2 - 1 <=
 (1 + eps)^2 - 1, t = the search's min G: a ball accuracy, whose meaning in terms of the SVM
@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from svmlab.estimator.formulations import L2SVM
-from svmlab.numerics.row_cache import EVALS, SERVED, WIDTH, claim_row, clear, grow, move_column
+from svmlab.solvers.frank_wolfe.row_cache import EVALS, SERVED, WIDTH, claim_row, clear, grow, move_column
 from svmlab.numerics.trace_buffer import exclude_since, monotonic_ns, next_row, slice_over
 from svmlab.solvers.frank_wolfe.kernel import modified_row
 
