@@ -284,7 +284,7 @@ def test_low_rank_curvature_solves_the_same_system_as_the_dense_block():
 
 # ---- the solver against references (§6.7-6.10) -------------------------------------------
 
-def test_objective_trace_never_increases_and_has_the_issue_fields():
+def test_objective_trace_never_increases_and_has_every_traced_field():
     X, y = problem(300, 20)
     model = L1NewtonSVM(lam=1e-3, mu=1e-2, tol=0.0).fit(X, y)  # every level's gap, off the clock
     cols = model.trace_.columns()
