@@ -1,7 +1,8 @@
 """SVM-ALM against LIBLINEAR: time to a certified relative gap of 1e-2 and 1e-4 (C = 1).
 
 Problem: 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w.x_i + b))^p with a free bias, p = 1 (hinge)
-and p = 2 (squared hinge), on the training files of ijcnn1, w8a and a9a. Every solver's model
+and p = 2 (squared hinge), on the training files of ijcnn1, w8a and a9a (--datasets w8a_split:
+the training part of w8a's 75/25 split, bench_data.load_split). Every solver's model
 (w, b) is judged by the same certificate: `certify` of the free-bias formulation with the
 model's own dual candidates, plus the solver's own dual point where it exposes one (SVM-ALM's
 multipliers; scikit-learn exposes none of LIBLINEAR's).
@@ -37,6 +38,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from bench_data import load_split
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
@@ -46,7 +48,8 @@ from svmlab.estimator.formulations import L2, LOSSES, Formulation, FreeBias
 from svmlab.estimator.trace import Trace
 from svmlab.solvers.alm import SVMALM
 
-DATASETS = {"ijcnn1": "ijcnn1/ijcnn1.bz2", "w8a": "w8a/w8a", "a9a": "a9a/a9a"}
+DATASETS = {"ijcnn1": "ijcnn1/ijcnn1.bz2", "w8a": "w8a/w8a", "a9a": "a9a/a9a",
+            "w8a_split": None}  # w8a_split: the training part of bench_data.load_split
 TARGETS = (1e-2, 1e-4)
 TOLS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm"
@@ -54,7 +57,10 @@ LOSS = {1.0: "hinge", 2.0: "squared_hinge"}
 
 
 def load(data_dir: Path, name: str):
-    X, y = load_svmlight_file(str(data_dir / DATASETS[name]))
+    if DATASETS[name] is None:
+        X, y, _, _ = load_split(name, str(data_dir))
+    else:
+        X, y = load_svmlight_file(str(data_dir / DATASETS[name]))
     X = X.tocsr()
     X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
     return X, np.where(y > 0, 1.0, -1.0)

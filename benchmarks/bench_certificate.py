@@ -15,7 +15,9 @@ where the optimality condition can be met and the bounded least-squares fit (trf
 - l1_newton: a9a, ijcnn1 and w8a (a seeded 80/20 split of its training file), its defaults,
   and on a9a l1_newton_paper's settings (lam 1e-4, mu 1e-2, eta 0.1, alpha_min 1e-4, tol 0):
   its certificate completes the dual point on the free set by a coordinate ascent of its own
-  dual (solvers/l1_newton/certificate.py); the reference runs HiGHS' LP there (`LINPROG`).
+  dual (solvers/l1_newton/certificate.py); the reference runs HiGHS' LP there (`LINPROG`);
+- the other solvers' defaults: SVM-ALM and LIBLINEAR on a9a, the kernel solvers (FW, MFW, CVM,
+  BSCA, BSGD, LIBSVM) on a3a (3,185 rows: their default fits on a9a take minutes).
 Columns: the fit's median time over --repeats, the certificate's median time over --repeats
 (the reference once), their ratio, and the certified relative gap of each.
 
@@ -35,6 +37,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from svmlab import data
 from svmlab.estimator.formulations import L2
+from svmlab.solvers.alm import SVMALM
+from svmlab.solvers.baselines import Liblinear, Libsvm
+from svmlab.solvers.budget import BSCA, BSGD
+from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 from svmlab.solvers.l1_newton import L1NewtonSVM, certificate
 from svmlab.solvers.nesvm import NESVM
 from svmlab.solvers.pegasos import Pegasos
@@ -54,6 +60,14 @@ CASES = {
     "l1_newton_paper": ("a9a", lambda: L1NewtonSVM(**L1_NEWTON_PAPER)),
     "l1_newton_ijcnn1": ("ijcnn1", lambda: L1NewtonSVM()),
     "l1_newton_w8a": ("w8a", lambda: L1NewtonSVM()),
+    "alm": ("a9a", lambda: SVMALM()),
+    "liblinear": ("a9a", lambda: Liblinear()),
+    "fw": ("a3a", lambda: FrankWolfe(random_state=0)),
+    "mfw": ("a3a", lambda: ModifiedFrankWolfe(random_state=0)),
+    "cvm": ("a3a", lambda: CoreVectorMachine(random_state=0)),
+    "bsca": ("a3a", lambda: BSCA(random_state=0)),
+    "bsgd": ("a3a", lambda: BSGD(random_state=0)),
+    "libsvm": ("a3a", lambda: Libsvm()),
 }
 SPLITS = {"w8a": W8A_SPLIT}  # load parameters: w8a has no test file here
 

@@ -38,9 +38,9 @@ import scipy.sparse as sp
 from bench_data import load_split
 
 DATASETS = {"australian": {"max_abs_scale": True}, "colon-cancer": {}, "a9a": {}, "w8a": {},
-            "synthetic_tall": {}, "synthetic_wide": {}}
+            "w8a_split": {}, "ijcnn1": {}, "synthetic_tall": {}, "synthetic_wide": {}}
 SOLVERS = ("linprog", "newton", "liblinear")
-TARGET_RATIO, TARGET_ON = 0.1, ("a9a", "w8a")
+TARGET_RATIO, TARGET_ON = 0.1, ("a9a", "w8a", "w8a_split")
 
 
 def run_linprog(X, y, mu, method):
