@@ -137,7 +137,8 @@ def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_on
     wait_for(lambda: client.get_run(run.info.run_id).info.status == "KILLED", "its run to end")
     stop.touch()  # job #0 finishes
     assert proc.wait(timeout=SWEEP_S) == 1, (tmp_path / "out.txt").read_text()
-    assert slurm_job_state(job) == "CANCELLED"
+    # squeue may still show the job COMPLETING while the node cleans up after it
+    wait_for(lambda: slurm_job_state(job) == "CANCELLED", "the job to end")
 
     killed = client.get_run(run.info.run_id)
     assert "SIGTERM" in killed.data.tags["svmlab.error"]
