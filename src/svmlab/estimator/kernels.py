@@ -17,8 +17,6 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import gen_batches
 
-from svmlab.estimator.kernel_names import KERNELS
-
 BLOCK_BYTES = 64 * 2**20
 _compiled = None  # (matrix, products) functions of (name, gamma, degree, coef0, ...), or None
 

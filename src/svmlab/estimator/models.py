@@ -23,8 +23,8 @@ from svmlab.estimator.certificates import (
     certify,
 )
 from svmlab.estimator.formulations import Formulation
-from svmlab.estimator.kernels import KERNELS, Kernel
-from svmlab.estimator.kernel_names import GAMMA_RULES
+from svmlab.estimator.kernel_names import GAMMA_RULES, KERNELS
+from svmlab.estimator.kernels import Kernel
 
 
 class _CertifiedModel(SVMClassifier):
