@@ -25,9 +25,11 @@ from svmlab.estimator.formulations import (
     Squared,
 )
 from svmlab.estimator.kernels import Kernel
-from svmlab.numerics.box_ascent import box_ascent, free_set_ascent
+from svmlab.numerics.box_ascent import box_ascent, free_set_ascent, gram_ascent
 from svmlab.numerics.rows import rows_of
 from svmlab.solvers.baselines import Liblinear, Libsvm
+from svmlab.solvers.budget import BSCA
+from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
 
 
 @pytest.fixture(scope="module")
@@ -262,3 +264,73 @@ def test_box_ascent_stops_at_its_goal():
     x, s = np.zeros(300), s0.copy()
     early = box_ascent(rows_of(R), s, x, C, 10_000, 0.0, goal)
     assert early < full and value(x, s) >= goal
+
+
+def test_gram_ascent_reaches_the_box_qp_optimum():
+    """max c.x - 1/2 x'Qx over [0, C]^m with Q a signed rbf Gram matrix (positive
+    semidefinite, with duplicated points: singular) against SLSQP's optimum."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(80, 3))
+    X[40:50] = X[:10]  # duplicates: Q is singular
+    y = np.where(rng.random(80) < 0.5, 1.0, -1.0)
+    Q = Kernel("rbf", 0.5, 3, 0.0).matrix(X, X) * np.outer(y, y)
+    c, C = 1.0 - 0.3 * rng.normal(size=80), 0.8
+    x = np.zeros(80)
+    passes = gram_ascent(Q, c, x, C, 10_000, 0.0)
+    assert 1 < passes < 10_000 and np.all((x >= 0.0) & (x <= C))
+    value = lambda z: c @ z - 0.5 * z @ Q @ z
+    ref = minimize(lambda z: (-value(z), Q @ z - c), np.full(80, C / 2), jac=True,
+                   bounds=[(0.0, C)] * 80, method="SLSQP", options={"ftol": 1e-15,
+                                                                   "maxiter": 2000})
+    assert value(x) == pytest.approx(-ref.fun, rel=1e-8)
+
+
+def test_a_budget_model_s_refinement_ascends_the_kernel_dual_and_stays_a_bound(problem):
+    """BSCA's model (no bias, 12 of 60 points as budget) is certified by the free-set ascent
+    on the signed Gram matrix: below the exact optimum of its problem (SLSQP), at least as
+    tight as without refinement and as the box least-squares fit that L-BFGS-B gives without
+    the ascent."""
+    X, y = problem
+    C, gamma = 2.0, 0.3
+    model = BSCA(C=C, gamma=gamma, budget=12, epochs=3, random_state=0).fit(X, y)
+    Q = Kernel("rbf", gamma, 3, 0.0).matrix(X, X) * np.outer(y, y)
+    a_star = exact_dual(Q, C)
+    d_star = a_star.sum() - 0.5 * a_star @ Q @ a_star
+    cert = model.certificate_
+    assert cert.refined and cert.dual <= d_star * (1 + 1e-9) <= cert.primal * (1 + 1e-9)
+    margins = y * model.decision_function(X)
+    squared_l2, _ = model._regularizer_norms()
+    form = model._formulation()
+    plain = KernelImage(X, y, model._kernel(), model.support_vectors_, model.dual_coef_[0])
+    looser = [certify(form, C, margins, 0.5 * squared_l2, plain, model._solver_duals(y),
+                      refine=refine, tol=1e-3).dual for refine in (False, True)]
+    assert cert.dual >= max(looser) - 1e-12 * abs(cert.primal)
+
+
+@pytest.mark.parametrize("make", [lambda: Libsvm(C=2.0, kernel="rbf", gamma=0.3, tol=1e-6),
+                                  lambda: ModifiedFrankWolfe(C=2.0, gamma=0.3, random_state=0)],
+                         ids=["libsvm", "mfw"])
+def test_a_models_own_dual_point_costs_no_kernel_product_and_the_same_bound(problem, make):
+    """||w||^2 from the training rows' decision values, and ||v(a)||^2 of the solver's point
+    that is the model's own, equal the kernel products over the support vectors."""
+    X, y = problem
+    model = make().fit(X, y)
+    kernel = model._kernel()
+    K = kernel.matrix(model.support_vectors_, model.support_vectors_)
+    direct = model.dual_coef_[0] @ K @ model.dual_coef_[0]
+    model._fit_decision = (X, model.decision_function(X))
+    squared_l2, _ = model._regularizer_norms()
+    assert squared_l2 == pytest.approx(direct, rel=1e-12)
+    image = model._dual_image(X, y)
+    assert image._model is not None
+    a = np.zeros(len(y))
+    a[model.support_] = np.abs(model.dual_coef_[0])
+    constant = 0.0 if image.bias_scale is None else (image.bias_scale * (a * y).sum()) ** 2
+    assert image.squared_norm(a) == pytest.approx(direct + constant, rel=1e-12)
+    shifted = a.copy()
+    shifted[model.support_[0]] *= 0.5  # not the model's point: the kernel product
+    c = (shifted * y)[shifted > 0]
+    Kn = kernel.matrix(X[shifted > 0], X[shifted > 0])
+    constant = 0.0 if image.bias_scale is None else (image.bias_scale * c.sum()) ** 2
+    assert image.squared_norm(shifted) == pytest.approx(c @ Kn @ c + constant, rel=1e-12)
+    assert model._support_rows(X + 1.0) is None  # other rows: the kernel products

@@ -27,13 +27,15 @@ gap (P - D) / |P| bounds (P - P*) / |P|.
 
 Dual points come from the solver when it has them (LIBSVM's dual coefficients, the budgeted
 solvers' alpha) and from the model itself: a_i = -C loss'(m_i), which is exact for the smooth
-losses at the optimum. For the hinge the points with m_i = 1 (free support vectors) get their
+losses at the optimum, tried only while the solver's points leave the gap above the tolerance
+asked for. For the hinge the points with m_i = 1 (free support vectors) get their
 a_i from the optimality condition w = v(a) over the points whose margin lies within delta of 1,
 for a few delta, tried only while the gap stays above the tolerance asked for, each set
 warm-started from the previous one's a. With the l2 penalty and no free bias the a_i of the
 free set maximise the dual itself, sum a - 1/2 ||v(a)||^2 over the box with the other a_i
 fixed (coordinate ascent, `numerics.box_ascent`, where the solver passes it: a few passes over
-the free set, so the cost grows with the free set, not with the data). Otherwise, where the
+the free set, so the cost grows with the free set, not with the data; a kernel model's over the
+free set's signed Gram matrix, of at most MAX_KERNEL_FREE points). Otherwise, where the
 condition can be met, they are the a of largest sum among those that meet it (an LP), else the
 bounded least-squares fit (`_free_set_fit`). Every candidate is then made feasible (the
 equality of a free bias by shrinking the heavier class, the l1 constraint by scaling) and
@@ -49,6 +51,7 @@ import copy
 from collections.abc import Iterable
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
@@ -233,13 +236,25 @@ def _free_set_fit(A: np.ndarray | sp.csr_matrix, r: np.ndarray, C: float) -> np.
 class KernelImage(DualImage):
     """Kernel features phi, through a kernel function K(A, B) (with a penalised bias: [phi, s]);
     the model f = sum_j c_j k(z_j, .) + b with expansion points Z (support vectors, possibly
-    not training points)."""
+    not training points).
+
+    ``support``: the rows of X that Z is (None if Z is not rows of X), and ``model_norm``: the
+    model's c^T K(Z, Z) c if known: a dual point whose v(a) is the model's own (a_i y_i = c_j
+    at row support_j, nothing elsewhere; LIBSVM's and the Frank-Wolfe solvers' own points) then
+    costs no kernel value. ``ascent``, if given, is the l2 refinement's solver
+    (`numerics.box_ascent.gram_ascent`, compiled, which this layer does not import: a solver
+    family passes it), called as ascent(Q, c, x, C, passes, atol)."""
 
     def __init__(self, X, y: np.ndarray, kernel, Z, coef: np.ndarray, b: float = 0.0,
-                 bias_scale: float | None = None):
+                 bias_scale: float | None = None, support: np.ndarray | None = None,
+                 model_norm: float | None = None, ascent=None):
         super().__init__(y)
         self.X, self.kernel, self.Z, self.coef, self.b = X, kernel, Z, coef, b
-        self.bias_scale = bias_scale
+        self.bias_scale, self.ascent = bias_scale, ascent
+        self._model = None
+        if support is not None and model_norm is not None:
+            order = np.argsort(support, kind="stable")
+            self._model = (support[order], coef[order], model_norm)
 
     def squared_norm(self, a):
         nz = np.flatnonzero(a)
@@ -247,17 +262,34 @@ class KernelImage(DualImage):
             return 0.0
         c = (a * self.y)[nz]
         constant = 0.0 if self.bias_scale is None else (self.bias_scale * c.sum()) ** 2
+        if self._model is not None and np.array_equal(nz, self._model[0]) and \
+                np.array_equal(c, self._model[1]):
+            return self._model[2] + constant
         return float(c @ self.kernel.dot(self.X[nz], self.X[nz], c)) + constant
 
     def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
-        """The box QP min ||w - v(a)||^2 (+ a weighted (sum_i a_i y_i)^2 if ``balanced``)
-        over a_free, on at most MAX_KERNEL_FREE points."""
+        """On at most MAX_KERNEL_FREE points of ``free``: with the l2 penalty, no free bias and
+        an ``ascent``, the a_free that maximise the dual itself (the others fixed), by
+        coordinate ascent on the free set's signed Gram matrix (at most FREE_SET_PASSES passes,
+        fewer once a pass gains FREE_SET_GAIN_TOL of ``enough``); else the box QP
+        min ||w - v(a)||^2 (+ a weighted (sum_i a_i y_i)^2 if ``balanced``) by L-BFGS-B."""
         fixed = a.copy()
         fixed[free] = 0.0
         free = free[:MAX_KERNEL_FREE]
         Xf, yf = self.X[free], self.y[free]
-        Q = self.kernel.matrix(Xf, Xf) * np.outer(yf, yf)
         bound = np.flatnonzero(fixed)
+        if self.ascent is not None and penalty.ascent and not balanced:
+            s2 = 0.0 if self.bias_scale is None else self.bias_scale ** 2
+            Q = (self.kernel.matrix(Xf, Xf) + s2) * np.outer(yf, yf)
+            signed = (fixed * self.y)[bound]
+            v_fixed = (self.kernel.dot(Xf, self.X[bound], signed) + s2 * signed.sum()
+                       if len(bound) else np.zeros(len(free)))
+            atol = FREE_SET_GAIN_TOL * abs(enough) if np.isfinite(enough) else 0.0
+            x = np.clip(a[free], 0.0, C)
+            self.ascent(Q, 1.0 - yf * v_fixed, x, C, FREE_SET_PASSES, atol)
+            fixed[free] = x
+            return fixed
+        Q = self.kernel.matrix(Xf, Xf) * np.outer(yf, yf)
         # c_i = y_i (w(x_i) - v(fixed)(x_i)) for i in free
         w_at = self.kernel.dot(Xf, self.Z, self.coef)
         v_at = (self.kernel.dot(Xf, self.X[bound], (fixed * self.y)[bound]) if len(bound)
@@ -267,9 +299,13 @@ class KernelImage(DualImage):
             weight = BALANCE_WEIGHT ** 2 * max(1.0, float(np.abs(Q).max(initial=0.0)))
             Q = Q + weight * np.outer(yf, yf)
             c = c - weight * yf * (fixed @ self.y)
-        result = minimize(lambda t: (0.5 * t @ Q @ t - c @ t, Q @ t - c), np.zeros(len(free)),
-                          jac=True, method="L-BFGS-B", bounds=[(0.0, C)] * len(free),
-                          options={"maxiter": 500})
+
+        def value_and_gradient(t):
+            Qt = Q @ t
+            return 0.5 * t @ Qt - c @ t, Qt - c
+
+        result = minimize(value_and_gradient, np.zeros(len(free)), jac=True, method="L-BFGS-B",
+                          bounds=[(0.0, C)] * len(free), options={"maxiter": 500})
         fixed[free] = np.clip(result.x, 0.0, C)
         return fixed
 
@@ -287,11 +323,11 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     """The certificate of a model with ``margins`` and regulariser value ``regulariser``
     (`Formulation.regulariser`: R(w) with a penalised bias's part) for formulation ``form``.
 
-    ``solver_duals`` are dual points the solver produced itself, ``model_duals`` points the
-    caller derived from the model (an iterable, drawn only while the relative gap exceeds
-    ``tol``); the model's own point a_i = -C loss'(m_i) is tried too
-    (unless ``own_point`` is False: a solver whose stopping test certified its own point keeps
-    that certificate), and the best lower bound is kept. The free-set
+    ``solver_duals`` are dual points the solver produced itself; the model's own point
+    a_i = -C loss'(m_i) (unless ``own_point`` is False: a solver whose stopping test certified
+    its own point keeps that certificate) and then ``model_duals``, points the caller derived
+    from the model (an iterable), are drawn one at a time only while the relative gap exceeds
+    ``tol``; the best lower bound is kept. The free-set
     refinements of a loss with a kink at the margin (the hinge; a bounded least-squares fit or
     box QP each) are tried in turn only while the relative gap of the best point so far
     exceeds ``tol``: a solver whose own dual point already certifies the tolerance asked for
@@ -302,13 +338,12 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     if C <= 0.0:  # a = 0 is the only dual point, and w = 0 the optimum
         return Certificate(form.name, primal, 0.0, "model")
     best, source, refined = -np.inf, "model", False
-    own = (form.margin.dual_candidate(form.loss, margins, C),) if own_point else ()
-    candidates = [(a, "solver") for a in solver_duals] + [(a, "model") for a in own]
-    for a, origin in candidates:
+    for a in solver_duals:
         value = dual_bound(form, C, a, image)
         if value > best:
-            best, source = value, origin
-    derived = iter(model_duals)  # drawn one at a time, only while the gap exceeds tol
+            best, source = value, "solver"
+    own = (form.margin.dual_candidate(form.loss, margins, C) for _ in range(own_point))
+    derived = chain(own, model_duals)  # drawn one at a time, only while the gap exceeds tol
     while relative_gap(primal, best) > tol and (a := next(derived, None)) is not None:
         value = dual_bound(form, C, a, image)
         if value > best:

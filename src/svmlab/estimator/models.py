@@ -12,6 +12,7 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from svmlab.estimator.base import SVMClassifier
@@ -104,10 +105,12 @@ class KernelSVMClassifier(_CertifiedModel):
     dual_coef_ (dense, shape (1, n_SV), entry j = y_j alpha_j), intercept_ (shape (1,)) and
     _gamma (from `kernels.resolve_gamma`; public as gamma_). The squared RKHS norm is
     ||w||^2 = dual_coef_ K(SV, SV) dual_coef_^T. With the linear kernel the model is also linear:
-    coef_ exists and ||w||_1 is reported.
+    coef_ exists and ||w||_1 is reported. A solver family may set ``_free_set_ascent`` to the
+    compiled solver of the hinge's l2 free-set refinement (see `certificates.KernelImage`).
     """
 
     supported_kernels = KERNELS
+    _free_set_ascent = None
     _parameter_constraints: ClassVar[dict] = {
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [StrOptions(set(GAMMA_RULES)), Interval(Real, 0.0, None, closed="neither")],
@@ -132,18 +135,38 @@ class KernelSVMClassifier(_CertifiedModel):
         return self._kernel().dot(X, self.support_vectors_, self.dual_coef_[0]) + self.intercept_[0]
 
     def _regularizer_norms(self) -> tuple[float, float | None]:
+        """With the training rows' decision values at hand (`_final_decision`) and support
+        vectors that are rows of them (``support_``), ||w||^2 = sum_j c_j (f(sv_j) - b): no
+        second kernel product over the support vectors."""
         if self.kernel == "linear":
             w = self.coef_[0]
             return float(w @ w), float(np.abs(w).sum())
         a = self.dual_coef_[0]
+        shared = self._fit_decision
+        if shared is not None and self._support_rows(shared[0]) is not None:
+            return float(a @ (shared[1][self.support_] - self.intercept_[0])), None
         return float(a @ self._kernel().dot(self.support_vectors_, self.support_vectors_, a)), None
+
+    def _support_rows(self, X) -> np.ndarray | None:
+        """``support_`` (indices of training rows) if the support vectors are those rows of X,
+        else None (a solver whose support vectors are not training points sets no support_)."""
+        support, vectors = getattr(self, "support_", None), self.support_vectors_
+        if support is None or sp.issparse(X) != sp.issparse(vectors) or \
+                X.shape[1] != vectors.shape[1] or np.any(support >= X.shape[0]):
+            return None
+        rows = X[support]
+        same = (rows != vectors).nnz == 0 if sp.issparse(rows) else np.array_equal(rows, vectors)
+        return support if same else None
 
     def _dual_image(self, X, y):
         b, scale = float(self.intercept_[0]), self._formulation().bias.scale
         if self.kernel == "linear":
             return LinearImage(X, y, self.coef_[0], b, scale)
+        support = self._support_rows(X)
+        shared = self._fit_decision is not None and self._fit_decision[0] is X
         return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0], b,
-                           scale)
+                           scale, support, self._regularizer_norms()[0] if shared else None,
+                           self._free_set_ascent)
 
     @property
     def coef_(self) -> np.ndarray:

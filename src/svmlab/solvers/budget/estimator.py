@@ -61,6 +61,7 @@ from svmlab.estimator.formulations import L2, Formulation, FreeBias, Hinge, NoBi
 from svmlab.estimator.kernels import canonical_csr, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.validation import finite_csr_int32
+from svmlab.numerics.box_ascent import gram_ascent
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import model as bm
@@ -120,6 +121,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
     """
 
     traces_eval_set = True
+    _free_set_ascent = staticmethod(gram_ascent)
     _parameter_constraints: ClassVar[dict] = {
         **KernelSVMClassifier._parameter_constraints,
         "C": [Interval(Real, 0.0, None, closed="neither")],
