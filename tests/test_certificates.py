@@ -305,6 +305,16 @@ def test_a_budget_model_s_refinement_ascends_the_kernel_dual_and_stays_a_bound(p
     looser = [certify(form, C, margins, 0.5 * squared_l2, plain, model._solver_duals(y),
                       refine=refine, tol=1e-3).dual for refine in (False, True)]
     assert cert.dual >= max(looser) - 1e-12 * abs(cert.primal)
+    # ||v(a)||^2 carried through the refinement from the base point's, against the product
+    image = model._dual_image(X, y)
+    base = form.loss.dual_candidate(margins, C)
+    image.squared_norm(base)
+    free = np.flatnonzero(np.abs(1.0 - margins) <= 0.3)
+    refined = image.fit_free(base, free, C, L2(), balanced=False)
+    assert np.array_equal(image._last[0], refined)  # known without a product
+    c = refined * y
+    K = Kernel("rbf", gamma, 3, 0.0).matrix(X, X)
+    assert image.squared_norm(refined) == pytest.approx(c @ K @ c, rel=1e-10)
 
 
 @pytest.mark.parametrize("make", [lambda: Libsvm(C=2.0, kernel="rbf", gamma=0.3, tol=1e-6),

@@ -255,8 +255,11 @@ class KernelImage(DualImage):
         if support is not None and model_norm is not None:
             order = np.argsort(support, kind="stable")
             self._model = (support[order], coef[order], model_norm)
+        self._last = (None, 0.0)  # the last point whose ||v(a)||^2 is known, and that value
 
     def squared_norm(self, a):
+        if np.array_equal(a, self._last[0]):
+            return self._last[1]
         nz = np.flatnonzero(a)
         if not len(nz):
             return 0.0
@@ -265,7 +268,9 @@ class KernelImage(DualImage):
         if self._model is not None and np.array_equal(nz, self._model[0]) and \
                 np.array_equal(c, self._model[1]):
             return self._model[2] + constant
-        return float(c @ self.kernel.dot(self.X[nz], self.X[nz], c)) + constant
+        value = float(c @ self.kernel.dot(self.X[nz], self.X[nz], c)) + constant
+        self._last = (a.copy(), value)
+        return value
 
     def fit_free(self, a, free, C, penalty, balanced, enough=np.inf):
         """On at most MAX_KERNEL_FREE points of ``free``: with the l2 penalty, no free bias and
@@ -275,7 +280,7 @@ class KernelImage(DualImage):
         min ||w - v(a)||^2 (+ a weighted (sum_i a_i y_i)^2 if ``balanced``) by L-BFGS-B."""
         fixed = a.copy()
         fixed[free] = 0.0
-        free = free[:MAX_KERNEL_FREE]
+        whole, free = len(free) <= MAX_KERNEL_FREE, free[:MAX_KERNEL_FREE]
         Xf, yf = self.X[free], self.y[free]
         bound = np.flatnonzero(fixed)
         if self.ascent is not None and penalty.ascent and not balanced:
@@ -285,9 +290,16 @@ class KernelImage(DualImage):
             v_fixed = (self.kernel.dot(Xf, self.X[bound], signed) + s2 * signed.sum()
                        if len(bound) else np.zeros(len(free)))
             atol = FREE_SET_GAIN_TOL * abs(enough) if np.isfinite(enough) else 0.0
-            x = np.clip(a[free], 0.0, C)
-            self.ascent(Q, 1.0 - yf * v_fixed, x, C, FREE_SET_PASSES, atol)
-            fixed[free] = x
+            start = np.clip(a[free], 0.0, C)
+            x = start.copy()
+            p = yf * v_fixed
+            self.ascent(Q, 1.0 - p, x, C, FREE_SET_PASSES, atol)
+            known, fixed[free] = np.array_equal(a, self._last[0]), x
+            if known and whole and np.array_equal(start, a[free]):
+                # ||v||^2 of the result from a's, as v(a) and v(result) differ on the free set
+                # only: no kernel product over the points held fixed
+                self._last = (fixed.copy(), self._last[1] + 2.0 * (x - start) @ p
+                              + x @ Q @ x - start @ Q @ start)
             return fixed
         Q = self.kernel.matrix(Xf, Xf) * np.outer(yf, yf)
         # c_i = y_i (w(x_i) - v(fixed)(x_i)) for i in free
