@@ -502,9 +502,12 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
         if steps == opt.max_steps:
             status = MAX_STEPS
             break
-        p = np.argmax(G[:q])
-        delta_minus = 1.0 - (delta2 + R - 2.0 * G[p]) / r2
-        if opt.away and q >= 2 and delta_minus > delta_plus and alpha[p] < NO_AWAY_ABOVE:
+        p, away = -1, False
+        if opt.away and q >= 2:  # MFW: the away vertex (FW skips this scan of the core)
+            p = np.argmax(G[:q])
+            delta_minus = 1.0 - (delta2 + R - 2.0 * G[p]) / r2
+            away = delta_minus > delta_plus and alpha[p] < NO_AWAY_ABOVE
+        if away:
             q, R, dropped, i_min = away_step(cache, mk, D, sl, q, R, p, full)
             last_step = DROP if dropped else AWAY
         else:
