@@ -225,6 +225,21 @@ def test_an_interrupted_joblib_sweep_ends_every_job_killed(store, tmp_path, how)
     assert "Traceback" not in output(tmp_path)
 
 
+def test_sigterm_to_a_one_worker_joblib_sweep_ends_it_killed_without_a_traceback(store, tmp_path):
+    """With one worker the job runs in the launcher's own process; the SIGTERM handler the
+    sweep set is restored before the interpreter tears its modules down."""
+    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=1",
+                 "solver=stuck", "seed=0,1", "tracking.log_model=false")
+    wait_for(lambda: len(running(store)) == 2, "the parent and the job to run")
+    proc.terminate()
+    assert proc.wait(timeout=LIMIT_S) != 0
+    wait_for(lambda: not running(store), "every run to end")
+    parent, children = parent_and_children(store)
+    assert parent.info.status == "KILLED"
+    assert len(children) == 1 and killed_with_reason(children[0])
+    assert "Traceback" not in output(tmp_path), output(tmp_path)
+
+
 @pytest.mark.slow
 def test_sigterm_to_a_submitit_launcher_stops_its_jobs(store, tmp_path):
     proc = start(store, tmp_path, "-m", "hydra/launcher=submitit_local", "solver=stuck",

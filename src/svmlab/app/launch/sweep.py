@@ -345,6 +345,8 @@ class SweepCallback(Callback):
         """At exit before the sweep's end: the jobs still RUNNING and the parent end KILLED."""
         from svmlab.tracking.liveness import kill_children
 
+        if self.sigterm is not None:  # restored now: at the interpreter's teardown it cannot be
+            self.sigterm.close()
         if self.parent is None or self.parent.run_id is None:
             return
         reason = "the sweep stopped before this job ended"
