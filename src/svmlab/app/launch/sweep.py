@@ -345,13 +345,12 @@ class SweepCallback(Callback):
         """At exit before the sweep's end: the jobs still RUNNING and the parent end KILLED."""
         from svmlab.tracking.liveness import kill_children
 
+        if self.parent is not None and self.parent.run_id is not None:
+            reason = "the sweep stopped before this job ended"
+            self._quietly(kill_children, self.parent.uri, self.parent.run_id, reason)
+            self._quietly(self._end_parent, "KILLED")
         if self.sigterm is not None:  # restored now: at the interpreter's teardown it cannot be
             self.sigterm.close()
-        if self.parent is None or self.parent.run_id is None:
-            return
-        reason = "the sweep stopped before this job ended"
-        self._quietly(kill_children, self.parent.uri, self.parent.run_id, reason)
-        self._quietly(self._end_parent, "KILLED")
 
     def _quietly(self, step, *args) -> bool:
         """Run a store step of the sweep; on failure one line on stderr instead of a traceback
