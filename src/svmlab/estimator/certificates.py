@@ -282,17 +282,18 @@ class KernelImage(DualImage):
         fixed[free] = 0.0
         whole, free = len(free) <= MAX_KERNEL_FREE, free[:MAX_KERNEL_FREE]
         Xf, yf = self.X[free], self.y[free]
+        K, signs = self.kernel.matrix(Xf, Xf), np.outer(yf, yf)
         bound = np.flatnonzero(fixed)
+        signed = (fixed * self.y)[bound]
+        # v(fixed)(x_i) for i in free, through the kernel alone
+        v_at = self.kernel.dot(Xf, self.X[bound], signed) if len(bound) else np.zeros(len(free))
         if self.ascent is not None and penalty.ascent and not balanced:
             s2 = 0.0 if self.bias_scale is None else self.bias_scale ** 2
-            Q = (self.kernel.matrix(Xf, Xf) + s2) * np.outer(yf, yf)
-            signed = (fixed * self.y)[bound]
-            v_fixed = (self.kernel.dot(Xf, self.X[bound], signed) + s2 * signed.sum()
-                       if len(bound) else np.zeros(len(free)))
+            Q = (K + s2) * signs
             atol = FREE_SET_GAIN_TOL * abs(enough) if np.isfinite(enough) else 0.0
             start = np.clip(a[free], 0.0, C)
             x = start.copy()
-            p = yf * v_fixed
+            p = yf * (v_at + s2 * signed.sum())
             self.ascent(Q, 1.0 - p, x, C, FREE_SET_PASSES, atol)
             known, fixed[free] = np.array_equal(a, self._last[0]), x
             if known and whole and np.array_equal(start, a[free]):
@@ -301,15 +302,12 @@ class KernelImage(DualImage):
                 self._last = (fixed.copy(), self._last[1] + 2.0 * (x - start) @ p
                               + x @ Q @ x - start @ Q @ start)
             return fixed
-        Q = self.kernel.matrix(Xf, Xf) * np.outer(yf, yf)
+        Q = K * signs
         # c_i = y_i (w(x_i) - v(fixed)(x_i)) for i in free
-        w_at = self.kernel.dot(Xf, self.Z, self.coef)
-        v_at = (self.kernel.dot(Xf, self.X[bound], (fixed * self.y)[bound]) if len(bound)
-                else np.zeros(len(free)))
-        c = yf * (w_at - v_at)
+        c = yf * (self.kernel.dot(Xf, self.Z, self.coef) - v_at)
         if balanced:
             weight = BALANCE_WEIGHT ** 2 * max(1.0, float(np.abs(Q).max(initial=0.0)))
-            Q = Q + weight * np.outer(yf, yf)
+            Q = Q + weight * signs
             c = c - weight * yf * (fixed @ self.y)
 
         def value_and_gradient(t):

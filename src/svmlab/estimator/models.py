@@ -163,9 +163,11 @@ class KernelSVMClassifier(_CertifiedModel):
         if self.kernel == "linear":
             return LinearImage(X, y, self.coef_[0], b, scale)
         support = self._support_rows(X)
-        shared = self._fit_decision is not None and self._fit_decision[0] is X
+        # ||w||^2 only where it costs no kernel product and the image can use it
+        known = support is not None and self._fit_decision is not None and \
+            self._fit_decision[0] is X
         return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0], b,
-                           scale, support, self._regularizer_norms()[0] if shared else None,
+                           scale, support, self._regularizer_norms()[0] if known else None,
                            self._free_set_ascent)
 
     @property
