@@ -33,3 +33,24 @@ def did_you_mean(value, allowed) -> str:
     when none is."""
     close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=3)
     return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+class MissingExtra(SvmlabError):
+    """A command needs an optional part of svmlab that is not installed (an extra of its
+    package: ``notebooks``, ``server``, ``cluster``); the message gives the pip command."""
+
+
+def require_extra(modules: tuple[str, ...], extra: str, what: str) -> None:
+    """Raise MissingExtra unless one of ``modules`` imports: ``what`` (e.g. "a PostgreSQL
+    store") needs ``svmlab[extra]``. An import, not a lookup, so that a module that is present
+    but broken counts as missing too."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+            return
+        except ImportError:
+            continue
+    raise MissingExtra(f"{what} needs svmlab's optional dependencies '{extra}', which are not "
+                       f"installed: pip install 'svmlab[{extra}]'")

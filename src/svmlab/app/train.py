@@ -32,7 +32,7 @@ import svmlab
 from svmlab.app.launch import sweep
 from svmlab.app.config.schema import (build_estimator, check_dataset, check_typed_parts,
                                composition_error_line, register_configs, unknown_key_hints)
-from svmlab.errors import ConfigError, SvmlabError
+from svmlab.errors import ConfigError, MissingExtra, SvmlabError, require_extra
 
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
 # keys are checked against that schema; Hydra 1.3 does that but warns on every composition.
@@ -268,6 +268,7 @@ def main() -> None:
     its launcher (a crashed worker). With HYDRA_FULL_ERROR set (the user's setting wins), Hydra
     reports composition errors itself; it is set here so that they reach this function."""
     register_configs()  # here, so that a solver imported before the run is an option too
+    require_launcher(sys.argv[1:])
     sweeping = bool({"-m", "--multirun"} & set(sys.argv[1:]))
     reporting = "HYDRA_FULL_ERROR" not in os.environ
     try:
@@ -293,6 +294,18 @@ def main() -> None:
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"svmlab: error: {type(exc).__name__}: {first}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def require_launcher(argv: list[str]) -> None:
+    """One line and status 2 when the sweep asks for a submitit launcher (``submitit_local``,
+    ``submitit_slurm``) and svmlab[cluster], which brings Hydra's submitit plugin, is absent."""
+    if any(arg.startswith("hydra/launcher=submitit") for arg in argv):
+        try:
+            require_extra(("hydra_plugins.hydra_submitit_launcher",), "cluster",
+                          "hydra/launcher=submitit_*")
+        except MissingExtra as exc:
+            print(f"svmlab: error: {exc}", file=sys.stderr)
+            raise SystemExit(sweep.EXIT_USAGE) from None
 
 
 @contextlib.contextmanager

@@ -57,7 +57,7 @@ from optuna.trial import TrialState
 
 from svmlab.app.launch.sweep import EXIT_STORE, EXIT_USAGE
 from svmlab.app.launch.threads import limit_this_process, worker_environment
-from svmlab.errors import ConfigError, SvmlabError
+from svmlab.errors import ConfigError, SvmlabError, require_extra
 from svmlab.estimator.formulations import parse_metric
 
 #: what a trial can be scored by, and the direction of the search
@@ -474,9 +474,13 @@ def check_same_space(study, space: dict) -> None:
 
 def storage_url(url: str) -> str:
     """The URL SQLAlchemy should open: ``postgresql://`` through psycopg (version 3, the
-    driver svmlab installs) where psycopg2, SQLAlchemy's default, is absent."""
+    driver svmlab[server] installs) where psycopg2, SQLAlchemy's default, is absent."""
     import importlib.util
 
+    from svmlab.tracking.store import POSTGRES_DRIVERS
+
+    if url.startswith("postgresql"):
+        require_extra(POSTGRES_DRIVERS, "server", "a PostgreSQL study storage")
     if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None:
         return "postgresql+psycopg://" + url[len("postgresql://"):]
     return url

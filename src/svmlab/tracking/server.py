@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from svmlab.errors import ConfigError, SvmlabError
-from svmlab.tracking.store import store_lock
+from svmlab.errors import ConfigError, SvmlabError, require_extra
+from svmlab.tracking.store import POSTGRES_DRIVERS, store_lock
 
 SERVED_ARTIFACTS = "mlflow-artifacts:/"  # artifacts go through the server (--serve-artifacts)
 
@@ -49,6 +49,8 @@ def prepare_backend(backend_store_uri: str) -> None:
         raise ConfigError(f"--backend-store-uri must be a database URI "
                           f"(postgresql://user@host:port/db or sqlite:///file.db); "
                           f"got {backend_store_uri!r}")
+    if backend_store_uri.startswith("postgresql"):
+        require_extra(POSTGRES_DRIVERS, "server", "a PostgreSQL backend store")
     try:
         with sqlalchemy.create_engine(backend_store_uri).connect():  # once, not MLflow's retries
             pass

@@ -32,7 +32,7 @@ from filelock import FileLock
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from svmlab.errors import SvmlabError
+from svmlab.errors import SvmlabError, require_extra
 
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
@@ -52,6 +52,8 @@ logging.getLogger("mlflow.store.db.utils").addFilter(_RaisedAnyway())
 # its news of a new store's tables: svmlab says itself, in one line, that it creates a store
 logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
+#: The drivers SQLAlchemy can open a ``postgresql://`` store with (svmlab[server] installs psycopg).
+POSTGRES_DRIVERS = ("psycopg", "psycopg2")
 UNREACHABLE = "unreachable"
 DAMAGED = "damaged (not a readable SQLite database)"
 # (words in an error or its causes, what the store is) - the first match names the problem
@@ -134,6 +136,8 @@ def prepare_store(uri: str) -> MlflowClient:
 
     Call it under :func:`store_lock` when other processes may open the same new SQLite file.
     """
+    if uri.startswith("postgresql"):
+        require_extra(POSTGRES_DRIVERS, "server", "a PostgreSQL tracking store")
     client = MlflowClient(uri)
     client.search_experiments(max_results=1)  # a SQL store runs its migrations when it opens
     path = sqlite_path(uri)
