@@ -24,7 +24,7 @@ exists), and every step after one that had to run again runs again. The studies 
 resume, so no configuration is trained twice.
 
 ``svmlab workflow table NAME... --scale S`` prints the claims of each workflow's latest finished
-outer run at scale S as one Markdown table (the README's tables).
+outer run at scale S as one Markdown table (docs/results.md's tables).
 """
 
 from __future__ import annotations
