@@ -227,7 +227,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         outer.end("FAILED")
         raise
     outer.end("FAILED" if failed else "FINISHED")
-    print(ui_line(uri))
+    print(ui_line(uri, outer.experiment_id, outer.run_id))
     return 1 if failed else 0
 
 
