@@ -14,7 +14,7 @@ from mlflow.exceptions import MlflowException
 
 from svmlab.errors import SvmlabError
 from svmlab.tracking.tracker import TRACE_ARTIFACT
-from svmlab.tracking.store import resolved_uri, ui_line
+from svmlab.tracking.store import resolved_uri, ui_line, ui_url
 from svmlab.tracking.sweeps import ROLE_TAG
 
 
@@ -134,8 +134,10 @@ def load_trace(uri: str | None, run_id: str) -> pd.DataFrame:
 
 
 def artifact_location(uri: str | None, run_id: str, path: str) -> str:
-    """Where artifact ``path`` of a run is: a file path for a local artifact store, else its
-    URI."""
-    root = MlflowClient(resolved_uri(uri)).get_run(run_id).info.artifact_uri
-    location = f"{root.rstrip('/')}/{path}"
+    """Where artifact ``path`` of a run is: a file path for a local artifact store, the MLflow
+    UI's view of it for artifacts a tracking server serves, else its URI."""
+    info = MlflowClient(resolved_uri(uri)).get_run(run_id).info
+    location = f"{info.artifact_uri.rstrip('/')}/{path}"
+    if location.startswith("mlflow-artifacts:") and resolved_uri(uri).startswith("http"):
+        return ui_url(resolved_uri(uri), info.experiment_id, run_id, path)
     return location.removeprefix("file://")

@@ -114,12 +114,15 @@ def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {uri} --port {UI_ADDRESS.rsplit(':', 1)[1]}"
 
 
-def ui_url(uri: str, experiment_id: str, run_id: str | None = None) -> str:
-    """The UI's page of an experiment's runs table (or of one run) on the server of ``uri``:
-    the server itself for an HTTP store, else the one :func:`ui_command` starts."""
+def ui_url(uri: str, experiment_id: str, run_id: str | None = None,
+           artifact: str | None = None) -> str:
+    """The UI's page of an experiment's runs table (or of one run, or of one of its artifacts)
+    on the server of ``uri``: the server itself for an HTTP store, else the one
+    :func:`ui_command` starts."""
     base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
     run = f"/{run_id}" if run_id else ""
-    return f"{base}/#/experiments/{experiment_id}/runs{run}?{ML_VIEW}"
+    shown = f"/artifacts/{artifact}" if run_id and artifact else ""
+    return f"{base}/#/experiments/{experiment_id}/runs{run}{shown}?{ML_VIEW}"
 
 
 def ui_line(uri: str, experiment_id: str, run_id: str | None = None) -> str:
