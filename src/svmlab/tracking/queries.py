@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 from mlflow import MlflowClient
-from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 from mlflow.exceptions import MlflowException
+from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 
 from svmlab.errors import SvmlabError
 from svmlab.tracking.tracker import TRACE_ARTIFACT
