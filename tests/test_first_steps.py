@@ -69,12 +69,17 @@ def test_a_long_fit_shows_it_is_alive():
     assert seen and seen[0] >= 0.05
 
 
-def test_the_ui_line_names_the_one_worker_fallback():
-    assert ui_line("sqlite:///x/mlflow.db").endswith(
-        "mlflow ui --backend-store-uri sqlite:///x/mlflow.db  "
-        "(on a loaded machine: add --workers 1)")
-    assert ui_line("http://127.0.0.1:5000") == (
-        "open the MLflow UI on this store:  open http://127.0.0.1:5000")
+def test_the_ui_line_names_the_runs_page_and_the_one_worker_fallback():
+    lines = ui_line("sqlite:///x/mlflow.db", "3", "abc").splitlines()
+    assert lines[0].endswith(
+        "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning")
+    assert lines[1].endswith(
+        "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning")
+    assert lines[2].endswith("mlflow ui --backend-store-uri sqlite:///x/mlflow.db --port 5000  "
+                             "(on a loaded machine: add --workers 1)")
+    assert ui_line("http://10.0.0.7:5001/", "3") == (
+        "runs in the MLflow UI:  "
+        "http://10.0.0.7:5001/#/experiments/3/runs?workflowType=machine_learning")
 
 
 def test_under_mlflow_run_without_an_experiment_the_run_goes_to_svmlab(tmp_path, monkeypatch):

@@ -65,6 +65,13 @@ def swept(batch: list[list[str]], keys=("solver", "dataset", "bsca_problem")) ->
             if o.split("=")[0].lstrip("+") in keys}
 
 
+@pytest.mark.parametrize("name,scale", SHIPPED, ids=[f"{n}-{s}" for n, s in SHIPPED])
+def test_each_scale_states_the_number_of_runs_its_sweep_launches(name, scale):
+    workflow = spec.load(name)
+    launched = jobs(sweep_arguments(workflow, scale, "sqlite:///x.db"))
+    assert workflow.budgets[scale].runs == len(launched)
+
+
 @pytest.mark.parametrize("name", spec.names())
 def test_the_medium_scale_keeps_the_papers_solvers_and_datasets_or_says_why_and_its_size(name):
     workflow = spec.load(name)
@@ -121,6 +128,9 @@ def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
     out = capfd.readouterr().out
     for name in spec.names():
         assert f"{name}: {spec.load(name).paper}" in out
+    # per scale: the runs and the wall time measured, or that it was not
+    assert "    medium  50 runs, 3 min 24 s (2 workers, 2026-11-28, load about 2-3)\n" in out
+    assert "    paper   225 runs, wall time not measured\n" in out
 
 
 def test_an_unknown_workflow_names_the_available_ones(capsys):
@@ -197,6 +207,13 @@ def tiny_data() -> dict:
                   "value": {"solver": "a"}, "relative_to": {"solver": "b"},
                   "decide": {"below": 0}}]},
      "growth_with and sensitivity_to exclude each other"),
+    ({"scales": {"quick": {"runs": 0}, "paper": {}}},
+     "scales.quick.runs: the number of runs of the scale's sweep, a positive integer; got 0"),
+    ({"scales": {"quick": {"wall_time": {"seconds": 60}}, "paper": {}}},
+     "scales.quick.wall_time: missing key(s) workers, date, load"),
+    ({"scales": {"quick": {"wall_time": {"seconds": -1, "workers": 2, "date": "d",
+                                         "load": "2"}}, "paper": {}}},
+     "wall_time: seconds a positive number and workers a positive integer; got -1, 2"),
 ])
 def test_a_malformed_workflow_says_what_is_wrong_and_what_is_allowed(change, message):
     with pytest.raises(spec.WorkflowError) as error:

@@ -14,7 +14,7 @@ from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, 
                              table, ties, wilcoxon)
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.tracking.existing import require_store
-from svmlab.tracking.queries import artifact_location
+from svmlab.tracking.queries import artifact_location, run_ui_line
 
 
 def add_parser(subparsers) -> None:
@@ -151,6 +151,7 @@ def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> i
                                if notebook else [])
     for page in pages:
         print(f"  {page}: {artifact_location(request.tracking_uri, run_id, page)}")
+    print(run_ui_line(request.tracking_uri, run_id))
     return 0
 
 

@@ -23,8 +23,9 @@ SUBCOMMANDS = {
                  "reproduce a paper in one command: sweep, analysis, report, claims table"),
     "server": ("svmlab.app.server",
                "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
-    "runs": ("svmlab.app.runs", "runs reap: end KILLED the runs a dead process left "
-             "RUNNING; runs plot: draw a run's convergence figure"),
+    "runs": ("svmlab.app.runs", "runs list, runs show: the runs of a store, one run; "
+             "runs reap: end KILLED the runs a dead process left RUNNING; runs plot: draw a "
+             "run's convergence figure"),
 }
 
 

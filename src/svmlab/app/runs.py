@@ -1,4 +1,6 @@
-"""``svmlab runs reap``: runs left RUNNING by a process that died are marked KILLED.
+"""``svmlab runs list``, ``runs show``, ``runs plot`` and ``runs reap``.
+
+``runs reap``: runs left RUNNING by a process that died are marked KILLED.
 
 A run is ended by the process that opened it. When that process dies without ending it (SIGKILL,
 out of memory, a lost node, a store that was down at the end), the run would stay RUNNING for
@@ -24,10 +26,13 @@ from svmlab.lifecycle import STALE_AFTER_S
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
-from svmlab.tracking.queries import experiment_ids
+from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, run_ui_line,
+                                     search_runs)
 from svmlab.tracking.store import resolved_uri, store_error_line
 
 TRACKING_URI_HELP = "the store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
+STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED", "SCHEDULED")
+KEY_METRICS = ("test_accuracy", "fit_time_s", "n_iter")  # and the certified relative gap
 
 
 def add_parser(sub) -> None:
@@ -44,6 +49,22 @@ def add_parser(sub) -> None:
                         help="a run silent for longer is dead, wherever it ran "
                              f"(default: {STALE_AFTER_S:.0f})")
     parser.set_defaults(func=run_reap)
+    listing = commands.add_parser("list", help="the runs of a store, one line each")
+    listing.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
+    listing.add_argument("-e", "--experiment", action="append", default=[],
+                         help="an experiment to list (repeatable; default: every experiment)")
+    listing.add_argument("--status", type=str.upper, choices=STATUSES,
+                         help="only runs with this status")
+    listing.add_argument("--solver", help="only runs of this solver (its config name)")
+    listing.add_argument("--dataset", help="only runs on this dataset")
+    listing.add_argument("--last", type=int, default=50, metavar="N",
+                         help="the latest N runs (default: 50)")
+    listing.set_defaults(func=run_list)
+    showing = commands.add_parser("show", help="one run: params, metrics, certificate, "
+                                               "artifacts, where the MLflow UI shows it")
+    showing.add_argument("run_id", metavar="RUN_ID")
+    showing.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
+    showing.set_defaults(func=run_show)
     plotting = commands.add_parser("plot", help="draw and log the convergence figure of runs",
                                    description=plot_runs.__doc__)
     plotting.add_argument("run_ids", nargs="+", metavar="RUN_ID")
@@ -64,6 +85,88 @@ def run_reap(args: argparse.Namespace) -> int:
         print(f"reaped {len(reaped)} run(s) in {uri}")
 
     return answered("reap", uri, work)
+
+
+def next_line(uri: str | None, experiment: str) -> str:
+    """What to do after a train, sweep or tune: list, compare and report the experiment's
+    runs (on the same store)."""
+    line = (f"next: svmlab analyze -e {experiment}  /  svmlab report -e {experiment}  /  "
+            f"svmlab runs list -e {experiment}")
+    return line + (f"\n      (each with --tracking-uri {uri})" if uri else "")
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """Print the chosen runs as a table, latest last."""
+    if args.last <= 0:
+        return _error("list", "--last must be a positive number of runs", 2)
+    uri = resolved_uri(args.tracking_uri)
+    conditions = [f"attributes.status = '{args.status}'"] if args.status else []
+    conditions += [f"tags.`{key}` = '{value}'" for key, value in
+                   (("solver", args.solver), ("dataset", args.dataset)) if value]
+
+    def work() -> None:
+        found = search_runs(uri, experiment_ids(uri, args.experiment or None),
+                            " and ".join(conditions), latest=args.last)
+        print(runs_table(found) if len(found) else "no runs")
+
+    return answered("list", uri, work)
+
+
+def runs_table(found) -> str:
+    """One line per run: id, status, name, solver, dataset, the key metrics and the relative
+    duality gap of its certificate."""
+    import pandas as pd
+
+    def column(name: str):
+        return found[name] if name in found else pd.Series("", index=found.index)
+
+    table = pd.DataFrame({"run_id": found["run_id"], "status": found["status"],
+                          "name": column("tags.mlflow.runName"), "solver": column("tags.solver"),
+                          "dataset": column("tags.dataset")})
+    for metric in KEY_METRICS:
+        table[metric] = column(f"metrics.{metric}")
+    table["rel_gap"] = [row.get(f"metrics.rel_gap_{row.get('tags.svmlab.formulation')}")
+                        for _, row in found.iterrows()]
+    shown = table.astype(object).where(table.notna(), "")
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print one run: params, final metrics, certified line, artifacts and its UI page."""
+    uri = resolved_uri(args.tracking_uri)
+
+    def work() -> None:
+        run = find_run(uri, args.run_id)
+        info, data = run.info, run.data
+        print(f"run {info.run_id}  {info.status}  {info.run_name}  "
+              f"(experiment {info.experiment_id})")
+        sections = (("params", data.params), ("metrics", {
+            k: f"{v:.6g}" for k, v in data.metrics.items() if not k.startswith("trace/")}))
+        for title, values in sections:
+            print(f"{title}:")
+            for key in sorted(values):
+                print(f"  {key} = {values[key]}")
+        if "svmlab.converged" in data.tags:
+            print(certificate_of(data.tags, data.metrics))
+        if "svmlab.error" in data.tags:
+            print(f"error: {data.tags['svmlab.error']}")
+        print("artifacts:")
+        for path in artifact_paths(uri, info.run_id):
+            print(f"  {path}")
+        print(run_ui_line(uri, info.run_id))
+
+    return answered("show", uri, work)
+
+
+def certificate_of(tags: dict, metrics: dict) -> str:
+    """The certified line a run's fit printed, from its tags and metrics."""
+    from svmlab.recording.results import certificate_text
+
+    formulation = tags.get("svmlab.formulation")
+    values = [metrics.get(f"{kind}_{formulation}") for kind in ("rel_gap", "primal", "dual")]
+    certificate = (formulation, *values) if formulation and None not in values else None
+    return certificate_text(certificate, tags["svmlab.converged"] == "true",
+                            tags.get("svmlab.stopping_rule", "(no rule recorded)"))
 
 
 def run_plot(args: argparse.Namespace) -> int:

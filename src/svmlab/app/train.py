@@ -222,6 +222,9 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
               f"  n_iter={estimator.n_iter_}")
         print(certified_line(estimator))
         print(recording.tracker.ui_line)
+        from svmlab.app.runs import next_line
+
+        print(next_line(tracking.uri, tracking.experiment))
     return recording.run_id
 
 

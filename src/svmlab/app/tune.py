@@ -659,6 +659,12 @@ def run_tune(args: argparse.Namespace, parent_run_id: str | None = None) -> int:
             parent.end("FAILED", "no trial completed")
             return 1
         parent.end("FINISHED")
+        if parent_run_id is None:  # a workflow's selection: the workflow says what follows
+            from svmlab.app.runs import next_line
+            from svmlab.tracking.store import ui_line
+
+            print(ui_line(parent.uri, parent.experiment_id, setup.parent_run_id))
+            print(next_line(uri, setup.cfg.tracking.experiment))
         return 0
     except KeyboardInterrupt:
         if parent:

@@ -103,7 +103,8 @@ def command(args) -> int:
 
 
 def listing() -> str:
-    """One paragraph per shipped workflow: name, paper, claims, preset."""
+    """One paragraph per shipped workflow: name, paper, claims, preset, and per scale its runs
+    and measured wall time."""
     lines = []
     for name in names():
         w = load(name)
@@ -112,7 +113,7 @@ def listing() -> str:
                    if w.select else "")
         lines += [f"{name}: {w.paper}", f"    {w.description}",
                   f"    {len(w.claims)} claims; {selects}sweep +experiment={w.preset}; {usage}",
-                  ""]
+                  *(f"    {scale:<7} {w.budgets[scale].line()}" for scale in w.scales), ""]
     return "\n".join(lines).rstrip()
 
 
@@ -227,7 +228,7 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         outer.end("FAILED")
         raise
     outer.end("FAILED" if failed else "FINISHED")
-    print(ui_line(uri))
+    print(ui_line(uri, outer.experiment_id, outer.run_id))
     return 1 if failed else 0
 
 

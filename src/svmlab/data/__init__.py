@@ -64,8 +64,9 @@ def list_datasets(data_dir: PathLike | None = None,
 
 
 def fetch(name: str, data_dir: PathLike | None = None, cache_dir: PathLike | None = None,
-          base_url: str | None = None) -> list[Path]:
-    """Make the files of LIBSVM dataset ``name`` available and return their paths.
+          base_url: str | None = None, split: bool = False) -> list[Path]:
+    """Make the files of LIBSVM dataset ``name`` available and return their paths; with
+    ``split`` (its training file split by ``test_fraction``), the training file only.
 
     Files found in the local folder or the cache are verified (see ``svmlab.data.libsvm``); the
     others are downloaded into the cache. Raises DataError for a copy that differs from the
@@ -74,4 +75,4 @@ def fetch(name: str, data_dir: PathLike | None = None, cache_dir: PathLike | Non
     entry = get_entry(name)
     if not isinstance(entry, LibsvmEntry):
         raise DataError(f"dataset {name!r} is {entry.kind}: it has no files to fetch")
-    return entry.fetch(data_dir, cache_dir, base_url)
+    return entry.fetch(data_dir, cache_dir, base_url, split)

@@ -118,11 +118,13 @@ class LibsvmEntry(Entry):
         test = None if split else self.file("test")
         return [file for file in (self.file("train"), test) if file is not None]
 
-    def fetch(self, data_dir=None, cache_dir=None, base_url=None) -> list[Path]:
-        """Paths of all official files, verified; those not found locally or in the cache are
-        downloaded. Raises DataError for a copy that differs from the official file."""
+    def fetch(self, data_dir=None, cache_dir=None, base_url=None,
+              split: bool = False) -> list[Path]:
+        """Paths of all official files (with ``split``, of the training file alone), verified;
+        those not found locally or in the cache are downloaded. Raises DataError for a copy
+        that differs from the official file."""
         return [self._ensure(file, data_dir, cache_dir, base_url, verify=True)[0]
-                for file in self.files]
+                for file in (self.used_files(split=True) if split else self.files)]
 
     def _ensure(self, file: CatalogueFile, data_dir, cache_dir, base_url,
                 verify: bool) -> tuple[Path, str | None]:

@@ -91,9 +91,18 @@ def certified_line(estimator) -> str:
     """What the fit proved of itself: the certified relative duality gap of the problem it
     solved, and whether its stopping rule held."""
     certificate = estimator.certificate_
-    proof = (f"certified: relative duality gap {certificate.rel_gap:.1e} of "
-             f"{certificate.formulation} (primal {certificate.primal:.6g}, dual bound "
-             f"{certificate.dual:.6g})"
-             if certificate else "certified: nothing (no dual bound for this solver)")
-    held = "converged" if estimator.converged_ else "NOT converged"
-    return f"{proof}; {held}: {estimator.stopping_rule()}"
+    return certificate_text(certificate and (certificate.formulation, certificate.rel_gap,
+                                             certificate.primal, certificate.dual),
+                            estimator.converged_, estimator.stopping_rule())
+
+
+def certificate_text(certificate: tuple[str, float, float, float] | None, converged: bool,
+                     rule: str) -> str:
+    """The certified line of a fit (or of a run read back): ``certificate`` is (formulation,
+    relative gap, primal value, dual bound), None for a solver without a dual bound."""
+    proof = "certified: nothing (no dual bound for this solver)"
+    if certificate:
+        formulation, rel_gap, primal, dual = certificate
+        proof = (f"certified: relative duality gap {rel_gap:.1e} of {formulation} "
+                 f"(primal {primal:.6g}, dual bound {dual:.6g})")
+    return f"{proof}; {'converged' if converged else 'NOT converged'}: {rule}"

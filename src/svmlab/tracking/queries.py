@@ -10,10 +10,11 @@ from pathlib import Path
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
+from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 
 from svmlab.errors import SvmlabError
 from svmlab.tracking.tracker import TRACE_ARTIFACT
-from svmlab.tracking.store import resolved_uri
+from svmlab.tracking.store import resolved_uri, ui_line, ui_url
 from svmlab.tracking.sweeps import ROLE_TAG
 
 
@@ -46,19 +47,22 @@ def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
 
 
 def search_runs(uri: str | None, experiment_ids: list[str],
-                filter_string: str = "") -> pd.DataFrame:
-    """One row per run: run_id, experiment_id, status and columns 'params.X', 'tags.X',
-    'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global store),
-    and 'inputs.X', the numbers of the profile of the run's dataset (``inputs.n_train``).
+                filter_string: str = "", latest: int | None = None) -> pd.DataFrame:
+    """One row per run, oldest first: run_id, experiment_id, status and columns 'params.X',
+    'tags.X', 'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global
+    store), and 'inputs.X', the numbers of the profile of the run's dataset (``inputs.n_train``).
+    With ``latest``, the latest that many runs only.
 
     A filter MLflow cannot parse raises SvmlabError with MLflow's message.
     """
     client = MlflowClient(resolved_uri(uri))
     rows, token = [], None
+    order = "DESC" if latest else "ASC"
     while True:
         try:
             page = client.search_runs(experiment_ids, filter_string, page_token=token,
-                                      order_by=["attributes.start_time ASC"])
+                                      max_results=latest or SEARCH_MAX_RESULTS_DEFAULT,
+                                      order_by=[f"attributes.start_time {order}"])
         except MlflowException as exc:
             raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
         rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
@@ -67,9 +71,9 @@ def search_runs(uri: str | None, experiment_ids: list[str],
                   **{f"tags.{k}": v for k, v in r.data.tags.items()},
                   **{f"metrics.{k}": v for k, v in r.data.metrics.items()},
                   **_profile(r)} for r in page]
-        token = page.token
+        token = None if latest else page.token
         if not token:
-            return pd.DataFrame(rows)
+            return pd.DataFrame(rows[::-1] if latest else rows)
 
 
 def find_run(uri: str | None, run_id: str):
@@ -83,6 +87,11 @@ def find_run(uri: str | None, run_id: str):
                           f"the MLflow UI or svmlab analyze names the runs") from None
 
 
+def run_ui_line(uri: str | None, run_id: str) -> str:
+    """Where the MLflow UI shows the run ``run_id`` and its experiment's runs."""
+    return ui_line(resolved_uri(uri), find_run(uri, run_id).info.experiment_id, run_id)
+
+
 def _profile(run) -> dict[str, float]:
     """The numbers of the profile of the run's dataset input (``inputs.n_train``, ...)."""
     found = {}
@@ -90,6 +99,18 @@ def _profile(run) -> dict[str, float]:
         profile = json.loads(item.dataset.profile or "{}")
         found |= {f"inputs.{k}": v for k, v in profile.items()
                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return found
+
+
+def artifact_paths(uri: str | None, run_id: str) -> list[str]:
+    """The paths of a run's artifacts, files and folders (those end in '/'), to two levels."""
+    client = MlflowClient(resolved_uri(uri))
+    found = []
+    for item in client.list_artifacts(run_id):
+        found.append(item.path + "/" if item.is_dir else item.path)
+        if item.is_dir:
+            found += [f.path + ("/" if f.is_dir else "") for f in client.list_artifacts(run_id,
+                                                                                      item.path)]
     return found
 
 
@@ -113,8 +134,10 @@ def load_trace(uri: str | None, run_id: str) -> pd.DataFrame:
 
 
 def artifact_location(uri: str | None, run_id: str, path: str) -> str:
-    """Where artifact ``path`` of a run is: a file path for a local artifact store, else its
-    URI."""
-    root = MlflowClient(resolved_uri(uri)).get_run(run_id).info.artifact_uri
-    location = f"{root.rstrip('/')}/{path}"
+    """Where artifact ``path`` of a run is: a file path for a local artifact store, the MLflow
+    UI's view of it for artifacts a tracking server serves, else its URI."""
+    info = MlflowClient(resolved_uri(uri)).get_run(run_id).info
+    location = f"{info.artifact_uri.rstrip('/')}/{path}"
+    if location.startswith("mlflow-artifacts:") and resolved_uri(uri).startswith("http"):
+        return ui_url(resolved_uri(uri), info.experiment_id, run_id, path)
     return location.removeprefix("file://")

@@ -101,19 +101,43 @@ def store_lock(uri: str) -> Iterator[None]:
         yield
 
 
+# MLflow 3's UI opens an experiment in its GenAI view (traces) unless the experiment page's URL
+# asks for the machine-learning one; the choice it otherwise keeps is the browser's, not the
+# store's. The tag files the experiment as model training for MLflow's other readers.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+ML_VIEW = "workflowType=machine_learning"
+UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` and `svmlab server` serve by default
+
+
 def ui_command(uri: str) -> str:
-    """The command that opens the MLflow UI on the store at ``uri``."""
+    """The command that serves the MLflow UI on the store at ``uri``; '' for a server's URI."""
     if uri.startswith(("http://", "https://")):
-        return f"open {uri}"
-    return f"mlflow ui --backend-store-uri {uri}"
+        return ""
+    return f"mlflow ui --backend-store-uri {uri} --port {UI_ADDRESS.rsplit(':', 1)[1]}"
 
 
-def ui_line(uri: str) -> str:
-    """The line a command ends with: how to browse the store at ``uri``. The UI's default
-    workers can fail to come up on a small, loaded machine, where one worker does."""
+def ui_url(uri: str, experiment_id: str, run_id: str | None = None,
+           artifact: str | None = None) -> str:
+    """The UI's page of an experiment's runs table (or of one run, or of one of its artifacts)
+    on the server of ``uri``: the server itself for an HTTP store, else the one
+    :func:`ui_command` starts."""
+    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
+    run = f"/{run_id}" if run_id else ""
+    shown = f"/artifacts/{artifact}" if run_id and artifact else ""
+    return f"{base}/#/experiments/{experiment_id}/runs{run}{shown}?{ML_VIEW}"
+
+
+def ui_line(uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The lines a command ends with: the UI's page of the experiment's runs (and of the run),
+    and for a store without a server, the command that serves them. The UI's default workers
+    can fail to come up on a small, loaded machine, where one worker does."""
+    lines = [f"runs in the MLflow UI:  {ui_url(uri, experiment_id)}"]
+    if run_id:
+        lines.append(f"this run:               {ui_url(uri, experiment_id, run_id)}")
     command = ui_command(uri)
-    hint = "" if command.startswith("open") else "  (on a loaded machine: add --workers 1)"
-    return f"open the MLflow UI on this store:  {command}{hint}"
+    if command:
+        lines.append(f"  served by:  {command}  (on a loaded machine: add --workers 1)")
+    return "\n".join(lines)
 
 
 def resolved_uri(uri: str | None) -> str:
@@ -182,7 +206,7 @@ def _find_or_create_experiment(uri: str, name: str) -> str:
         if found is not None:
             return found.experiment_id
         try:
-            return client.create_experiment(name)
+            return client.create_experiment(name, tags=EXPERIMENT_KIND)
         except MlflowException as exc:
             if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                 raise

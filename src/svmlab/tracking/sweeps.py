@@ -38,6 +38,7 @@ class ParentRun:
         if parent_run_id:
             tags[PARENT_TAG] = parent_run_id
         run = self.client.create_run(experiment_id, run_name=name, tags=tags)
+        self.experiment_id = experiment_id
         self.run_id: str | None = run.info.run_id
         self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         try:

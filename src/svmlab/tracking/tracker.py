@@ -153,6 +153,7 @@ class Tracker:
         self.run_name = run_name
         self.parent_run_id = parent_run_id
         self.run_id: str | None = None
+        self.experiment_id: str | None = None
         self._start_ms = 0
         self._signals = DeferredSignals()
         self._heartbeat: RunHeartbeat | None = None
@@ -176,7 +177,7 @@ class Tracker:
         with environ_without("MLFLOW_RUN_ID" if project_run else None):
             run = patience(mlflow.start_run, run_name=self.run_name,
                            parent_run_id=self.parent_run_id, tags=start_tags())
-        self.run_id = run.info.run_id
+        self.run_id, self.experiment_id = run.info.run_id, experiment_id
         if project_run:
             self.client.set_tag(project_run, "mlflow.note.content",
                                 f"svmlab logged this run to experiment {self.experiment!r} as run "
@@ -227,8 +228,8 @@ class Tracker:
 
     @property
     def ui_line(self) -> str:
-        """How to open the MLflow UI on this run's store."""
-        return ui_line(mlflow.get_tracking_uri())
+        """Where the MLflow UI shows this run and its experiment's runs."""
+        return ui_line(mlflow.get_tracking_uri(), self.experiment_id, self.run_id)
 
     # -- what a run logs -----------------------------------------------------------------------
 

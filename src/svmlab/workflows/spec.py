@@ -27,7 +27,11 @@ SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": F
                "per": False, "seed": False}
 SELECT_PER = ("dataset",)
 SWEEP_KEYS = {"preset": True, "overrides": False}
-SCALE_KEYS = {"overrides": False, "description": False, "select_grid": False}
+SCALE_KEYS = {"overrides": False, "description": False, "select_grid": False, "runs": False,
+              "wall_time": False}
+#: A measured wall time: seconds (the whole workflow), with how many workers, when, the
+#: machine's load average then, and what else a reader must know of the measurement.
+WALL_TIME_KEYS = {"seconds": True, "workers": True, "date": True, "load": True, "note": False}
 ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypotheses": False,
                  "control": False, "filter": False, "objective": False}
 REPORT_KEYS = {"notebook": True}
@@ -114,6 +118,25 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What one scale costs: the runs its sweep launches and, where it was measured, the
+    workflow's wall time in seconds and how it was measured (workers, date, load)."""
+
+    runs: int | None = None
+    wall_s: float | None = None
+    measured: str = ""
+
+    def line(self) -> str:
+        """``120 runs, 18 min 42 s (2 workers, 2026-11-28, load about 2-3)``."""
+        runs = f"{self.runs} runs" if self.runs is not None else "runs not stated"
+        if self.wall_s is None:
+            return f"{runs}, wall time not measured"
+        minutes, seconds = divmod(round(self.wall_s), 60)
+        shown = f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+        return f"{runs}, {shown} ({self.measured})"
+
+
+@dataclass(frozen=True)
 class Workflow:
     """A paper's reproduction: its sweep (an experiment preset with overrides per scale), the
     analysis, the report notebook and the claims."""
@@ -130,6 +153,7 @@ class Workflow:
     claims: list[Claim]
     select: Select | None = None
     select_grids: dict[str, dict[str, str]] = field(default_factory=dict)
+    budgets: dict[str, Budget] = field(default_factory=dict)
 
     def at_scale(self, scale: str) -> Workflow:
         """This workflow with the selection grid of ``scale`` (its ``select_grid``, e.g. fewer
@@ -202,7 +226,28 @@ def parse(data: Any, path: Path) -> Workflow:
         notebook=notebook,
         claims=[c for i, data in enumerate(claims)
                 for c in _claim_and_companion(data, f"{where}: claims[{i}]")],
-        select=select, select_grids=grids)
+        select=select, select_grids=grids,
+        budgets={s: _budget(scale, f"{where}: scales.{s}") for s, scale in scale_data.items()})
+
+
+def _budget(scale: dict, where: str) -> Budget:
+    """A scale's ``runs`` (a positive count) and ``wall_time`` (WALL_TIME_KEYS)."""
+    runs = scale.get("runs")
+    if runs is not None and (not isinstance(runs, int) or isinstance(runs, bool) or runs < 1):
+        raise WorkflowError(f"{where}.runs: the number of runs of the scale's sweep, a positive "
+                            f"integer; got {runs!r}")
+    if "wall_time" not in scale:
+        return Budget(runs)
+    wall = _mapping(scale["wall_time"], f"{where}.wall_time", WALL_TIME_KEYS)
+    seconds, workers = wall["seconds"], wall["workers"]
+    number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0
+    count = isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1
+    if not (number and count):
+        raise WorkflowError(f"{where}.wall_time: seconds a positive number and workers a "
+                            f"positive integer; got {seconds!r}, {workers!r}")
+    measured = (f"{workers} worker{'s' if workers > 1 else ''}, {wall['date']}, "
+                f"load {wall['load']}" + (f"; {wall['note']}" if wall.get("note") else ""))
+    return Budget(runs, float(seconds), measured)
 
 
 def _select(data: Any, where: str) -> Select:

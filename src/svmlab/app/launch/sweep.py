@@ -208,6 +208,14 @@ def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
     return (line, EXIT_STORE) if line else (f"{type(exc).__name__}: {exc}", EXIT_USAGE)
 
 
+def sweep_name(overrides: list[str]) -> str:
+    """The parent run's name: what the sweep sweeps (``sweep solver=a,b dataset=x``), its
+    overrides without those saying where runs go (``tracking.*``, ``paths.*``)."""
+    shown = [o for o in overrides if not o.lstrip("+~").startswith(("tracking.", "paths."))]
+    name = "sweep " + (" ".join(shown) or "(the defaults)")
+    return name if len(name) <= 250 else name[:247] + "..."
+
+
 class SweepCallback(Callback):
     """Parent run, progress and summary of an svmlab sweep (see the module docstring)."""
 
@@ -254,7 +262,7 @@ class SweepCallback(Callback):
         reap_on_start(config.tracking.uri, config.tracking.experiment,
                       config.tracking.stale_after_s)
         self.parent = ParentRun(
-            config.tracking.uri, config.tracking.experiment, f"sweep {config.hydra.sweep.dir}",
+            config.tracking.uri, config.tracking.experiment, sweep_name(overrides),
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
                              "sweep.jobs": total},
             OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
@@ -328,7 +336,11 @@ class SweepCallback(Callback):
               + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
         for line in failure_lines(outcomes):
             print(line, flush=True)
-        print(ui_line(self.parent.uri), flush=True)
+        print(ui_line(self.parent.uri, self.parent.experiment_id), flush=True)
+        if not self.parent.nested:  # a workflow's sweep: the workflow analyzes its runs
+            from svmlab.app.runs import next_line
+
+            print(next_line(config.tracking.uri, config.tracking.experiment), flush=True)
         if not stored:
             raise SystemExit(EXIT_STORE)
         if failed:
