@@ -71,9 +71,10 @@ class Claim:
     or resampled splits), a randomised solver's ``seeds`` on one problem, or repeated
     ``timings`` of identical work; without it, ``claims.unit_of`` derives it. ``readings``
     maps the name of each reading of the paper's protocol (e.g. its stopping rule read two
-    ways) to the overrides of ``value`` (and of ``relative_to``'s same keys) that run it: the
-    claim is judged under each and gets one verdict, reproduced only where every reading
-    reproduces it, else "depends on the reading" (``claims.judge``)."""
+    ways) to what that reading changes: ``value`` and/or ``relative_to``, each a mapping that
+    overrides those keys of the claim's side. The claim is judged under each reading and gets
+    one verdict: reproduced when every reading reproduces it, not reproduced when none does,
+    else "depends on the reading of the protocol" (``claims.judge``)."""
 
     claim: str
     source: str
@@ -331,11 +332,15 @@ def _replication(claim: Claim, where: str) -> None:
         raise WorkflowError(f"{where}.unit: {claim.unit!r}; allowed: {', '.join(UNITS)} (what "
                             f"makes two blocks distinct measurements)")
     readings = claim.readings
-    if not isinstance(readings, dict) or any(
-            not isinstance(v, dict) or not v for v in readings.values()) or len(readings) == 1:
-        raise WorkflowError(f"{where}.readings: two or more readings, each a name and the "
-                            f"values it overrides, e.g. {{one round: {{solver: fw}}, seven "
-                            f"rounds: {{solver: fw_rounds}}}}; got {readings!r}")
+    sides = ("value", "relative_to")
+    if (not isinstance(readings, dict) or len(readings) == 1 or any(
+            not isinstance(r, dict) or not r or set(r) - set(sides)
+            or not all(isinstance(v, dict) and v for v in r.values())
+            for r in readings.values())):
+        raise WorkflowError(f"{where}.readings: two or more readings, each a name and what it "
+                            f"overrides of value and/or relative_to, e.g. {{one round: {{value: "
+                            f"{{solver: fw}}}}, seven rounds: {{value: {{solver: fw_rounds}}}}}}"
+                            f"; got {readings!r}")
 
 
 def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
