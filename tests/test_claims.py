@@ -538,14 +538,21 @@ def test_a_claim_under_two_readings_of_the_protocol_gets_one_verdict(store):
                 "seven rounds": {"value": {"solver": "a7"}}}
     both = claim(measure="fit_time_s", value={"solver": "a"}, relative_to={"solver": "c"},
                  decide={"below": 1}, readings=readings)
-    judged, = s.judged(both)
+    judged, seven = s.judged(both)
     assert judged.verdict == claims.DEPENDS and judged.n == 12
     assert judged.row()["verdict"] == "depends on the reading of the protocol"
     assert "under one round: reproduced" in judged.detail
     assert "under seven rounds: not reproduced" in judged.detail
-    assert claims.metrics([judged])["claims_depends"] == 1
-    assert sum(claims.counts([judged]).values()) == 1
-    faster, = s.judged(replace(both, decide={"below": 10}))
+    assert (seven.claim.kind, seven.verdict) == ("svmlab", claims.NOT_REPRODUCED)
+    assert seven.row()["claim"] == "svmlab's reading: c, under seven rounds"
+    counted = claims.metrics([judged, seven])
+    assert counted["claims_depends"] == 1 and sum(
+        v for k, v in counted.items() if k.startswith("claims_")) == 1
+    assert counted["svmlab_statements_not_reproduced"] == 1
+    assert claims.section_count([judged, seven]).endswith(
+        "svmlab's companions and readings beside them: 0 reproduced, 1 not reproduced, "
+        "0 inconclusive, 0 depends, 0 not testable here")
+    faster, _ = s.judged(replace(both, decide={"below": 10}))
     assert faster.verdict == claims.REPRODUCED
     with pytest.raises(spec.WorkflowError, match="readings: two or more readings"):
         claim(measure="fit_time_s", value={"solver": "a"}, decide={"below": 1},
@@ -582,9 +589,9 @@ def test_analyze_counts_identical_reruns_of_a_config_once_and_says_so(store, cap
     selection = results.from_mlflow([EXPERIMENT], measures=["fit_time_s"], tracking_uri=s.uri)
     assert len(selection.long) == 4
     assert sorted(selection.long["fit_time_s"]) == [2.0, 2.0, 4.0, 4.0]
-    assert selection.notes == ["4 run(s) repeat the exact config of another (2 config(s), same "
-                               "svmlab.config_sha256): each config counted once, its measures "
-                               "averaged over its identical re-runs"]
+    assert selection.notes == [("4 run(s) repeat the exact config of another (2 config(s), same "
+                                "svmlab.config_sha256): each config counted once, its measures "
+                                "averaged over its identical re-runs")]
     assert cli.main(["analyze", "--tracking-uri", s.uri, "-e", EXPERIMENT, "-m",
                      "fit_time_s", "--bayes-samples", "100"]) == 0
     assert capsys.readouterr().err.count("4 run(s) repeat the exact config of another") == 1

@@ -341,18 +341,18 @@ def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store
     lines = capfd.readouterr().out.splitlines()
     assert lines[:5] == [
         "The paper's claims:", "",
-        "| workflow | claim (source) | paper | n | unit | confidence | svmlab (quick scale) | "
-        "interval | verdict |",
+        ("| workflow | claim (source) | paper | n | unit | confidence | svmlab (quick scale) | "
+         "interval | verdict |"),
         "|---|---|---|---|---|---|---|---|---|",
-        "| `tiny` | LIBLINEAR's accuracy is LIBSVM's (Table 1) | 0 | 4 | problems | 87.5 % | "
-        "-0.01975 | [-0.0295, -0.01] | inconclusive |"]
+        ("| `tiny` | LIBLINEAR's accuracy is LIBSVM's (Table 1) | 0 | 4 | problems | 87.5 % | "
+         "-0.01975 | [-0.0295, -0.01] | inconclusive |")]
     assert lines[5:] == [  # its two seeds gave the same accuracy: one measurement
-        "| `tiny` | LIBSVM reaches 99.9 % on breast cancer (Table 1) | 0.999 | 1 | seeds | 0 % | "
-        "0.9995 | [0.9995, 0.9995] | inconclusive |",
-        "| `tiny` | LIBLINEAR's accuracy on a9a (Table 2) | 0.85 |  |  |  |  |  | "
-        "not testable here |",
-        "| `tiny` | LIBLINEAR is faster than SVM-Light (Table 3) |  |  |  |  |  |  | "
-        "not testable here |"]
+        ("| `tiny` | LIBSVM reaches 99.9 % on breast cancer (Table 1) | 0.999 | 1 | seeds | 0 % | "
+         "0.9995 | [0.9995, 0.9995] | inconclusive |"),
+        ("| `tiny` | LIBLINEAR's accuracy on a9a (Table 2) | 0.85 |  |  |  |  |  | "
+         "not testable here |"),
+        ("| `tiny` | LIBLINEAR is faster than SVM-Light (Table 3) |  |  |  |  |  |  | "
+         "not testable here |")]
 
     assert cli.main(["workflow", "table", str(TINY), "shootout", *uri]) == 1
     out, err = capfd.readouterr()

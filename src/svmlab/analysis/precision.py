@@ -10,7 +10,8 @@ notes; a solver's final point can be better than its last traced one), and ``<na
 (LOWER) gives the lower bound, the last certified trace row's time (0 without one): the time is
 interval-censored, known only to lie between the two, and the claims read it so. A run that
 never reached ``tol`` gets +inf, which the performance profiles count as a failure and the
-significance tests as a missing cell. The names are MLflow-safe (no parentheses), e.g. ``time_to_gap_1e-3``.
+significance tests as a missing cell. The names are MLflow-safe (no parentheses), e.g.
+``time_to_gap_1e-3``.
 
 ``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` are the same for a measure that needs no
 certificate, the one of Nie et al. (ICML 2014): the first trace row whose objective is within

@@ -105,9 +105,10 @@ def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
     merged = long.assign(**{m: means[m] for m in measures})[~key.duplicated().to_numpy()]
     repeats = len(long) - len(merged)
     configs = int(key[key.duplicated(keep=False)].nunique())
-    return merged, [f"{repeats} run(s) repeat the exact config of another ({configs} config(s), "
-                    f"same {DIGEST_TAG.removeprefix('tags.')}): each config counted once, its "
-                    f"measures averaged over its identical re-runs"]
+    said = (f"{repeats} run(s) repeat the exact config of another ({configs} config(s), same "
+            f"{DIGEST_TAG.removeprefix('tags.')}): each config counted once, its measures "
+            f"averaged over its identical re-runs")
+    return merged, [said]
 
 
 def confounds(runs: pd.DataFrame, treatments, keys: set[str]) -> dict[str, dict[str, list]]:

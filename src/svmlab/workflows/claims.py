@@ -67,7 +67,8 @@ class Judged:
     points: an accuracy on one fixed test set), the ``estimate`` (a range (low, high) when
     censored blocks leave it open; equal ends otherwise) and the ``interval`` with its attained
     ``confidence``, on the scale of the test (a ratio, a difference, a value or a slope); None
-    when nothing was estimated. ``depends_on`` names what a DEPENDS verdict depends on."""
+    when nothing was estimated. ``depends_on`` names what a DEPENDS verdict depends on;
+    ``reading`` the reading of the protocol a row of svmlab's judges its paper claim under."""
 
     claim: Claim
     test: str
@@ -79,6 +80,7 @@ class Judged:
     unit: str = ""
     confidence: float | None = None
     depends_on: str = ""
+    reading: str = ""
 
     def row(self) -> dict:
         c = self.claim
@@ -90,7 +92,8 @@ class Judged:
             low, high = self.estimate
             estimate = _number(low) if low == high else f"{_number(low)} to {_number(high)}"
             interval = f"[{_number(self.interval[0])}, {_number(self.interval[1])}]"
-        text = f"svmlab's companion: {c.claim}" if c.companion_of else c.claim
+        text = (f"svmlab's reading: {c.claim}, under {self.reading}" if self.reading
+                else f"svmlab's companion: {c.claim}" if c.companion_of else c.claim)
         confidence = ("" if self.confidence is None
                       else f"{self.confidence * 100:.3g} %")
         verdict = f"{DEPENDS} on {self.depends_on}" if self.verdict == DEPENDS else self.verdict
@@ -126,12 +129,33 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
               derive: Callable[[list[str]], dict[str, np.ndarray]]) -> list[Judged]:
     """Judge every claim on ``runs`` (FINISHED training runs, the layout of
     :func:`svmlab.tracking.queries.search_runs`); ``derive(names)`` gives the values of
-    measures computed from traces (``time_to_gap_1e-3``), one per run."""
+    measures computed from traces (``time_to_gap_1e-3``), one per run. A paper claim with
+    ``readings`` is one row of the paper's tally; each reading but its first (the paper's
+    stated one) follows it as svmlab's statement, in svmlab's tally (:func:`_extra_readings`)."""
     wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
                      and precision.parse(c.measure)})
     values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
     runs = runs.assign(**values)
-    return [judge(c, runs) for c in claims]
+    return [j for c in claims for j in [judge(c, runs), *_extra_readings(c, runs)]]
+
+
+def _extra_readings(claim: Claim, runs: pd.DataFrame) -> list[Judged]:
+    """svmlab's statements of a paper claim under each reading of its protocol but the first:
+    each beside the claim, in svmlab's tally (none for other claims)."""
+    if not claim.readings or claim.kind != "paper":
+        return []
+    return [replace(judge(_read(claim, reading), runs), reading=name,
+                    claim=replace(_read(claim, reading), kind="svmlab",
+                                  companion_of=claim.claim))
+            for name, reading in list(claim.readings.items())[1:]]
+
+
+def _read(claim: Claim, reading: dict) -> Claim:
+    """The claim under one reading of the protocol: its sides with the reading's overrides."""
+    relative_to = ({**(claim.relative_to or {}), **reading["relative_to"]}
+                   if "relative_to" in reading else claim.relative_to)
+    return replace(claim, readings={}, value={**claim.value, **reading.get("value", {})},
+                   relative_to=relative_to)
 
 
 def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
@@ -194,10 +218,7 @@ def unit_of(claim: Claim) -> str:
 
 def _over_readings(claim: Claim, runs: pd.DataFrame) -> Judged:
     """A claim under each reading of the paper's protocol (its ``readings``), one verdict."""
-    judged = [judge(replace(claim, readings={}, value={**claim.value, **r.get("value", {})},
-                            relative_to=({**(claim.relative_to or {}), **r["relative_to"]}
-                                         if "relative_to" in r else claim.relative_to)), runs)
-              for r in claim.readings.values()]
+    judged = [judge(_read(claim, r), runs) for r in claim.readings.values()]
     return _combined(claim, judged, [f"under {name}" for name in claim.readings],
                      f"the {len(judged)} readings of the paper's protocol", "the reading of the "
                                                                              "protocol")
@@ -586,10 +607,11 @@ def sections(judged: list[Judged]) -> dict[str, list[Judged]]:
 
 
 def section_count(rows: list[Judged]) -> str:
-    """A table's counts: its claims', and its companions' apart ('' for none)."""
+    """A table's counts: its claims', and its companions' and readings' apart ('' for none)."""
     companions = [j for j in rows if j.claim.companion_of]
     own = counted([j for j in rows if not j.claim.companion_of])
-    return own + (f"; svmlab's companions beside them: {counted(companions)}" if companions
+    what = "companions and readings" if any(j.reading for j in companions) else "companions"
+    return own + (f"; svmlab's {what} beside them: {counted(companions)}" if companions
                   else "")
 
 

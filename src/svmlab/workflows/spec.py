@@ -74,7 +74,9 @@ class Claim:
     ways) to what that reading changes: ``value`` and/or ``relative_to``, each a mapping that
     overrides those keys of the claim's side. The claim is judged under each reading and gets
     one verdict: reproduced when every reading reproduces it, not reproduced when none does,
-    else "depends on the reading of the protocol" (``claims.judge``)."""
+    else "depends on the reading of the protocol" (``claims.judge``), counted once in the
+    paper's tally; the first reading is the paper's stated one, and each other reading's own
+    verdict is svmlab's statement beside it (``claims.judge_all``)."""
 
     claim: str
     source: str
