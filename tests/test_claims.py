@@ -595,3 +595,18 @@ def test_analyze_counts_identical_reruns_of_a_config_once_and_says_so(store, cap
     assert cli.main(["analyze", "--tracking-uri", s.uri, "-e", EXPERIMENT, "-m",
                      "fit_time_s", "--bayes-samples", "100"]) == 0
     assert capsys.readouterr().err.count("4 run(s) repeat the exact config of another") == 1
+
+
+def test_a_claims_unit_of_replication_is_stated_or_derived_and_checked():
+    """Problems where a claim spans datasets, timings for a time on one dataset, seeds for an
+    accuracy there; a stated unit wins, and an unknown one is refused in one line."""
+    one = {"value": {"solver": "a", "dataset": "w1a"}, "decide": {"below": 1}}
+    assert claims.unit_of(claim(measure="fit_time_s", **one)) == "timings"
+    assert claims.unit_of(claim(measure="time_to_gap_1e-2", **one)) == "timings"
+    assert claims.unit_of(claim(measure="test_accuracy", **one)) == "seeds"
+    assert claims.unit_of(claim(measure="test_accuracy", value={"solver": "a"},
+                                decide={"below": 1})) == "problems"
+    assert claims.unit_of(claim(measure="test_accuracy", unit="problems", **one)) == "problems"
+    with pytest.raises(spec.WorkflowError, match=r"w.yaml: claims\[0\].unit: 'datasets'; "
+                                                 r"allowed: problems, seeds, timings"):
+        claim(measure="test_accuracy", unit="datasets", **one)
