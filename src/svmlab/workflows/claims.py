@@ -343,7 +343,7 @@ def _paired(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
     tested = _blockwise(frames[0], [])
     if len(frames) == 1:
         found = _located(claim, tested["block"], tested["low"], tested["high"], "value",
-                         _censored(tested), same=[tested["low"], tested["high"]])
+                         _censored(tested))
         once = tested.iloc[0]
         if (found.n == 1 and claim.measure in MAJORITY and once["low"] == once["high"]
                 and once["n_test"] > 0):
