@@ -179,7 +179,7 @@ def test_identical_blocks_count_once_and_a_verdict_needs_six_distinct_blocks(sto
     assert judged.confidence == pytest.approx(1 - 2 / 32) and judged.interval[1] < 0.02
     assert judged.detail.startswith("the interval attains 93.8 % confidence, below the 95 % a "
                                     "verdict needs (the exact signed-rank interval needs 6 "
-                                    "distinct blocks; 5 here)")
+                                    "distinct blocks, here 5)")
     assert (judged.row()["n"], judged.row()["unit"], judged.row()["confidence"]) == (
         5, "problems", "93.8 %")
     six, = s.judged(replace(five, value={"solver": "a"}))

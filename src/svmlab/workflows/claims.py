@@ -532,7 +532,7 @@ def _decide(rule: str, bound: float, paper: float | None, found: _Estimate) -> t
         return INCONCLUSIVE, (f"the interval attains {found.confidence * 100:.3g} % confidence, "
                               f"below the {CONFIDENCE * 100:g} % a verdict needs (the exact "
                               f"signed-rank interval needs {signed_rank_blocks()} distinct "
-                              f"blocks; {found.n} here)")
+                              f"blocks, here {found.n})")
     if holds:
         return REPRODUCED, "the whole interval holds the claim"
     if fails:
