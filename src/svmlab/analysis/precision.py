@@ -6,9 +6,12 @@ They are read from the run's trace artifact (``trace/trace.parquet``): the colum
 NaN in rows without a certificate. When no trace row reaches ``tol`` (or the trace has no
 certified rows) the final certificate decides: a run whose final gap is within ``tol`` reached it
 by its end, so its fit time and iteration count are reported (an upper bound, listed in the
-notes; a solver's final point can be better than its last traced one). A run that never reached
-``tol`` gets +inf, which the performance profiles count as a failure and the significance tests
-as a missing cell. The names are MLflow-safe (no parentheses), e.g. ``time_to_gap_1e-3``.
+notes; a solver's final point can be better than its last traced one), and ``<name>:lower``
+(LOWER) gives the lower bound, the last certified trace row's time (0 without one): the time is
+interval-censored, known only to lie between the two, and the claims read it so. A run that
+never reached ``tol`` gets +inf, which the performance profiles count as a failure and the
+significance tests as a missing cell. The names are MLflow-safe (no parentheses), e.g.
+``time_to_gap_1e-3``.
 
 ``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` are the same for a measure that needs no
 certificate, the one of Nie et al. (ICML 2014): the first trace row whose objective is within
@@ -34,6 +37,8 @@ import pandas as pd
 from svmlab.errors import SvmlabError
 from svmlab.estimator.formulations import metric_name
 
+#: The suffix of a derived measure's lower bound, where its value is only an upper bound.
+LOWER = ":lower"
 PATTERN = re.compile(r"^(time|iters)_to_(gap|obj|acc)_(.+)$")
 #: What each target is, in words.
 TARGETS = {"gap": "a certified relative gap of", "obj": "a relative distance to the optimum of",
@@ -170,7 +175,7 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
             load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
     """``time_to_gap_<tol>`` and ``iters_to_gap_<tol>`` (module docstring)."""
     wanted = {name: parse(name) for name in names}
-    values = {name: np.full(len(runs), np.nan) for name in names}
+    values = {name: np.full(len(runs), np.nan) for name in [*names, *(n + LOWER for n in names)]}
     fallback, uncertified = [], []
     for i, (_, run) in enumerate(runs.iterrows()):
         column = metric_of("rel_gap", run.get(FORMULATION_TAG))
@@ -179,11 +184,14 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
             continue
         trace = load_trace(tracking_uri, run["run_id"])
         traced = column in trace and trace[column].notna().any()
+        last = (trace[trace[column].notna()].iloc[-1] if traced
+                else {"time_s": 0.0, "iteration": 0.0})
         for name, (kind, tol) in wanted.items():
             time_s, iteration = (first_reach(trace, column, tol) if traced
                                  else (float("inf"), float("inf")))
             if np.isinf(time_s) and run[f"metrics.{column}"] <= tol:
                 time_s, iteration = run["metrics.fit_time_s"], run["metrics.n_iter"]
+                values[name + LOWER][i] = float(last["time_s" if kind == "time" else "iteration"])
                 fallback.append(run["run_id"])
             values[name][i] = time_s if kind == "time" else iteration
     notes = []
@@ -191,7 +199,8 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     if fallback:
         notes.append(f"{len(fallback)} run(s) reached a target only by their final certificate "
                      f"(none in the trace, or a better final point); their {', '.join(names)} "
-                     f"there are the fit time and iterations, an upper bound: "
+                     f"there are the fit time and iterations, an upper bound (claims take "
+                     f"each as interval-censored, after the last certified trace row): "
                      f"{', '.join(fallback)}")
     if uncertified:
         notes.append(f"{len(uncertified)} run(s) have no certificate, so no "

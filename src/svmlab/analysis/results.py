@@ -17,6 +17,8 @@ JOIN = " / "  # between the values of a combined block or treatment key
 #: Params that may differ between the runs of one treatment: the dataset's own settings (they
 #: vary with the block) and where a run was stored.
 CONTEXT_PREFIXES = ("dataset.", "tracking.", "paths.", "hydra.")
+#: The tag of a run's config digest (the sha256 of its resolved config, ``svmlab train``).
+DIGEST_TAG = "tags.svmlab.config_sha256"
 
 
 @dataclass
@@ -79,10 +81,34 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
             raise SvmlabError(f"no run logged the metric {name!r}; logged: {', '.join(available)}")
         long[name] = runs[column].to_numpy(dtype=float)
     keys = {*block_columns, *treatment_columns, _column(runs, repetition)}
+    found = confounds(runs, long["treatment"].to_numpy(), keys)
+    long, repeated = once_per_config(long, runs.get(DIGEST_TAG), measures)
     return Selection(long.reset_index(drop=True), source=f"mlflow:{','.join(experiments)}",
                      excluded=excluded,
                      columns={"block": block_columns, "treatment": treatment_columns},
-                     confounds=confounds(runs, long["treatment"].to_numpy(), keys), notes=notes)
+                     confounds=found, notes=notes + repeated)
+
+
+def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
+                    measures: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """One row per config: runs with the same config digest (DIGEST_TAG: the same resolved
+    config in the same experiment, e.g. the same command run twice) computed the same thing,
+    so they are one measurement, not repetitions: their measures are averaged (a time over its
+    re-timings) into the row of the first of them, and one line says how many were merged."""
+    if digests is None:
+        return long, []
+    key = pd.Series(digests.to_numpy(), index=long.index).fillna(pd.Series(
+        long["run_id"].to_numpy(), index=long.index))
+    if not key.duplicated().any():
+        return long, []
+    means = long.groupby(key.to_numpy(), sort=False)[list(measures)].transform("mean")
+    merged = long.assign(**{m: means[m] for m in measures})[~key.duplicated().to_numpy()]
+    repeats = len(long) - len(merged)
+    configs = int(key[key.duplicated(keep=False)].nunique())
+    said = (f"{repeats} run(s) repeat the exact config of another ({configs} config(s), same "
+            f"{DIGEST_TAG.removeprefix('tags.')}): each config counted once, its measures "
+            f"averaged over its identical re-runs")
+    return merged, [said]
 
 
 def confounds(runs: pd.DataFrame, treatments, keys: set[str]) -> dict[str, dict[str, list]]:

@@ -142,6 +142,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                     "workflow": f"`{workflow.name}`",
                     "claim (source)": f"{row['claim']} ({row['source']})",
                     "paper": row["paper"], "n": row.get("n", ""),
+                    "unit": row.get("unit", ""), "confidence": row.get("confidence", ""),
                     f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
                     "interval": row.get("interval", ""), "verdict": row["verdict"]})
     except StoreError as exc:

@@ -39,7 +39,9 @@ CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
               "decide": False, "why": False, "untestable": False, "kind": False,
               "blocks": False, "growth_with": False, "sensitivity_to": False,
-              "companion": False, "grid": False}
+              "companion": False, "grid": False, "unit": False, "readings": False}
+#: A claim's unit of replication: what makes two of its blocks distinct measurements.
+UNITS = ("problems", "seeds", "timings")
 #: A companion's keys: its measure (an equal-precision one) and why it is the same comparison;
 #: ``decide`` when it differs from its paper claim's.
 COMPANION_KEYS = {"measure": True, "why": True, "decide": False}
@@ -67,7 +69,18 @@ class Claim:
     statement it is: the paper's, or svmlab's own (a certificate, a companion measurement).
     ``grid`` names keys of settings the paper does not report: the claim is judged at each of
     their combinations and holds only where it holds at every one. ``companion_of`` is the
-    paper claim a companion (the same comparison at equal precision) stands beside."""
+    paper claim a companion (the same comparison at equal precision) stands beside.
+
+    ``unit`` is the claim's unit of replication, one of UNITS: distinct ``problems`` (datasets
+    or resampled splits), a randomised solver's ``seeds`` on one problem, or repeated
+    ``timings`` of identical work; without it, ``claims.unit_of`` derives it. ``readings``
+    maps the name of each reading of the paper's protocol (e.g. its stopping rule read two
+    ways) to what that reading changes: ``value`` and/or ``relative_to``, each a mapping that
+    overrides those keys of the claim's side. The claim is judged under each reading and gets
+    one verdict: reproduced when every reading reproduces it, not reproduced when none does,
+    else "depends on the reading of the protocol" (``claims.judge``), counted once in the
+    paper's tally; the first reading is the paper's stated one, and each other reading's own
+    verdict is svmlab's statement beside it (``claims.judge_all``)."""
 
     claim: str
     source: str
@@ -86,6 +99,8 @@ class Claim:
     sensitivity_to: str | None = None
     grid: list[str] = field(default_factory=list)
     companion_of: str | None = None
+    unit: str | None = None
+    readings: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -350,11 +365,29 @@ def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
         raise WorkflowError(f"{where}.decide.{rule}: a number; got {bound!r}")
     if claim.why is not None:
         _text(claim.why, f"{where}.why")
+    _replication(claim, where)
     _shape(claim, data, rule, where)
     if rule.endswith("tolerance") and not isinstance(claim.paper, (int, float)):
         raise WorkflowError(f"{where}: decide.{rule} compares with the paper's number; "
                             f"give it as paper: <number>")
     return claim
+
+
+def _replication(claim: Claim, where: str) -> None:
+    """The unit of replication and the readings of a claim: known names and mappings."""
+    if claim.unit is not None and claim.unit not in UNITS:
+        raise WorkflowError(f"{where}.unit: {claim.unit!r}; allowed: {', '.join(UNITS)} (what "
+                            f"makes two blocks distinct measurements)")
+    readings = claim.readings
+    sides = ("value", "relative_to")
+    if (not isinstance(readings, dict) or len(readings) == 1 or any(
+            not isinstance(r, dict) or not r or set(r) - set(sides)
+            or not all(isinstance(v, dict) and v for v in r.values())
+            for r in readings.values())):
+        raise WorkflowError(f"{where}.readings: two or more readings, each a name and what it "
+                            f"overrides of value and/or relative_to, e.g. {{one round: {{value: "
+                            f"{{solver: fw}}}}, seven rounds: {{value: {{solver: fw_rounds}}}}}}"
+                            f"; got {readings!r}")
 
 
 def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
