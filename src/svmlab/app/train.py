@@ -194,6 +194,9 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
     context.run_name = run_name
 
+    with timed(context.phases, "data"):  # a dataset that cannot be had creates no run
+        dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
+                            cache_dir=cfg.paths.cache_dir)
     tracking = cfg.tracking
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
         from svmlab.tracking.existing import announce_new_store
@@ -206,8 +209,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
                   tracking.wait_s, context.phases) as recording:
         context.run_id = recording.run_id
         recording.log_config(**record)
-        dataset = recording.load_data(dataset_params, seed=cfg.seed,
-                                      data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir)
+        recording.log_dataset(dataset)
         compile_s = recording.fit(
             estimator, dataset.X_train, dataset.y_train, (dataset.X_test, dataset.y_test),
             compile_lock=sweep.state_dir(context.sweep_dir) / "compile.lock"
