@@ -30,8 +30,8 @@ from omegaconf import DictConfig, OmegaConf
 
 import svmlab
 from svmlab.app.launch import sweep
-from svmlab.app.config.schema import (build_estimator, check_dataset, check_typed_parts,
-                               composition_error_line, register_configs, unknown_key_hints)
+from svmlab.app.config.schema import (checked_estimator, composition_error_line,
+                                      register_configs, unknown_key_hints)
 from svmlab.errors import ConfigError, SvmlabError
 
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
@@ -179,13 +179,10 @@ def config_record(cfg: DictConfig, context: RunContext, estimator) -> dict:
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     """Train, evaluate and log one configuration; returns the MLflow run id."""
     context = context or RunContext()
-    check_typed_parts(cfg)  # config errors first, before the slow imports of the training path
-    check_dataset(cfg, context.choices.get("dataset"))
-    estimator = build_estimator(cfg)
+    estimator = checked_estimator(cfg, context.choices.get("dataset"))
     from svmlab import data
 
     dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
-    data.validate(**dataset_params)
     from svmlab.recording.results import certified_line
     from svmlab.recording.run import open_run, timed
 

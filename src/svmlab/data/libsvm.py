@@ -193,10 +193,16 @@ class LibsvmEntry(Entry):
         raise DataError(f"{differs}. To use this copy anyway, set the dataset parameter "
                         f"verify=false (dataset.verify=false in a run's config).")
 
-    def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
+    def prepare(self, params: dict, data_dir=None,
+                cache_dir=None) -> list[tuple[Path, str | None]]:
+        """The copies of the files ``load`` reads with ``params``, found or downloaded and
+        verified, each with how it differs from the official file (None: it does not)."""
         used = self.used_files(split=params["test_fraction"] is not None)
-        copies = [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
-                  for file in used]
+        return [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
+                for file in used]
+
+    def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
+        copies = self.prepare(params, data_dir, cache_dir)
         paths = [path for path, _ in copies]
         parts, digest = read_libsvm_files(paths, self.n_features, cache_folder(cache_dir))
         n_features = max(part.X.shape[1] for part in parts)

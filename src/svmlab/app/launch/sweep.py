@@ -42,6 +42,7 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.app.launch.preflight import check_jobs
 from svmlab.errors import ConfigError, SvmlabError
 
 if TYPE_CHECKING:
@@ -71,18 +72,13 @@ def read_outcomes(sweep_dir: str | os.PathLike) -> list[dict]:
 
 def count_jobs(config: DictConfig) -> int | None:
     """How many jobs Hydra's basic sweeper makes of the overrides (None for other sweepers)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from svmlab.app.launch.preflight import job_overrides
 
-    sweeper = config.hydra.sweeper
-    if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
-        return None
-    params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
     try:
-        parsed = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
-        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
-    except Exception:  # e.g. glob() sweeps, which need Hydra's config loader: count unknown
+        jobs = job_overrides(config)
+    except Exception:  # overrides the sweeper itself will refuse: count unknown
         return None
+    return None if jobs is None else len(jobs)
 
 
 def progress_line(outcome: dict, done: int, total: int | None,
@@ -227,12 +223,14 @@ class SweepCallback(Callback):
             self._start(config)
         except Exception as exc:  # Hydra would only warn and run the sweep with nobody counting
             line, status = failure_line(exc, config.tracking.uri)
-            print(f"svmlab: error: cannot start the sweep: {line}", file=sys.stderr)
+            for problem in line.splitlines():  # a job's config: one line per problem
+                print(f"svmlab: error: cannot start the sweep: {problem}", file=sys.stderr)
             self.abandon(config)
             raise SystemExit(status) from None
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
+        check_jobs(config)  # before the store, the parent run or a folder exists
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.existing import announce_new_store
         from svmlab.tracking.liveness import reap_on_start
