@@ -6,8 +6,9 @@ onto the destination (``os.replace``). On any failure (HTTP error, refused conne
 a response cut short, content that differs from the official file, Ctrl-C, SIGTERM) the part
 file is removed, so the destination either holds the complete, verified file or does not
 exist, and the folders made for it are removed again once empty. Parallel jobs that download
-the same file at once are safe: each writes its own part file. A part file whose process is gone (killed with SIGKILL, say) is left behind;
-``remove_stale_parts`` removes it, which the next fetch or load of that file does.
+the same file at once are safe: each writes its own part file. A part file whose process is
+gone (killed with SIGKILL, say) is left behind; ``remove_stale_parts`` removes it, which the
+next fetch or load of that file does.
 """
 
 from __future__ import annotations
