@@ -4,9 +4,12 @@ bars of MLflow, no warning twice; ``--verbose`` (or Hydra's own ``hydra.verbose`
 import subprocess
 import sys
 
+import numba
 import pytest
+from numba.core import event
 
 from support.runs import PROGRESS, child_env, train_process
+from svmlab.recording import warm_up
 
 SWEEP = ("-m", "solver=liblinear", "solver.max_iter=2", "seed=0,1", "tracking.log_model=false")
 
@@ -55,3 +58,23 @@ def test_mlflow_artifact_progress_bars_only_when_verbose(tmp_path, verbose):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, env=env, check=True)
     assert ("Downloading artifacts" in done.stderr) == verbose, done.stderr
+
+
+def test_the_compile_notice_gives_the_last_compile_time_once_per_process_and_solver(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", str(tmp_path))
+    assert warm_up.compile_times() == {}
+    warm_up.record_compile_time("QuietToy", 12.4)
+    assert warm_up.compile_times() == {"QuietToy": 12.4}
+    assert warm_up.compile_times_file().parent == tmp_path
+
+    @numba.njit(cache=False)
+    def thrice(x):
+        return 3 * x
+
+    for value in (1.0, 2):  # two compilations (two types), two warm-ups of one solver
+        estimate = warm_up.compile_times().get("QuietToy")
+        with event.install_listener("numba:compile", warm_up.SayCompiling("QuietToy", estimate)):
+            thrice(value)
+    out = capsys.readouterr().out
+    assert out == "compiling solvers (first run only, about 12 s on this machine)\n"
