@@ -4,6 +4,7 @@ import os
 import re
 import stat
 import subprocess
+import time
 
 import mlflow
 import pytest
@@ -41,7 +42,9 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
     assert sorted(int(done) for done, *_ in lines) == [1, 2, 3, 4]
     assert {total for _, total, *_ in lines} == {"4"}
     assert sorted(s for *_, s in lines) == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
-    assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds$", out, re.MULTILINE)
+    assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds  about \d+ (s|min) left$",
+                     out, re.MULTILINE)  # the time left at the pace so far, but for the last
+    assert re.search(r"^\[4/4\] .*\d+\.\ds$", out, re.MULTILINE)
     assert "the same error as #2" in out
     assert "4 jobs: 2 finished, 2 failed, 0 skipped" in out
 
@@ -228,6 +231,16 @@ def test_a_sweep_on_a_missing_data_folder_creates_nothing(tmp_path, capsys):
     assert line.startswith(f"svmlab: error: cannot start the sweep: the data folder {missing} ")
     assert line.endswith("(2 jobs: #0, #1)")
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no folder, no cache
+
+
+def test_the_time_left_is_estimated_at_the_pace_of_the_jobs_so_far():
+    from svmlab.app.launch.sweep import time_left
+
+    started = time.time() - 600  # 2 of 8 jobs in ten minutes: 30 minutes for the other 6
+    assert time_left(started, 2, 8) == "  about 30 min left"
+    assert time_left(started, 7, 8) == "  about 86 s left"
+    assert time_left(started - 5400, 2, 8) == "  about 5.0 h left"
+    assert time_left(started, 8, 8) == time_left(None, 2, 8) == time_left(started, 2, None) == ""
 
 
 def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():

@@ -205,7 +205,7 @@ def prepare(args: argparse.Namespace) -> Setup:
     import shlex
 
     from svmlab.app.config import search_space
-    from svmlab.app.config.schema import build_estimator, check_dataset, check_typed_parts
+    from svmlab.app.config.schema import checked_estimator
 
     args.overrides = shlex.split(args.overrides_line) + args.overrides
     args.overrides_line = ""
@@ -232,9 +232,7 @@ def prepare(args: argparse.Namespace) -> Setup:
     setup = None
     for corner in search_space.endpoints(space):
         cfg, choices = trial_config(tuple(fixed), corner)
-        check_typed_parts(cfg)
-        check_dataset(cfg, choices.get("dataset"))
-        build_estimator(cfg)
+        checked_estimator(cfg, choices.get("dataset"))
         if setup is None:
             name = args.study or (f"tune-{choices.get('solver')}-{cfg.dataset.name}-"
                                   f"{cfg.kernel.name}")

@@ -81,6 +81,16 @@ def count_jobs(config: DictConfig) -> int | None:
     return None if jobs is None else len(jobs)
 
 
+def time_left(started_at: float | None, done: int, total: int | None) -> str:
+    """``  about 3 min left`` at the pace of the ``done`` jobs so far since ``started_at``
+    (``time.time()``); empty when all are done or the total is unknown."""
+    if not started_at or not total or not 0 < done < total:
+        return ""
+    seconds = (time.time() - started_at) / done * (total - done)
+    return "  about " + (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+                         if seconds < 5400 else f"{seconds / 3600:.1f} h") + " left"
+
+
 def progress_line(outcome: dict, done: int, total: int | None,
                   same_as: int | None = None) -> str:
     """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job;
@@ -258,7 +268,8 @@ class SweepCallback(Callback):
             OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
             wait_s=config.tracking.wait_s)
         (state / "sweep.json").write_text(json.dumps(
-            {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process()}))
+            {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process(),
+             "started_at": time.time()}))
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
@@ -292,7 +303,8 @@ class SweepCallback(Callback):
         outcome = job_outcome(config.hydra.job.num, job_return)
         done = record_outcome(sweep_dir, outcome)
         same_as = same_error(outcome, read_outcomes(sweep_dir)) if outcome["error"] else None
-        print(progress_line(outcome, done, state["jobs"], same_as), flush=True)
+        print(progress_line(outcome, done, state["jobs"], same_as)
+              + time_left(state.get("started_at"), done, state["jobs"]), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
