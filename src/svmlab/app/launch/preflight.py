@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import json
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from svmlab.errors import ConfigError, SvmlabError
 
 SHOWN_JOBS = 8  # a problem of more jobs names the first ones
+
+
+def unresolved(node):
+    """Overrides as written: ``a=${hydra:job.num}`` is the job's to resolve, not the sweep's."""
+    return OmegaConf.to_container(node, resolve=False) if OmegaConf.is_config(node) else node
 
 
 def job_overrides(config: DictConfig) -> list[list[str]] | None:
@@ -29,11 +34,11 @@ def job_overrides(config: DictConfig) -> list[list[str]] | None:
     sweeper = config.hydra.sweeper
     if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
         return None
-    params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+    params = [f"{k}={v}" for k, v in unresolved(sweeper.get("params") or {}).items()]
     hydra = GlobalHydra.instance()
     loader = hydra.config_loader() if hydra.is_initialized() else None  # for glob() sweeps
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(
-        params + list(config.hydra.overrides.task))
+        params + unresolved(config.hydra.overrides.task))
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
@@ -42,19 +47,24 @@ def check_jobs(config: DictConfig) -> None:
     problem (and the jobs it hits) if any job would be refused."""
     from hydra import compose
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
 
     from svmlab.app.config.schema import checked_estimator, composition_error_line
 
     jobs = job_overrides(config) if GlobalHydra.instance().is_initialized() else None
     if not jobs:
         return
-    hydra_overrides = list(config.hydra.overrides.hydra)
+    hydra_overrides = unresolved(config.hydra.overrides.hydra)
     problems: dict[str, list[tuple[int, list[str]]]] = {}
     datasets: dict[str, list[tuple[int, list[str]]]] = {}
+    launching = HydraConfig.instance().cfg  # the job's own while it is checked, as it will run
     for num, job in enumerate(jobs):
         try:
             cfg = compose(config.hydra.job.config_name, hydra_overrides + job,
                           return_hydra_config=True)
+            with open_dict(cfg):
+                cfg.hydra.job.num = cfg.hydra.job.id = num
+            HydraConfig.instance().set_config(cfg)
             checked_estimator(cfg, cfg.hydra.runtime.choices.get("dataset"))
         except SvmlabError as exc:
             problems.setdefault(str(exc), []).append((num, job))
@@ -65,6 +75,8 @@ def check_jobs(config: DictConfig) -> None:
                 raise
             problems.setdefault(line, []).append((num, job))
             continue
+        finally:
+            HydraConfig.instance().cfg = launching
         where = {"data_dir": cfg.paths.data_dir, "cache_dir": cfg.paths.cache_dir}
         dataset = OmegaConf.to_container(cfg.dataset, resolve=True) | where
         datasets.setdefault(json.dumps(dataset, sort_keys=True), []).append((num, job))
