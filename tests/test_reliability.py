@@ -339,11 +339,11 @@ def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_
 
 def test_a_warning_is_one_line_without_its_source():
     code = ("import warnings, svmlab.app\n"
-            "warnings.warn('Liblinear failed to converge,\\n increase max_iter', RuntimeWarning)")
+            "warnings.warn('Pegasos stopped early,\\n raise max_iter', RuntimeWarning)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
-    assert done.stderr == ("svmlab: warning: RuntimeWarning: Liblinear failed to converge, "
-                           "increase max_iter\n")
+    assert done.stderr == ("svmlab: warning: RuntimeWarning: Pegasos stopped early, "
+                           "raise max_iter\n")
 
 
 def test_a_store_whose_folder_is_missing_is_refused_unless_asked(tmp_path, capsys):
