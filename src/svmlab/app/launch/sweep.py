@@ -2,7 +2,8 @@
 
 ``SweepCallback`` is a Hydra callback (``hydra.callbacks.svmlab_sweep`` in ``conf/config.yaml``):
 
-- ``on_multirun_start`` (the launching process, before any job): checks the launcher's settings,
+- ``on_multirun_start`` (the launching process, before any job): checks the launcher's settings
+  and every job (``svmlab.app.launch.preflight``: nothing is created for a sweep refused there),
   creates the store and the experiment once, ends the experiment's runs that were left RUNNING
   (``svmlab.tracking.liveness``), opens the sweep's parent run (overrides, launcher, number of
   jobs) and writes ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id
