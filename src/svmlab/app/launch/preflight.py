@@ -66,20 +66,21 @@ def check_jobs(config: DictConfig) -> None:
                 cfg.hydra.job.num = cfg.hydra.job.id = num
             HydraConfig.instance().set_config(cfg)
             checked_estimator(cfg, cfg.hydra.runtime.choices.get("dataset"))
+            where = {"data_dir": cfg.paths.data_dir, "cache_dir": cfg.paths.cache_dir}
+            dataset = json.dumps(OmegaConf.to_container(cfg.dataset, resolve=True) | where,
+                                 sort_keys=True)
         except SvmlabError as exc:
-            problems.setdefault(str(exc), []).append((num, job))
-            continue
+            problem = str(exc)
         except Exception as exc:
-            line = composition_error_line(exc, job)
-            if line is None:
+            problem = composition_error_line(exc, job)
+            if problem is None:
                 raise
-            problems.setdefault(line, []).append((num, job))
+        else:
+            datasets.setdefault(dataset, []).append((num, job))
             continue
         finally:
             HydraConfig.instance().cfg = launching
-        where = {"data_dir": cfg.paths.data_dir, "cache_dir": cfg.paths.cache_dir}
-        dataset = OmegaConf.to_container(cfg.dataset, resolve=True) | where
-        datasets.setdefault(json.dumps(dataset, sort_keys=True), []).append((num, job))
+        problems.setdefault(problem, []).append((num, job))
     from svmlab import data
 
     for dataset, hit in datasets.items():
