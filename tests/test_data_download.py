@@ -109,20 +109,43 @@ def test_http_404_names_the_url_and_the_folder_for_a_copy_by_hand(libsvm_site, t
     assert _files(cache) == []
 
 
-def test_a_refused_connection_names_the_url_and_leaves_nothing(refused_url, tmp_path):
-    """In one line, which also says that a data folder given does not exist."""
+def test_a_refused_connection_says_first_where_the_file_was_looked_for(refused_url, tmp_path):
+    """In one line that starts with the missing file and the folders it is not in, and leaves
+    no folder behind (the cache did not exist before)."""
     cache = tmp_path / "cache"
     with pytest.raises(DownloadError) as error:
-        data.fetch("heart_scale", data_dir=tmp_path / "nosuchdir", cache_dir=cache,
-                   base_url=refused_url)
+        data.fetch("heart_scale", cache_dir=cache, base_url=refused_url)
     message = str(error.value)
     assert "\n" not in message
-    assert f"The data folder {tmp_path / 'nosuchdir'} (SVMLAB_DATA_DIR" in message
-    assert "does not exist" in message
+    assert message.startswith(f"heart_scale is not in the cache {cache / 'heart_scale'} and no "
+                              f"data folder is set (SVMLAB_DATA_DIR")
     assert f"download of {refused_url}/heart_scale failed" in message
     assert "refused" in message.lower()
-    assert str(cache / "heart_scale") in message
-    assert _files(cache) == []
+    assert not cache.exists()
+
+
+def test_a_data_folder_that_is_set_is_not_advised_but_named(refused_url, tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    monkeypatch.setenv("SVMLAB_DATA_DIR", str(folder))
+    with pytest.raises(DownloadError) as error:
+        data.fetch("heart_scale", cache_dir=tmp_path / "cache", base_url=refused_url)
+    message = str(error.value)
+    assert message.startswith(f"heart_scale is neither in the data folder {folder} "
+                              f"(SVMLAB_DATA_DIR) nor in the cache")
+    assert "set SVMLAB_DATA_DIR" not in message
+    assert f"put heart_scale (compressed or not) into {folder / 'heart_scale'}/" in message
+
+
+def test_a_data_folder_that_does_not_exist_is_refused_before_any_download(libsvm_site,
+                                                                          tmp_path):
+    cache = tmp_path / "cache"
+    with pytest.raises(DataError) as error:
+        data.fetch("heart_scale", data_dir=tmp_path / "nosuchdir", cache_dir=cache,
+                   base_url=libsvm_site.url)
+    assert str(error.value).startswith(f"the data folder {tmp_path / 'nosuchdir'} "
+                                       f"(paths.data_dir or --data-dir) does not exist")
+    assert libsvm_site.requests == {} and not cache.exists()
 
 
 def test_a_response_cut_short_leaves_nothing(libsvm_site, tmp_path):

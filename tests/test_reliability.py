@@ -339,11 +339,11 @@ def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_
 
 def test_a_warning_is_one_line_without_its_source():
     code = ("import warnings, svmlab.app\n"
-            "warnings.warn('Liblinear failed to converge,\\n increase max_iter', RuntimeWarning)")
+            "warnings.warn('Pegasos stopped early,\\n raise max_iter', RuntimeWarning)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
-    assert done.stderr == ("svmlab: warning: RuntimeWarning: Liblinear failed to converge, "
-                           "increase max_iter\n")
+    assert done.stderr == ("svmlab: warning: RuntimeWarning: Pegasos stopped early, "
+                           "raise max_iter\n")
 
 
 def test_a_store_whose_folder_is_missing_is_refused_unless_asked(tmp_path, capsys):
@@ -427,22 +427,22 @@ def test_a_store_on_a_host_that_does_not_resolve_is_unreachable(monkeypatch):
     assert line.startswith(f"the tracking store {uri} is unreachable")
 
 
-def test_a_download_failure_in_a_sweep_is_reported_as_one(tmp_path, isolated_data_env):
-    """No route to the LIBSVM site: the jobs fail with the download's one line (status 1: a job
-    of the sweep failed), printed once with the jobs it hit, and nothing blames the tracking
-    store."""
+def test_a_download_failure_in_a_sweep_is_reported_once_before_it_starts(tmp_path,
+                                                                         isolated_data_env):
+    """No route to the LIBSVM site: the sweep's dataset is made available before any job, so
+    the download fails once, in one line, with the jobs it hit (status 2), nothing is created
+    and nothing blames the tracking store."""
     store = tmp_path / "mlflow.db"
     done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "dataset=a4a", "seed=0,1,2",
                                   f"paths.cache_dir={tmp_path / 'cache'}",
                                   "tracking.log_model=false"), cwd=tmp_path)
-    assert done.returncode == 1, done.stderr
-    assert done.stdout.count("DownloadError") == 2, done.stdout  # the first job's line, the end
-    assert done.stdout.count("the same error as #0") == 2
-    failed = [line for line in done.stdout.splitlines() if line.startswith("  failed: ")]
-    assert len(failed) == 1 and failed[0].startswith("  failed: 3 jobs (#0, #1, #2): ")
-    assert "DownloadError: download of http://127.0.0.1:" in failed[0]
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"svmlab: error: cannot start the sweep: a4a is not in the cache "
+                           f"{tmp_path / 'cache' / 'a4a'} and no data folder is set")
+    assert "download of http://127.0.0.1:" in line and line.endswith("(3 jobs: #0, #1, #2)")
     assert "the tracking store" not in done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
+    assert not store.exists() and not (tmp_path / "cache").exists()
 
 
 def damaged(store, damage: str) -> str:

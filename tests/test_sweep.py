@@ -4,6 +4,7 @@ import os
 import re
 import stat
 import subprocess
+import time
 
 import mlflow
 import pytest
@@ -18,41 +19,45 @@ from svmlab.tracking.queries import load_trace
 
 def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train(store, "-m", "solver=liblinear,nan_trace", "seed=0,-1", "tracking.log_model=false")
+        train(store, "-m", "solver=liblinear,nan_trace", "seed=0,1", "tracking.log_model=false")
     assert exit_info.value.code == 1
     out = capsys.readouterr().out
 
     parent, children = parent_and_children(store)
     assert parent.info.status == "FAILED"
-    assert "solver=liblinear,nan_trace seed=0,-1" in parent.data.params["sweep.overrides"]
+    assert "solver=liblinear,nan_trace seed=0,1" in parent.data.params["sweep.overrides"]
     assert parent.data.params["sweep.launcher"] == "BasicLauncher"
     metrics = parent.data.metrics
     assert (metrics["jobs_total"], metrics["jobs_finished"], metrics["jobs_failed"],
-            metrics["jobs_skipped"], metrics["jobs_missing"]) == (4, 1, 3, 0, 0)
+            metrics["jobs_skipped"], metrics["jobs_missing"]) == (4, 2, 2, 0, 0)
 
-    # seed=-1 is refused before any run exists; the NaN trace fails its run
+    # the NaN trace fails its runs, which stay FAILED with the reason
     status = {(r.data.tags["solver"], r.data.tags["seed"]): r.info.status for r in children}
-    assert status == {("liblinear", "0"): "FINISHED", ("nan_trace", "0"): "FAILED"}
-    (failed,) = [r for r in children if r.info.status == "FAILED"]
-    assert "NaN" in failed.data.tags["svmlab.error"]
+    assert status == {("liblinear", "0"): "FINISHED", ("liblinear", "1"): "FINISHED",
+                      ("nan_trace", "0"): "FAILED", ("nan_trace", "1"): "FAILED"}
+    assert all("NaN" in r.data.tags["svmlab.error"] for r in children
+               if r.info.status == "FAILED")
 
     lines = PROGRESS.findall(out)
     assert sorted(int(done) for done, *_ in lines) == [1, 2, 3, 4]
     assert {total for _, total, *_ in lines} == {"4"}
-    assert sorted(s for *_, s in lines) == ["FAILED", "FAILED", "FAILED", "FINISHED"]
-    assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds$", out, re.MULTILINE)
-    assert "seed must be an integer from 0 to 2**32 - 1" in out
-    assert "4 jobs: 1 finished, 3 failed, 0 skipped" in out
+    assert sorted(s for *_, s in lines) == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
+    assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds  about \d+ (s|min) left$",
+                     out, re.MULTILINE)  # the time left at the pace so far, but for the last
+    assert re.search(r"^\[4/4\] .*\d+\.\ds$", out, re.MULTILINE)
+    assert "the same error as #2" in out
+    assert "4 jobs: 2 finished, 2 failed, 0 skipped" in out
 
     table = mlflow.artifacts.load_text(f"{parent.info.artifact_uri}/jobs.tsv").splitlines()
     assert len(table) == 5 and table[0].startswith("job\tname\tstatus")
 
     # where the finished job's time went, for the sweep benchmark; no figure unless asked
-    (finished,) = [o for o in read_outcomes(store.parent / "multirun") if o["status"] == "FINISHED"]
+    outcomes = read_outcomes(store.parent / "multirun")
+    finished = [o for o in outcomes if o["status"] == "FINISHED"][0]
     assert set(finished["phases"]) == {"store", "data", "compile", "fit", "evaluate"}
     assert 0 < sum(finished["phases"].values()) <= finished["time_s"]
     assert finished["phases"]["fit"] >= finished["metrics"]["fit_time_s"]
-    (ok,) = [r for r in children if r.info.status == "FINISHED"]
+    ok = [r for r in children if r.info.status == "FINISHED"][0]
     trace_files = {a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(
         ok.info.run_id, "trace")}
     assert trace_files == {"trace/trace.parquet"}
@@ -186,6 +191,56 @@ def test_a_sweep_that_cannot_reach_its_store_stops_before_any_job(tmp_path, caps
     captured = capsys.readouterr()
     assert "cannot start the sweep" in captured.err and "nosuchscheme" in captured.err
     assert not PROGRESS.findall(captured.out)
+
+
+def test_a_sweep_with_a_bad_value_creates_nothing(store, capsys):
+    """Every job's config is checked before the parent run, the store or a folder exists: one
+    line per distinct problem, status 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        train(store, "-m", "solver=alm_gap,liblinear", "solver.C=-1", "seed=0,1")
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 2, captured.err  # two solvers, two messages; each for two jobs
+    assert all(line.startswith("svmlab: error: cannot start the sweep: invalid solver "
+                               "parameter: The 'C' parameter of ") for line in lines)
+    assert lines[0].endswith("(2 jobs: #0, #1)") and lines[1].endswith("(2 jobs: #2, #3)")
+    assert captured.out == ""
+    assert runs(store) == [] and not (store.parent / "multirun").exists()
+
+
+def test_a_misspelt_solver_in_a_sweep_names_no_run(store, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train(store, "-m", "solver=liblinear,libsvn", "seed=0,1")
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "unknown solver 'libsvn'" in captured.err and "(2 jobs: #2, #3)" in captured.err
+    assert not re.search(r"[0-9a-f]{32}", captured.out + captured.err)  # no run id
+    assert "parent run" not in captured.out + captured.err
+    assert runs(store) == [] and not (store.parent / "multirun").exists()
+
+
+@pytest.mark.usefixtures("isolated_data_env")
+def test_a_sweep_on_a_missing_data_folder_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(SystemExit) as exit_info:
+        train(tmp_path / "mlflow.db", "-m", "solver=liblinear", "dataset=heart_scale",
+              "seed=0,1", f"paths.data_dir={missing}")
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"svmlab: error: cannot start the sweep: the data folder {missing} ")
+    assert line.endswith("(2 jobs: #0, #1)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no folder, no cache
+
+
+def test_the_time_left_is_estimated_at_the_pace_of_the_jobs_so_far():
+    from svmlab.app.launch.sweep import time_left
+
+    started = time.time() - 600  # 2 of 8 jobs in ten minutes: 30 minutes for the other 6
+    assert time_left(started, 2, 8) == "  about 30 min left"
+    assert time_left(started, 7, 8) == "  about 86 s left"
+    assert time_left(started - 5400, 2, 8) == "  about 5.0 h left"
+    assert time_left(started, 8, 8) == time_left(None, 2, 8) == time_left(started, 2, None) == ""
 
 
 def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():

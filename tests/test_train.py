@@ -170,22 +170,22 @@ def test_interrupted_run_ends_killed_not_running(store, tmp_path, sig, status):
 
 
 @pytest.mark.usefixtures("isolated_data_env")
-def test_malformed_dataset_file_fails_the_run_naming_file_and_line(store, tmp_path, capsys):
+def test_malformed_dataset_file_is_refused_naming_file_and_line_before_any_run(
+        store, tmp_path, capsys):
     folder = tmp_path / "data" / "heart_scale"
     folder.mkdir(parents=True)
     (folder / "heart_scale").write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:abc\n")
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         train(store, "solver=liblinear", "dataset=heart_scale", "dataset.verify=false",
               f"paths.data_dir={tmp_path / 'data'}")
-    (run,) = runs(store)
-    assert run.info.status == "FAILED"
-    error = run.data.tags["svmlab.error"]
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
     assert "heart_scale" in error and "line 2" in error
-    assert "line 2" in capsys.readouterr().err
+    assert runs(store) == [] and not (tmp_path / "outputs").exists()
 
 
 @pytest.mark.usefixtures("isolated_data_env")
-def test_a_dataset_file_that_is_not_the_official_one_fails_the_run_unless_accepted(
+def test_a_dataset_file_that_is_not_the_official_one_is_refused_unless_accepted(
         store, tmp_path, capsys):
     path = tmp_path / "data" / "heart_scale" / "heart_scale"
     path.parent.mkdir(parents=True)
@@ -193,12 +193,32 @@ def test_a_dataset_file_that_is_not_the_official_one_fails_the_run_unless_accept
     args = ("solver=liblinear", "dataset=heart_scale", f"paths.data_dir={tmp_path / 'data'}")
     with pytest.raises(SystemExit):
         train(store, *args)
-    assert "set the dataset parameter verify=false" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert f"{path} differs from the official" in error
+    assert "set the dataset parameter verify=false" in error
+    assert runs(store) == []  # refused before any run
     assert train(store, *args, "dataset.verify=false") == 0
-    refused, accepted = runs(store)
-    assert refused.info.status == "FAILED"
-    assert f"{path} differs from the official" in refused.data.tags["svmlab.error"]
-    assert "svmlab.data_unverified" not in refused.data.tags
+    (accepted,) = runs(store)
     assert accepted.info.status == "FINISHED"
     assert accepted.data.tags["svmlab.data_unverified"].startswith(
         f"{path} differs from the official heart_scale: expected sha256 ")
+
+
+@pytest.mark.parametrize("folder_from", ["paths.data_dir", "SVMLAB_DATA_DIR"])
+@pytest.mark.usefixtures("isolated_data_env")
+def test_a_data_folder_that_does_not_exist_is_named_first_and_creates_nothing(
+        store, tmp_path, capsys, libsvm_site, monkeypatch, folder_from):
+    monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
+    missing = tmp_path / "no-such-folder"
+    given = [f"paths.data_dir={missing}"] if folder_from == "paths.data_dir" else []
+    if not given:
+        monkeypatch.setenv("SVMLAB_DATA_DIR", str(missing))
+    with pytest.raises(SystemExit) as exit_info:
+        train(store, "solver=liblinear", "dataset=heart_scale", *given)
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"svmlab: error: the data folder {missing} (")
+    assert "does not exist" in line and (folder_from != "SVMLAB_DATA_DIR" or folder_from in line)
+    assert libsvm_site.requests == {}  # nothing was downloaded in its place
+    assert runs(store) == [] and not (tmp_path / "outputs").exists()
+    assert not (tmp_path / "default-cache").exists()

@@ -139,6 +139,30 @@ def test_the_best_trial_has_the_best_score_and_among_ties_the_smallest_values(
         best_trial(optuna.create_study(), metric)
 
 
+def test_the_summary_says_why_a_pruned_score_can_beat_the_best_final_score():
+    """A pruned trial's score is on fewer folds (here one of five): the note says it is not
+    comparable, and names the pruned score above the best final one."""
+    from svmlab.app.tune import best_trial, pruning_note
+
+    study = optuna.create_study(direction="maximize")
+    distribution = {"solver.C": FloatDistribution(0.5, 16)}
+    for c, score in ((1.0, 0.90), (2.0, 0.93)):
+        study.add_trial(optuna.trial.create_trial(params={"solver.C": c},
+                                                  distributions=distribution, value=score))
+    assert pruning_note(study, "accuracy", 5, best_trial(study, "accuracy")) is None
+    study.add_trial(optuna.trial.create_trial(params={"solver.C": 8.0}, distributions=distribution,
+                                              state=TrialState.PRUNED,
+                                              intermediate_values={0: 0.97}))
+    note = pruning_note(study, "accuracy", 5, best_trial(study, "accuracy"))
+    assert note.startswith("  1 trial(s) pruned: a pruned trial's score is an intermediate "
+                           "score (on fewer folds than the 5 of a final score, or at a "
+                           "checkpoint mid-fit), not comparable to a final score")
+    assert note.endswith("trial 2's 0.9700 looks better than the best final score for that reason")
+    # minimised: a pruned time that is no better than the best says only why it differs
+    fastest = best_trial(study, "fit_time_s")
+    assert "looks better" not in pruning_note(study, "fit_time_s", 5, fastest)
+
+
 # -- end to end ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -148,7 +172,9 @@ def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path,
     assert tune(tmp_path, "--trials", "3", "--no-refit", *space, "solver.C=interval(0.5, 2)") == 0
     # a hopeless value: below the median of the three trials at the first fold, so pruned there
     assert tune(tmp_path, "--trials", "4", *space, "solver.C=interval(1e-6, 2e-6)") == 0
-    assert "trial 3 PRUNED after fold 1" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "trial 3 PRUNED after fold 1: cv_accuracy=" in out and " on 1 of 3 folds" in out
+    assert "1 trial(s) pruned: a pruned trial's score is an intermediate score" in out
 
     runs = runs_of(tmp_path)
     [parent] = by_role(runs, "study")

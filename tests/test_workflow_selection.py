@@ -207,4 +207,5 @@ def test_a_study_that_cannot_load_its_data_is_reported_by_the_workflow(store, tm
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert "svmlab workflow: error: DownloadError: download of" not in err  # one line, its own
-    assert "svmlab workflow: error: download of" in err and "svmlab tune" not in err
+    assert "svmlab workflow: error: a4a is not in the cache " in err and "svmlab tune" not in err
+    assert "download of" in err

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import shlex
 import sys
+
+from svmlab.app import VERBOSE_ENV, verbose
 
 # name: (module whose add_parser registers it, one-line help). A module is imported only when
 # one of its subcommands runs, so that `svmlab --help` needs argparse alone.
@@ -37,17 +40,33 @@ def _train(argv: list[str]) -> int:
         argv = shlex.split(value) + rest
     from svmlab.app import train
 
+    if verbose():  # Hydra's launch lines too (conf/config.yaml keeps them below WARNING)
+        argv = [*argv, "hydra.hydra_logging.root.level=INFO"]
     sys.argv = ["svmlab train", *argv]
     train.main()
     return 0
 
 
+def be_quiet_unless_verbose(argv: list[str]) -> list[str]:
+    """``argv`` without ``--verbose`` (anywhere: every command takes it), which it records for
+    this process and those it starts (``SVMLAB_VERBOSE``); without it, no MLflow progress bar
+    per copied artifact (the user's own MLflow setting wins)."""
+    if "--verbose" in argv:
+        os.environ[VERBOSE_ENV] = "1"
+        argv = [a for a in argv if a != "--verbose"]
+    if not verbose():
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = be_quiet_unless_verbose(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":  # everything after 'train' belongs to Hydra
         return _train(argv[1:])
     parser = argparse.ArgumentParser(
-        prog="svmlab", description="Reproducible, MLflow-tracked experiments with SVM solvers.")
+        prog="svmlab", description="Reproducible, MLflow-tracked experiments with SVM solvers.",
+        epilog="--verbose (with any command): also the launch lines of Hydra, the progress bars "
+               "of MLflow and the warnings of libraries that svmlab repeats in its own words")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("train", add_help=False,
                    help="train one configuration, or sweep with -m (Hydra overrides follow)")

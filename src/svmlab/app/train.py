@@ -30,8 +30,8 @@ from omegaconf import DictConfig, OmegaConf
 
 import svmlab
 from svmlab.app.launch import sweep
-from svmlab.app.config.schema import (build_estimator, check_dataset, check_typed_parts,
-                               composition_error_line, register_configs, unknown_key_hints)
+from svmlab.app.config.schema import (checked_estimator, composition_error_line,
+                                      register_configs, unknown_key_hints)
 from svmlab.errors import ConfigError, MissingExtra, SvmlabError, require_extra
 
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
@@ -179,13 +179,10 @@ def config_record(cfg: DictConfig, context: RunContext, estimator) -> dict:
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     """Train, evaluate and log one configuration; returns the MLflow run id."""
     context = context or RunContext()
-    check_typed_parts(cfg)  # config errors first, before the slow imports of the training path
-    check_dataset(cfg, context.choices.get("dataset"))
-    estimator = build_estimator(cfg)
+    estimator = checked_estimator(cfg, context.choices.get("dataset"))
     from svmlab import data
 
     dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
-    data.validate(**dataset_params)
     from svmlab.recording.results import certified_line
     from svmlab.recording.run import open_run, timed
 
@@ -194,6 +191,9 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
     context.run_name = run_name
 
+    with timed(context.phases, "data"):  # a dataset that cannot be had creates no run
+        dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
+                            cache_dir=cfg.paths.cache_dir)
     tracking = cfg.tracking
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
         from svmlab.tracking.existing import announce_new_store
@@ -206,8 +206,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
                   tracking.wait_s, context.phases) as recording:
         context.run_id = recording.run_id
         recording.log_config(**record)
-        dataset = recording.load_data(dataset_params, seed=cfg.seed,
-                                      data_dir=cfg.paths.data_dir, cache_dir=cfg.paths.cache_dir)
+        recording.log_dataset(dataset)
         compile_s = recording.fit(
             estimator, dataset.X_train, dataset.y_train, (dataset.X_test, dataset.y_test),
             compile_lock=sweep.state_dir(context.sweep_dir) / "compile.lock"

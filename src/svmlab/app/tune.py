@@ -205,7 +205,7 @@ def prepare(args: argparse.Namespace) -> Setup:
     import shlex
 
     from svmlab.app.config import search_space
-    from svmlab.app.config.schema import build_estimator, check_dataset, check_typed_parts
+    from svmlab.app.config.schema import checked_estimator
 
     args.overrides = shlex.split(args.overrides_line) + args.overrides
     args.overrides_line = ""
@@ -232,9 +232,7 @@ def prepare(args: argparse.Namespace) -> Setup:
     setup = None
     for corner in search_space.endpoints(space):
         cfg, choices = trial_config(tuple(fixed), corner)
-        check_typed_parts(cfg)
-        check_dataset(cfg, choices.get("dataset"))
-        build_estimator(cfg)
+        checked_estimator(cfg, choices.get("dataset"))
         if setup is None:
             name = args.study or (f"tune-{choices.get('solver')}-{cfg.dataset.name}-"
                                   f"{cfg.kernel.name}")
@@ -394,6 +392,8 @@ def run_trial(setup: Setup, trial) -> float:
              if PRUNED_ITERATION_TAG in pruned else f"after fold {len(scores)}")
     state = f"PRUNED {where}" if pruned else "COMPLETE"
     scored = f"cv_{metric}={score:.4f}" if scores else f"checkpoint_{metric}={reports[-1][1]:.4f}"
+    if pruned and scores:  # an intermediate score: say on how many folds
+        scored += f" on {len(scores)} of {len(setup.folds)} folds"
     print(f"trial {trial.number} {state}: {scored}  {shown}  "
           f"({time.perf_counter() - start:.1f} s)", flush=True)
     if pruned:
@@ -564,6 +564,26 @@ def best_trial(study, metric: str):
     return min(complete, key=lambda t: (sign * t.value, [t.params[k] for k in keys]))
 
 
+def pruning_note(study, metric: str, n_folds: int, best) -> str | None:
+    """Why a pruned trial's score may look better than the best trial's: it is an
+    intermediate score (the mean over the folds it reached, or a checkpoint mid-fit), not a
+    final score over all ``n_folds`` folds; None when no trial was pruned."""
+    pruned = [t for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+              if t.intermediate_values]
+    if not pruned:
+        return None
+    sign = 1 if METRICS[metric] == "minimize" else -1
+    last = {t.number: t.intermediate_values[max(t.intermediate_values)] for t in pruned}
+    top = min(last, key=lambda n: sign * last[n])
+    above = (f"; trial {top}'s {last[top]:.4f} looks better than the best final score for "
+             f"that reason" if sign * last[top] < sign * best.value else "")
+    where = (f"on fewer folds than the {n_folds} of a final score, or at a checkpoint mid-fit"
+             if n_folds > 1 else "at a checkpoint mid-fit")
+    return (f"  {len(pruned)} trial(s) pruned: a pruned trial's score is an intermediate score "
+            f"({where}), not comparable to a final score; the best trial is chosen among "
+            f"complete trials{above}")
+
+
 def summarize(setup: Setup, study, parent) -> bool:
     """The best trial's config, its refit on the whole training set and Optuna's plots, on the
     parent run; False when no trial completed."""
@@ -602,6 +622,9 @@ def summarize(setup: Setup, study, parent) -> bool:
     print(f"study {setup.name}: best trial {best.number}  {metric[5:]}={best.value:.4f}  {shown}"
           + (f"  refit test_accuracy={metrics['refit_test_accuracy']:.4f}" if refit else ""),
           flush=True)
+    note = pruning_note(study, setup.args.metric, len(setup.folds), best)
+    if note:
+        print(note, flush=True)
     return True
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
+import time
 from dataclasses import dataclass
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -120,10 +121,13 @@ def run(workflow: Workflow, scale: str, arguments: list[str], storage: str,
         outer_run_id: str) -> tuple[list[Selected], int]:
     """Run (or read back) every dataset's study; (the selections so far, and 0, or the exit
     status of the study that did not finish: the workflow stops there)."""
+    from svmlab.app.launch.sweep import time_left
     from svmlab.tracking.study import StudyRun
 
-    chosen = []
-    for dataset in datasets(arguments):
+    chosen, names, started = [], datasets(arguments), time.time()
+    for number, dataset in enumerate(names):
+        print(f"select {dataset}: dataset {number + 1} of {len(names)}"
+              + time_left(started, number, len(names)), flush=True)
         args = tune_args(workflow, scale, arguments, dataset, storage)
         args.command_name = "svmlab workflow"
         uri = override_value(args.overrides, "tracking.uri")

@@ -30,7 +30,8 @@ from svmlab.data.libsvm import LibsvmEntry
 from svmlab.data.registry import KINDS, REGISTRY, get_entry
 from svmlab.errors import DataError
 
-__all__ = ["Dataset", "DatasetInfo", "fetch", "list_datasets", "load", "validate"]
+__all__ = ["Dataset", "DatasetInfo", "fetch", "list_datasets", "load", "prepare",
+           "validate"]
 
 PathLike = str | os.PathLike
 
@@ -54,6 +55,17 @@ def load(name: str, *, seed: int = 0, data_dir: PathLike | None = None,
 def validate(name: str, **params) -> None:
     """Check a dataset name and its parameters without loading anything; raises DataError."""
     get_entry(name).resolve(params)
+
+
+def prepare(name: str, *, data_dir: PathLike | None = None, cache_dir: PathLike | None = None,
+            **params) -> None:
+    """Make the files ``load`` reads available (found or downloaded, verified) without reading
+    them: a sweep checks each of its datasets once before any job starts. Raises DataError as
+    ``load`` does for a file that cannot be had."""
+    entry = get_entry(name)
+    resolved = entry.resolve(params)
+    if isinstance(entry, LibsvmEntry):
+        entry.prepare(resolved, data_dir, cache_dir)
 
 
 def list_datasets(data_dir: PathLike | None = None,

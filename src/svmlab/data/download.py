@@ -5,9 +5,10 @@ created like any new file (mode 0666 less the umask). Once complete and verified
 onto the destination (``os.replace``). On any failure (HTTP error, refused connection, timeout,
 a response cut short, content that differs from the official file, Ctrl-C, SIGTERM) the part
 file is removed, so the destination either holds the complete, verified file or does not
-exist. Parallel jobs that download the same file at once are safe: each writes its own part
-file. A part file whose process is gone (killed with SIGKILL, say) is left behind;
-``remove_stale_parts`` removes it, which the next fetch or load of that file does.
+exist, and the folders made for it are removed again once empty. Parallel jobs that download
+the same file at once are safe: each writes its own part file. A part file whose process is
+gone (killed with SIGKILL, say) is left behind; ``remove_stale_parts`` removes it, which the
+next fetch or load of that file does.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
     terminal.
     """
     part = dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(8)}.part")
+    made = [folder for folder in (dest.parent, *dest.parent.parents) if not folder.exists()]
     with sigterm_exits():
         try:  # the part file is created inside: Ctrl-C just after its creation removes it too
             try:
@@ -60,6 +62,8 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
         except BaseException:
             with contextlib.suppress(OSError):  # e.g. no folder to hold it: the error says why
                 part.unlink(missing_ok=True)
+                for folder in made:  # the folders made for it, nearest first, once empty
+                    folder.rmdir()
             raise
     return found
 

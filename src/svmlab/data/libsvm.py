@@ -88,6 +88,12 @@ def cache_folder(cache_dir: str | os.PathLike | None) -> Path:
     return Path(folder).expanduser() if folder else DEFAULT_CACHE.expanduser()
 
 
+def _origin(data_dir) -> str:
+    """What set the data folder: the argument (``paths.data_dir``, ``--data-dir``) or the
+    environment."""
+    return "SVMLAB_DATA_DIR" if data_dir is None else "paths.data_dir or --data-dir"
+
+
 def find_copy(dataset: str, file: CatalogueFile, data_dir=None,
               cache_dir=None) -> tuple[str, Path] | None:
     """("local" or "cache", path) of the first copy of ``file`` found, or None."""
@@ -135,27 +141,37 @@ class LibsvmEntry(Entry):
         remove_stale_parts(dest)
         found = find_copy(self.name, file, data_dir, cache_dir)
         if found is None:
-            self._download(file, dest, cache, base_url, data_folder(data_dir))
+            local = data_folder(data_dir)
+            if local is not None and not local.is_dir():  # a typo: no download in its place
+                raise DataError(
+                    f"the data folder {local} ({_origin(data_dir)}) does not exist: create it "
+                    f"and put {file.name} into {local / self.name}/, or set no data folder "
+                    f"to download {file.name} into {dest.parent}")
+            self._download(file, dest, cache, base_url, local, _origin(data_dir))
             return dest, None
         where, path = found
         return path, self._verify(file, where, path, cache, verify)
 
     def _download(self, file: CatalogueFile, dest: Path, cache: Path, base_url,
-                  local: Path | None) -> None:
-        """Download ``file`` into ``dest``; a failure says where the file could be put by hand,
-        and that the local data folder ``local`` does not exist, when it does not."""
+                  local: Path | None, origin: str) -> None:
+        """Download ``file`` into ``dest``; a failure first says where the file was looked for
+        (the local data folder ``local``, set by ``origin``, and the cache), then why the
+        download failed and where the file could be put by hand."""
         base = base_url or os.environ.get("SVMLAB_LIBSVM_URL") or DEFAULT_URL
         url = f"{base.rstrip('/')}/{quote(file.name)}"
         try:
             content = download(url, dest, file.expected)
         except DownloadError as exc:
-            missing = (f" The data folder {local} (SVMLAB_DATA_DIR or paths.data_dir) does not "
-                       f"exist." if local is not None and not local.is_dir() else "")
-            raise DownloadError(
-                f"{exc}.{missing} To provide the file by hand, put {file.name} (compressed or "
-                f"not) into {dest.parent}, or into <dir>/{self.name}/ and set "
-                f"SVMLAB_DATA_DIR=<dir>."
-            ) from exc
+            if local is None:
+                missing = (f"{file.name} is not in the cache {dest.parent} and no data folder "
+                           f"is set (SVMLAB_DATA_DIR or paths.data_dir)")
+                by_hand = (f"put {file.name} (compressed or not) into {dest.parent}, or into "
+                           f"<dir>/{self.name}/ and set SVMLAB_DATA_DIR=<dir>")
+            else:
+                missing = (f"{file.name} is neither in the data folder {local} ({origin}) nor "
+                           f"in the cache {dest.parent}")
+                by_hand = f"put {file.name} (compressed or not) into {local / self.name}/"
+            raise DownloadError(f"{missing}; {exc}. To provide it by hand, {by_hand}.") from exc
         if content is not None:
             remember(dest, content, cache)
 
@@ -179,10 +195,16 @@ class LibsvmEntry(Entry):
         raise DataError(f"{differs}. To use this copy anyway, set the dataset parameter "
                         f"verify=false (dataset.verify=false in a run's config).")
 
-    def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
+    def prepare(self, params: dict, data_dir=None,
+                cache_dir=None) -> list[tuple[Path, str | None]]:
+        """The copies of the files ``load`` reads with ``params``, found or downloaded and
+        verified, each with how it differs from the official file (None: it does not)."""
         used = self.used_files(split=params["test_fraction"] is not None)
-        copies = [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
-                  for file in used]
+        return [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
+                for file in used]
+
+    def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
+        copies = self.prepare(params, data_dir, cache_dir)
         paths = [path for path, _ in copies]
         parts, digest = read_libsvm_files(paths, self.n_features, cache_folder(cache_dir))
         n_features = max(part.X.shape[1] for part in parts)

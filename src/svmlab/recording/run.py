@@ -12,8 +12,6 @@ import functools
 import time
 from collections.abc import Iterator
 
-from svmlab.data import load as load_dataset
-from svmlab.data.dataset import Dataset
 from svmlab.lifecycle import run_interruptibly
 from svmlab.recording.results import check_trace_finite, evaluate, fit_tags
 from svmlab.recording.warm_up import warm_up
@@ -71,13 +69,6 @@ class Recording:
             self.tracker.log_batch(params=params, tags=tags)
             for path, text in texts.items():
                 self.tracker.stage_text(text, path)
-
-    def load_data(self, params: dict, **where) -> Dataset:
-        """``svmlab.data.load(**params, **where)``, logged as the run's input."""
-        with timed(self.phases, "data"):
-            dataset = load_dataset(**params, **where)
-        self.log_dataset(dataset)
-        return dataset
 
     def log_dataset(self, dataset) -> None:
         """The dataset as the run's input (and how a file used anyway differs from the

@@ -193,6 +193,20 @@ def build_estimator(cfg: DictConfig):
     return estimator
 
 
+def checked_estimator(cfg: DictConfig, dataset_choice: str | None):
+    """Every check of a run's composed config, before anything is created: the typed parts,
+    the dataset node and its parameters, the solver's keys and values (`build_estimator`);
+    the estimator. A single run and each job of a sweep (`svmlab.app.launch.preflight`) go
+    through it."""
+    check_typed_parts(cfg)  # config errors first, before the slow imports of the training path
+    check_dataset(cfg, dataset_choice)
+    estimator = build_estimator(cfg)
+    from svmlab import data
+
+    data.validate(**OmegaConf.to_container(cfg.dataset, resolve=True))
+    return estimator
+
+
 def unknown_key_hints(args: list[str]) -> list[str]:
     """For each ``a.b=value`` or ``key=value`` override whose key the composed config lacks:
     what is allowed there, and the close matches.
@@ -212,9 +226,11 @@ def unknown_key_hints(args: list[str]) -> list[str]:
             key for key, node in ConfigStore.instance().repo.items() if isinstance(node, dict)}
         choices = [o.input_line for o in overrides if not o.is_sweep_override()
                    and (o.key_or_group in groups or "/" in o.key_or_group)]
-        GlobalHydra.instance().clear()
-        with initialize_config_module("svmlab.conf", version_base="1.3"):
+        if GlobalHydra.instance().is_initialized():  # Hydra's own: its search path, kept
             cfg = compose("config", overrides=choices)
+        else:
+            with initialize_config_module("svmlab.conf", version_base="1.3"):
+                cfg = compose("config", overrides=choices)
     except Exception:  # the choices themselves are wrong: Hydra's own message says so
         return []
     hints = []

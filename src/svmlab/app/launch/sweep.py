@@ -2,7 +2,8 @@
 
 ``SweepCallback`` is a Hydra callback (``hydra.callbacks.svmlab_sweep`` in ``conf/config.yaml``):
 
-- ``on_multirun_start`` (the launching process, before any job): checks the launcher's settings,
+- ``on_multirun_start`` (the launching process, before any job): checks the launcher's settings
+  and every job (``svmlab.app.launch.preflight``: nothing is created for a sweep refused there),
   creates the store and the experiment once, ends the experiment's runs that were left RUNNING
   (``svmlab.tracking.liveness``), opens the sweep's parent run (overrides, launcher, number of
   jobs) and writes ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id
@@ -42,6 +43,7 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.app.launch.preflight import check_jobs
 from svmlab.errors import ConfigError, SvmlabError
 
 if TYPE_CHECKING:
@@ -71,18 +73,23 @@ def read_outcomes(sweep_dir: str | os.PathLike) -> list[dict]:
 
 def count_jobs(config: DictConfig) -> int | None:
     """How many jobs Hydra's basic sweeper makes of the overrides (None for other sweepers)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from svmlab.app.launch.preflight import job_overrides
 
-    sweeper = config.hydra.sweeper
-    if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
-        return None
-    params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
     try:
-        parsed = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
-        return sum(len(batch) for batch in BasicSweeper.split_arguments(parsed, None))
-    except Exception:  # e.g. glob() sweeps, which need Hydra's config loader: count unknown
+        jobs = job_overrides(config)
+    except Exception:  # overrides the sweeper itself will refuse: count unknown
         return None
+    return None if jobs is None else len(jobs)
+
+
+def time_left(started_at: float | None, done: int, total: int | None) -> str:
+    """``  about 3 min left`` at the pace of the ``done`` jobs so far since ``started_at``
+    (``time.time()``); empty when all are done or the total is unknown."""
+    if not started_at or not total or not 0 < done < total:
+        return ""
+    seconds = (time.time() - started_at) / done * (total - done)
+    return "  about " + (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+                         if seconds < 5400 else f"{seconds / 3600:.1f} h") + " left"
 
 
 def progress_line(outcome: dict, done: int, total: int | None,
@@ -235,12 +242,14 @@ class SweepCallback(Callback):
             self._start(config)
         except Exception as exc:  # Hydra would only warn and run the sweep with nobody counting
             line, status = failure_line(exc, config.tracking.uri)
-            print(f"svmlab: error: cannot start the sweep: {line}", file=sys.stderr)
+            for problem in line.splitlines():  # a job's config: one line per problem
+                print(f"svmlab: error: cannot start the sweep: {problem}", file=sys.stderr)
             self.abandon(config)
             raise SystemExit(status) from None
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
+        check_jobs(config)  # before the store, the parent run or a folder exists
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.existing import announce_new_store
         from svmlab.tracking.liveness import reap_on_start
@@ -268,7 +277,8 @@ class SweepCallback(Callback):
             OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
             wait_s=config.tracking.wait_s)
         (state / "sweep.json").write_text(json.dumps(
-            {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process()}))
+            {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process(),
+             "started_at": time.time()}))
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
@@ -302,7 +312,8 @@ class SweepCallback(Callback):
         outcome = job_outcome(config.hydra.job.num, job_return)
         done = record_outcome(sweep_dir, outcome)
         same_as = same_error(outcome, read_outcomes(sweep_dir)) if outcome["error"] else None
-        print(progress_line(outcome, done, state["jobs"], same_as), flush=True)
+        print(progress_line(outcome, done, state["jobs"], same_as)
+              + time_left(state.get("started_at"), done, state["jobs"]), flush=True)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
