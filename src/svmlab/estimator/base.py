@@ -160,6 +160,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     def _fit_checked(self, X, y, callback):
         """`fit` without its eval_set."""
         X, y_pm = self._fit_input(X, y)
+        if self._start is not None and self._start.n_features_in_ != X.shape[1]:
+            raise ValueError(f"start was fitted on {self._start.n_features_in_} features, X has "
+                             f"{X.shape[1]}: a fit starts from a fit on the same rows")
         self.compile_time_s_ = self._compile(X, y_pm)
         self._fit_decision = None
         trace = Trace(callback)

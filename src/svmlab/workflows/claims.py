@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from svmlab.analysis import page, precision, report, trend, wilcoxon
+from svmlab.analysis import page, precision, report, results, trend, wilcoxon
 from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -97,7 +97,10 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
               derive: Callable[[list[str]], dict[str, np.ndarray]]) -> list[Judged]:
     """Judge every claim on ``runs`` (FINISHED training runs, the layout of
     :func:`svmlab.tracking.queries.search_runs`); ``derive(names)`` gives the values of
-    measures computed from traces (``time_to_gap_1e-3``), one per run."""
+    measures computed from traces (``time_to_gap_1e-3``), one per run. Warm-started runs
+    (``results.WARM_START``) are left out: their times are of a step along a path of fits."""
+    if results.WARM_START in runs:
+        runs = runs[runs[results.WARM_START] != "true"]
     wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
                      and precision.parse(c.measure)})
     values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
