@@ -3,10 +3,13 @@ optimum a cold fit reaches, in every family that takes a start; it does start th
 that cannot serve is refused; and no analysis or claim reads a warm-started run's times."""
 
 import warnings
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from mlflow import MlflowClient
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
@@ -91,3 +94,24 @@ def test_no_claim_reads_a_warm_started_time():
                          "tags.svmlab.warm_start": ["true", None, None]})
     [judged] = claims.judge_all([claim], runs, lambda names: {})
     assert judged.n == 2 and judged.estimate[0] >= 2.0, judged
+
+
+def test_a_selection_warm_starts_where_its_solver_can_unless_its_block_says_not(tmp_path):
+    from svmlab.app import workflow_selection
+    from svmlab.app.workflow import sweep_arguments
+
+    workflows = Path(spec.__file__).parent
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    for name, warm in (("fw_paper", True), ("fw_poly", False)):
+        workflow = spec.load(str(workflows / f"{name}.yaml"))
+        assert workflow.select.warm_start is warm
+        arguments = sweep_arguments(workflow, "quick", f"sqlite:///{tmp_path / 'm.db'}", "basic")
+        args = workflow_selection.tune_args(workflow, "quick", arguments, "w1a", storage)
+        assert args.warm_start is warm
+    warmed = replace(workflow, select=replace(workflow.select, warm_start=True))
+    assert workflow_selection.tune_args(warmed, "quick", arguments, "w1a", storage).study != \
+        args.study  # a warm grid is another study
+    content = yaml.safe_load((workflows / "fw_paper.yaml").read_text())
+    content["select"]["warm_start"] = "yes"
+    with pytest.raises(spec.WorkflowError, match=r"select.warm_start: true .* or false"):
+        spec.parse(content, tmp_path / "bad.yaml")
