@@ -1,18 +1,18 @@
 """A workflow's selection step, cold (every C from scratch) against warm-started (the grid in
 increasing C, each fit from the previous solution), on the same datasets.
 
-    SVMLAB_DATA_DIR=../shared/data/libsvm python benchmarks/bench_selection.py \
-        --workflow fw_paper --scale medium --dataset w1a --dataset a1a
+    SVMLAB_DATA_DIR=../shared/data/libsvm python benchmarks/bench_selection.py --dataset w3a
+        [--workflow fw_paper] [--scale medium] [--dataset a2a ...]
 
 For each dataset, the study that the workflow's ``select`` step runs (its grid at that scale,
-its solver and validation split), as ``svmlab tune`` in a new process on a new store, once
-cold and once warm, in alternating order; prints each study's wall time, the selected C and
-its validation score, and the ratios cold / warm of the summed wall times of the commands, of
-their trials (each trial's fit, its MLflow run and its scoring; the command adds the process's
-start, a new store, the data load and the study's runs) and of the fits' own solver seconds
-(fit_time_s) (target >= 3 on fw_paper medium). The selected C must be the same: the warm path's fits stop at the same
-tolerance, not at the same iterate, so a validation score may move where two Cs are close.
-"""
+its solver and validation split), as ``svmlab tune`` in a new process on a new store, once cold
+and once warm, in alternating order; prints each study's wall time, the selected C and its
+validation score, and the ratios cold / warm of the summed wall times of the commands, of their
+trials (each trial's fit, its MLflow run and its scoring; the command adds the process's start,
+a new store, the data load and the study's runs) and of the fits' own solver seconds
+(fit_time_s) (target >= 3 on fw_paper medium). The selected C must be the same: the warm path's
+fits stop at the same tolerance, not at the same iterate, so a validation score may move where
+two Cs are close. """
 
 from __future__ import annotations
 

@@ -3,12 +3,11 @@
 For each dataset of the sweep, one ``svmlab tune`` study (run in this process, its parent run
 nested under the workflow's outer run) trains every point of the grid once, with Optuna's grid
 sampler and no pruner, on one seeded stratified hold-out split of the training set, with the
-sweep's config and the selecting overrides (``solver=cvm``); unless the block says
-``warm_start: false``, in increasing C, each fit starting from the previous solution where the
-solver can (``svmlab tune --warm-start``: the scores are a selection's result, its times are
-not). The dataset's sweep then trains
-with the values of the best validation score; ties go to the smallest values, in the order of
-the grid's keys.
+sweep's config and the selecting overrides (``solver=cvm``); unless the block says ``warm_start:
+false``, in increasing C, each fit starting from the previous solution where the solver can
+(``svmlab tune --warm-start``: the scores are a selection's result, its times are not). The
+dataset's sweep then trains with the values of the best validation score; ties go to the
+smallest values, in the order of the grid's keys.
 
 A study is named by the workflow, the scale, the dataset and a digest of what it trains (its
 overrides, grid, split and metric): running the workflow again finds it. A study whose parent run

@@ -21,12 +21,11 @@ fit, for a caller that times it apart or holds a lock around it. A solver provid
     _certificate(X, y)       the Certificate of its formulation (`certificates`), or None
     _warm_up                 parameters of the warm-up fit, or None when nothing is compiled
 
-and, where it can take a starting point (``warm_startable``), reads the fitted estimator that
-`fit` is given as ``start`` (``self._start``, None for a cold fit) in `_fit`: a dual solver
-starts from its solution's dual point (made feasible for its own C), a primal one from its w.
-
-and may declare the optional features that `svmlab train` uses when present (the base class
-declares each, with the value that means "none"):
+A solver that can take a starting point declares ``warm_startable`` and reads in `_fit` the
+fitted estimator that `fit` is given as ``start`` (``self._start``, None for a cold fit): a dual
+solver starts from its solution's dual point (made feasible for its own C), a primal one from
+its w. A solver may also declare the optional features that `svmlab train` uses when present
+(the base class declares each, with the value that means "none"):
 
     traces_eval_set          True if its trace rows report test_accuracy on the ``eval_set``
                              that `fit` is given (read during `_fit` as ``self._eval_set``)
@@ -129,9 +128,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         and train_objectives_ (what `score` and `objectives` give on the training data),
         certificate_ (None where no certificate is computable), certificate_time_s_ (its
         cost beyond the shared training decision values) and warm_started_ (whether it started
-        from ``start``: its times are then not those of a fit from scratch). Raises DataError for NaN/inf in X or y
-        without exactly two classes, TrainingError if the learned model holds NaN/inf, and
-        warns (ConvergenceWarning) when the stopping rule did not hold.
+        from ``start``: its times are then not those of a fit from scratch). Raises DataError
+        for NaN/inf in X or y without exactly two classes, TrainingError if the learned model
+        holds NaN/inf, and warns (ConvergenceWarning) when the stopping rule did not hold.
         """
         if eval_set is not None and not self.traces_eval_set:
             raise TypeError(f"{type(self).__name__} traces no eval_set (traces_eval_set is "
