@@ -12,7 +12,8 @@ trials (each trial's fit, its MLflow run and its scoring; the command adds the p
 a new store, the data load and the study's runs) and of the fits' own solver seconds
 (fit_time_s) (target >= 3 on fw_paper medium). The selected C must be the same: the warm path's
 fits stop at the same tolerance, not at the same iterate, so a validation score may move where
-two Cs are close. """
+two Cs are close.
+"""
 
 from __future__ import annotations
 
