@@ -368,3 +368,36 @@ def test_bad_input_is_one_line_and_leaves_nothing_running(tmp_path, capsys, args
     assert err.startswith("svmlab tune: error: ") and words in err and "\n" not in err
     assert not (tmp_path / "optuna.db").exists()  # no study, and no store opened: no run
     assert not (tmp_path / "mlflow.db").exists()
+
+
+# -- warm start ---------------------------------------------------------------------------------
+
+def test_a_warm_started_grid_runs_in_increasing_c_tags_its_fits_and_selects_the_cold_grids_c(
+        tmp_path, store):
+    grid = ("--sampler", "grid", "--pruner", "none", "--validation", "0.3", "--no-refit",
+            "solver=cvm", "kernel=rbf", "dataset=breast_cancer", "solver.C=choice(2^4, 2^0, 2^2)")
+    assert tune(tmp_path, *grid, study="cold") == 0
+    assert tune(tmp_path, "--warm-start", *grid, study="warm") == 0
+    cold, warm = study_of(tmp_path, "cold"), study_of(tmp_path, "warm")
+    assert [t.params["solver.C"] for t in warm.trials] == [1.0, 4.0, 16.0]
+    best = {s.study_name: tune_module.best_trial(s, "accuracy").params for s in (cold, warm)}
+    assert best["warm"] == best["cold"]
+    trials = by_role(runs_of(tmp_path), "trial")
+    tags = {(r.data.tags["svmlab.study"], float(r.data.params["solver.C"])):
+            r.data.tags.get("svmlab.warm_start") for r in trials}
+    assert tags == {("cold", 1.0): None, ("cold", 4.0): None, ("cold", 16.0): None,
+                    ("warm", 1.0): None, ("warm", 4.0): "true", ("warm", 16.0): "true"}
+    # the study keeps its order: continued cold, it is refused
+    assert tune(tmp_path, *grid, study="warm") == 2
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--sampler", "tpe", LOG_C), "needs --sampler grid"),
+    (("--sampler", "grid", "solver.C=choice(1, 2)", "--jobs", "2"), "--jobs 1"),
+    (("--sampler", "grid", "solver.C=choice(1, 2)"), "solver liblinear cannot start from"),
+])
+def test_a_warm_start_that_cannot_follow_a_path_is_refused(tmp_path, capsys, args, words):
+    assert tune(tmp_path, "--warm-start", "solver=liblinear", *args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("svmlab tune: error: --warm-start") and words in err, err
+    assert not (tmp_path / "optuna.db").exists()

@@ -19,6 +19,8 @@ JOIN = " / "  # between the values of a combined block or treatment key
 CONTEXT_PREFIXES = ("dataset.", "tracking.", "paths.", "hydra.")
 #: The tag of a run's config digest (the sha256 of its resolved config, ``svmlab train``).
 DIGEST_TAG = "tags.svmlab.config_sha256"
+#: The tag of a run whose fit started from another fit's solution (`recording.results`).
+WARM_START = "tags.svmlab.warm_start"
 
 
 @dataclass
@@ -140,7 +142,9 @@ def finished_runs(experiments: list[str], filter_string: str, tracking_uri: str 
                   run_ids: set[str] | None = None) -> tuple[pd.DataFrame, dict]:
     """The FINISHED runs of the experiments that match the filter (and are among ``run_ids``
     when given), and how many others there were by status. Runs with a role (a sweep's parent
-    run, a workflow's own runs) summarise other runs and are skipped."""
+    run, a workflow's own runs) summarise other runs and are skipped; warm-started runs (tag
+    WARM_START) are left out and counted: their times are of a step along a path of fits, not
+    of a fit from scratch, and would pass for the solver's."""
     from svmlab.tracking import queries
 
     ids = queries.experiment_ids(tracking_uri, experiments)
@@ -152,8 +156,14 @@ def finished_runs(experiments: list[str], filter_string: str, tracking_uri: str 
                           f"{filter_string!r}")
     if "tags.svmlab.role" in runs:
         runs = runs[runs["tags.svmlab.role"].isna()]
+    warm = (runs[WARM_START] == "true" if WARM_START in runs
+            else pd.Series(False, index=runs.index))
+    runs, excluded = runs[~warm], {"warm-started": int(warm.sum())} if warm.any() else {}
+    if runs.empty:
+        raise SvmlabError(f"the {int(warm.sum())} runs selected all started from another fit "
+                          f"({WARM_START}): their times are not those of a fit from scratch")
     finished = runs["status"] == "FINISHED"
-    excluded = dict(Counter(runs.loc[~finished, "status"]))
+    excluded |= dict(Counter(runs.loc[~finished, "status"]))
     if not finished.any():
         raise SvmlabError(f"no FINISHED runs among the {len(finished)} selected ({excluded})")
     return runs[finished], excluded

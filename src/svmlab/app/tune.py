@@ -26,6 +26,13 @@ The best trial has the best score; among equal scores (common on a grid), the sm
 in the order of the parameters (Optuna's own best trial is the first to finish, which depends
 on the order the trials ran in).
 
+Warm start (``--warm-start``, a workflow's selection): the grid is trained in increasing
+``solver.C`` (for each value of the other parameters, in their grid order), and each fold's fit
+starts from this process's last solution on the same fold with the same other values (its dual
+point or w; a solver that is ``warm_startable``). A selection reports validation scores only:
+its fits' times are of a path, tagged ``svmlab.warm_start``, and no analysis or claim reads them;
+the refit stays cold. It needs ``--sampler grid`` and one worker.
+
 ``--trials N`` is the number of finished (complete or pruned) trials the study should have: a
 second invocation with the same ``--study`` continues it and trains no finished trial again;
 a trial whose process died (its host, pid and start time are on the trial) is marked FAIL in
@@ -74,6 +81,9 @@ RUN_ATTR = "mlflow_run_id"
 #: steps of one fold in a trial's intermediate values: up to CHECKPOINTS - 1 mid-fit checkpoints
 #: (the first trace rows of its fit), then the fold's end
 CHECKPOINTS = 8
+#: the parameter a warm-started grid follows, in increasing order
+PATH_KEY = "solver.C"
+WARM_ATTR = "svmlab.warm_start"  # the study's user attribute: its grid order is the path's
 #: the trace column that holds a metric's validation score at a checkpoint: a solver whose
 #: ``traces_eval_set`` traces the accuracy on it, off its clock, once per epoch
 CHECKPOINT_COLUMNS = {"accuracy": "test_accuracy"}
@@ -103,6 +113,9 @@ def add_parser(sub) -> None:
                              "postgresql://... for several machines)")
     parser.add_argument("--study", default=None, metavar="NAME",
                         help="study name (default: tune-<solver>-<dataset>-<kernel>)")
+    parser.add_argument("--warm-start", action="store_true",
+                        help=f"train the grid in increasing {PATH_KEY}, each fit starting from "
+                             "the previous solution (needs --sampler grid and --jobs 1)")
     parser.add_argument("--no-refit", dest="refit", action="store_false",
                         help="do not refit the best config on the whole training set")
     parser.add_argument("--overrides", dest="overrides_line", default="", metavar="STRING",
@@ -151,6 +164,8 @@ class Setup:
     dataset: object = None
     folds: list = field(default_factory=list)
     parent_run_id: str | None = None
+    #: under --warm-start, the last fitted estimator of each (fold, the other grid values)
+    path: dict = field(default_factory=dict)
 
     @property
     def direction(self) -> str:
@@ -229,10 +244,18 @@ def prepare(args: argparse.Namespace) -> Setup:
                           "2^15))', or a preset whose hydra.sweeper.params holds the ranges")
     if args.sampler == "grid":
         search_space.grid(space)
+    if args.warm_start and (args.sampler != "grid" or args.jobs != 1 or PATH_KEY not in space):
+        raise ConfigError(f"--warm-start follows the grid of {PATH_KEY} in increasing order in "
+                          f"one process: it needs --sampler grid, --jobs 1 and {PATH_KEY} in the "
+                          f"search space (got --sampler {args.sampler}, --jobs {args.jobs}, "
+                          f"{', '.join(space)})")
     setup = None
     for corner in search_space.endpoints(space):
         cfg, choices = trial_config(tuple(fixed), corner)
-        checked_estimator(cfg, choices.get("dataset"))
+        estimator = checked_estimator(cfg, choices.get("dataset"))
+        if args.warm_start and not estimator.warm_startable:
+            raise ConfigError(f"--warm-start: solver {choices.get('solver')} cannot start from "
+                              "another fit's solution; drop --warm-start")
         if setup is None:
             name = args.study or (f"tune-{choices.get('solver')}-{cfg.dataset.name}-"
                                   f"{cfg.kernel.name}")
@@ -304,6 +327,7 @@ def fit_fold(setup: Setup, trial, recording, estimator, k: int
     fold_data = dataclasses.replace(data, X_train=data.X_train[train], y_train=data.y_train[train],
                                     X_test=data.X_train[valid], y_test=data.y_train[valid])
     column = CHECKPOINT_COLUMNS.get(setup.args.metric)
+    path = (k, *((key, v) for key, v in trial.params.items() if key != PATH_KEY))
     fold = clone(estimator)
     traced = column is not None and fold.traces_eval_set
     rows, reports = [], []
@@ -320,11 +344,14 @@ def fit_fold(setup: Setup, trial, recording, estimator, k: int
     try:
         compile_s = recording.fit(fold, fold_data.X_train, fold_data.y_train,
                                   (fold_data.X_test, fold_data.y_test) if traced else None,
-                                  checkpoint if traced else None, setup.compile_lock)
+                                  checkpoint if traced else None, setup.compile_lock,
+                                  start=setup.path.get(path) if setup.args.warm_start else None)
     except FitPruned as stop:  # the rows so far are the fold's trace
         recording.log_trace({name: np.array([row[name] for row in rows]) for name in rows[0]},
                             fold=k)
         return None, {}, reports, stop.args[0]
+    if setup.args.warm_start:
+        setup.path[path] = fold
     return fold, recording.log_fit(fold, fold_data, compile_s, fold=k), reports, None
 
 
@@ -406,7 +433,18 @@ def run_trial(setup: Setup, trial) -> float:
 class RetryingGridSampler(optuna.samplers.GridSampler):
     """Optuna's GridSampler, which also ends a queued retry (a trial with fixed values and no
     grid id) of a point whose first trial died: the grid counts that point as visited by the
-    failed trial, and the retry trains it."""
+    failed trial, and the retry trains it. With a ``path`` key, the grid is in increasing
+    values of it, for each value of the others in their grid order (Optuna's first trials take
+    the grid's points in order), instead of shuffled."""
+
+    def __init__(self, search_space: dict, seed: int, path: str | None = None):
+        super().__init__(search_space, seed)
+        if path is not None:
+            names = self._param_names
+            rank = [{repr(v): i for i, v in enumerate(self._search_space[n])} for n in names]
+            self._all_grids.sort(key=lambda point: (
+                [rank[i][repr(v)] for i, v in enumerate(point) if names[i] != path],
+                point[names.index(path)]))
 
     def after_trial(self, study, trial, state, values) -> None:
         if "grid_id" in study._storage.get_trial_system_attrs(trial._trial_id):
@@ -448,13 +486,27 @@ def open_study(setup: Setup):
         raise ConfigError(f"study {setup.name} exists with direction {study.direction.name}; "
                           f"--metric {setup.args.metric} needs {setup.direction}")
     check_same_space(study, setup.space)
+    check_same_order(study, setup.args.warm_start)
     seed = setup.cfg.seed + 1000 * len(study.trials) + setup.args.worker_index
     study.sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=seed),
                      "random": lambda: optuna.samplers.RandomSampler(seed=seed),
                      # grid ids index the shuffled grid: one order in every worker and invocation
-                     "grid": lambda: RetryingGridSampler(grid(setup.space), seed=setup.cfg.seed),
+                     "grid": lambda: RetryingGridSampler(
+                         grid(setup.space), setup.cfg.seed,
+                         PATH_KEY if setup.args.warm_start else None),
                      }[setup.args.sampler]()
     return study
+
+
+def check_same_order(study, warm_start: bool) -> None:
+    """A study keeps its grid's order: a warm-started grid's (the path's), or the shuffled one
+    (its trials' grid ids index that order)."""
+    if not study.trials:
+        study.set_user_attr(WARM_ATTR, warm_start)
+    elif study.user_attrs.get(WARM_ATTR, False) != warm_start:
+        had = "with" if study.user_attrs.get(WARM_ATTR, False) else "without"
+        raise ConfigError(f"study {study.study_name} was started {had} --warm-start; continue "
+                          f"it the same way, or give another --study")
 
 
 def check_same_space(study, space: dict) -> None:
@@ -708,6 +760,7 @@ def _study_params(setup: Setup) -> dict:
     return {"sampler": args.sampler, "pruner": args.pruner, "metric": args.metric,
             "direction": setup.direction, "folds": len(setup.folds),
             "validation": args.validation, "trials": args.trials, "jobs": args.jobs,
+            "warm_start": args.warm_start,
             "overrides": " ".join(setup.fixed),
             **{f"search.{k}": repr(v) for k, v in setup.space.items()}}
 

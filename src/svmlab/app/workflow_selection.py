@@ -3,9 +3,11 @@
 For each dataset of the sweep, one ``svmlab tune`` study (run in this process, its parent run
 nested under the workflow's outer run) trains every point of the grid once, with Optuna's grid
 sampler and no pruner, on one seeded stratified hold-out split of the training set, with the
-sweep's config and the selecting overrides (``solver=cvm``). The dataset's sweep then trains
-with the values of the best validation score; ties go to the smallest values, in the order of
-the grid's keys.
+sweep's config and the selecting overrides (``solver=cvm``); unless the block says ``warm_start:
+false``, in increasing C, each fit starting from the previous solution where the solver can
+(``svmlab tune --warm-start``: the scores are a selection's result, its times are not). The
+dataset's sweep then trains with the values of the best validation score; ties go to the
+smallest values, in the order of the grid's keys.
 
 A study is named by the workflow, the scale, the dataset and a digest of what it trains (its
 overrides, grid, split and metric): running the workflow again finds it. A study whose parent run
@@ -90,8 +92,9 @@ def tune_args(workflow: Workflow, scale: str, arguments: list[str], dataset: str
     select = workflow.select
     overrides = study_overrides(select, arguments, dataset)
     identity = [o for o in overrides if not o.startswith("tracking.uri=")]
+    warm = ["--warm-start"] if select.warm_start and _warm_startable(overrides) else []
     digest = hashlib.sha256("\n".join(
-        [*identity, str(select.validation), select.metric]).encode()).hexdigest()[:8]
+        [*identity, str(select.validation), select.metric, *warm]).encode()).hexdigest()[:8]
     space, _ = search_space.parse(overrides)
     trials = math.prod(len(values) for values in search_space.grid(space).values())
     parser = argparse.ArgumentParser()
@@ -100,7 +103,18 @@ def tune_args(workflow: Workflow, scale: str, arguments: list[str], dataset: str
         "tune", "--trials", str(trials), "--sampler", "grid", "--pruner", "none",
         "--validation", str(select.validation), "--metric", select.metric,
         "--storage", storage, "--study", f"workflow-{workflow.name}-{scale}-select-{dataset}-"
-        f"{digest}", "--no-refit", "--", *overrides])
+        f"{digest}", "--no-refit", *warm, "--", *overrides])
+
+
+def _warm_startable(overrides: list[str]) -> bool:
+    """Whether the study's solver can start from another fit and its grid has a path in C."""
+    from svmlab.app.config.schema import build_estimator
+
+    space, fixed = search_space.parse(overrides)
+    if tune.PATH_KEY not in space:
+        return False
+    cfg, _ = tune.trial_config(tuple(fixed), search_space.endpoints(space)[0])
+    return build_estimator(cfg).warm_startable
 
 
 def check(workflow: Workflow, scale: str, arguments: list[str], storage: str) -> None:

@@ -21,8 +21,11 @@ fit, for a caller that times it apart or holds a lock around it. A solver provid
     _certificate(X, y)       the Certificate of its formulation (`certificates`), or None
     _warm_up                 parameters of the warm-up fit, or None when nothing is compiled
 
-and may declare the optional features that `svmlab train` uses when present (the base class
-declares each, with the value that means "none"):
+A solver that can take a starting point declares ``warm_startable`` and reads in `_fit` the
+fitted estimator that `fit` is given as ``start`` (``self._start``, None for a cold fit): a dual
+solver starts from its solution's dual point (made feasible for its own C), a primal one from
+its w. A solver may also declare the optional features that `svmlab train` uses when present
+(the base class declares each, with the value that means "none"):
 
     traces_eval_set          True if its trace rows report test_accuracy on the ``eval_set``
                              that `fit` is given (read during `_fit` as ``self._eval_set``)
@@ -76,6 +79,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
     _fit_decision: ClassVar[tuple | None] = None
     #: whether the trace reports test_accuracy on the eval_set given to `fit` (off the clock)
     traces_eval_set: ClassVar[bool] = False
+    #: whether `fit` can start from another fit's solution (``start``): e.g. the previous point
+    #: of a path in C, whose fits then time the path, not a fit from scratch
+    warm_startable: ClassVar[bool] = False
+    #: the fitted estimator the fit under way starts from (set by `fit`), None: from scratch
+    _start: SVMClassifier | None = None
 
     # A solver declares itself on its class: `declared_solvers` finds every class that sets
     # `name` in its own body (a base class sets none; a subclass that sets none is no solver of
@@ -108,32 +116,52 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         columns: none unless the solver keeps some."""
         return {}
 
-    def fit(self, X, y, callback=None, eval_set=None):
+    def fit(self, X, y, callback=None, eval_set=None, start=None):
         """Train on (X, y); `callback(row)` receives each trace row (a dict), off the clock;
         ``eval_set`` = (X_test, y_test) adds test_accuracy to every trace row of a solver that
-        `traces_eval_set`.
+        `traces_eval_set`; ``start``, an estimator of the same class fitted on the same rows
+        (e.g. at a smaller C), is the starting point of a solver that is `warm_startable`.
 
         Sets classes_ (the two labels, sorted), n_features_in_, trace_, n_iter_ (iteration of
         the last trace row), fit_time_s_ (the solver's time alone), compile_time_s_ (the
         warm-up that compiled or loaded the solver's numba code), converged_, train_accuracy_
         and train_objectives_ (what `score` and `objectives` give on the training data),
-        certificate_ (None where no certificate is computable) and certificate_time_s_ (its
-        cost beyond the shared training decision values). Raises DataError for NaN/inf in X or y
-        without exactly two classes, TrainingError if the learned model holds NaN/inf, and
-        warns (ConvergenceWarning) when the stopping rule did not hold.
+        certificate_ (None where no certificate is computable), certificate_time_s_ (its
+        cost beyond the shared training decision values) and warm_started_ (whether it started
+        from ``start``: its times are then not those of a fit from scratch). Raises DataError
+        for NaN/inf in X or y without exactly two classes, TrainingError if the learned model
+        holds NaN/inf, and warns (ConvergenceWarning) when the stopping rule did not hold.
         """
         if eval_set is not None and not self.traces_eval_set:
             raise TypeError(f"{type(self).__name__} traces no eval_set (traces_eval_set is "
                             "False); fit it without one")
-        self._eval_set = eval_set
+        self._check_start(start)
+        self._eval_set, self._start = eval_set, start
         try:
-            return self._fit_checked(X, y, callback)
+            self._fit_checked(X, y, callback)
         finally:
-            del self._eval_set
+            del self._eval_set, self._start
+        self.warm_started_ = start is not None
+        return self
+
+    def _check_start(self, start) -> None:
+        """TypeError unless ``start`` is None or a fitted estimator of this class, which must be
+        `warm_startable`."""
+        if start is None:
+            return
+        if not self.warm_startable:
+            raise TypeError(f"{type(self).__name__} cannot start from another fit "
+                            "(warm_startable is False); fit it without start")
+        if type(start) is not type(self) or not hasattr(start, "trace_"):
+            raise TypeError(f"start must be a fitted {type(self).__name__}; got "
+                            f"{type(start).__name__}")
 
     def _fit_checked(self, X, y, callback):
         """`fit` without its eval_set."""
         X, y_pm = self._fit_input(X, y)
+        if self._start is not None and self._start.n_features_in_ != X.shape[1]:
+            raise ValueError(f"start was fitted on {self._start.n_features_in_} features, X has "
+                             f"{X.shape[1]}: a fit starts from a fit on the same rows")
         self.compile_time_s_ = self._compile(X, y_pm)
         self._fit_decision = None
         trace = Trace(callback)

@@ -72,12 +72,18 @@ def check_trace_finite(columns: dict[str, np.ndarray]) -> None:
         raise TrainingError(f"the convergence trace contains NaN or inf in: {', '.join(bad)}")
 
 
+#: the tag of a run with a fit that started from another fit's solution: its times measure a
+#: step along a path, not a fit from scratch, and no analysis or claim reads them
+WARM_START_TAG = "svmlab.warm_start"
+
+
 def fit_tags(estimator) -> dict:
     """What the fit says of itself: converged (its stated rule held), the rule that ended it
-    (where the solver names one), the rule, and the certificate's formulation (or why there is
-    none)."""
+    (where the solver names one), the rule, the certificate's formulation (or why there is
+    none), and WARM_START_TAG where it started from another fit."""
     certificate = estimator.certificate_
-    return {"svmlab.converged": str(bool(estimator.converged_)).lower(),
+    return {WARM_START_TAG: "true" if estimator.warm_started_ else None,
+            "svmlab.converged": str(bool(estimator.converged_)).lower(),
             "svmlab.stop_reason": estimator.stop_reason_,
             "svmlab.stopping_rule": estimator.stopping_rule(),
             "svmlab.formulation": certificate.formulation if certificate else None,

@@ -79,13 +79,15 @@ class Recording:
                 self.tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
 
     def fit(self, estimator, X, y, eval_set=None, callback=None, compile_lock=None,
-            launcher: dict | None = None) -> float:
+            launcher: dict | None = None, start=None) -> float:
         """The warm-up (``warm_up``, under ``compile_lock``), then ``estimator.fit`` in a thread
         that Ctrl-C, SIGTERM and a sweep's vanished launcher stop (``run_interruptibly``); the
-        warm-up's seconds. ``eval_set`` goes to a solver that ``traces_eval_set``."""
+        warm-up's seconds. ``eval_set`` goes to a solver that ``traces_eval_set``, ``start`` (a
+        fitted estimator to start from) to one that is ``warm_startable``."""
         self._fit_start_ms = int(time.time() * 1000)
         extra = {"eval_set": eval_set} if eval_set is not None and estimator.traces_eval_set \
             else {}
+        extra |= {"start": start} if start is not None else {}
         with timed(self.phases, "compile"):
             compile_s = warm_up(estimator, X, y, compile_lock, launcher)
         with timed(self.phases, "fit"):

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from svmlab.analysis import page, precision, report, trend, wilcoxon
+from svmlab.analysis import page, precision, report, results, trend, wilcoxon
 from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -131,7 +131,11 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
     :func:`svmlab.tracking.queries.search_runs`); ``derive(names)`` gives the values of
     measures computed from traces (``time_to_gap_1e-3``), one per run. A paper claim with
     ``readings`` is one row of the paper's tally; each reading but its first (the paper's
-    stated one) follows it as svmlab's statement, in svmlab's tally (:func:`_extra_readings`)."""
+    stated one) follows it as svmlab's statement, in svmlab's tally (:func:`_extra_readings`).
+    Warm-started runs (``results.WARM_START``) are left out: their times are of a step along a
+    path of fits."""
+    if results.WARM_START in runs:
+        runs = runs[runs[results.WARM_START] != "true"]
     wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
                      and precision.parse(c.measure)})
     values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}

@@ -24,7 +24,7 @@ KINDS = ("paper", "svmlab")
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
             "analysis": True, "report": False, "claims": True, "select": False}
 SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": False,
-               "per": False, "seed": False}
+               "per": False, "seed": False, "warm_start": False}
 SELECT_PER = ("dataset",)
 SWEEP_KEYS = {"preset": True, "overrides": False}
 SCALE_KEYS = {"overrides": False, "description": False, "select_grid": False, "runs": False,
@@ -109,7 +109,9 @@ class Select:
     point of ``grid`` (parameter: values in Hydra's sweep syntax, e.g. ``choice(2^0, 2^1)``) on
     one hold-out split of the training set (``validation``: its fraction, drawn with ``seed``),
     trained with the sweep's config and ``overrides`` (the solver that selects); that dataset's
-    sweep then uses the values with the best ``metric``."""
+    sweep then uses the values with the best ``metric``. With ``warm_start`` (the default) the
+    grid is trained in increasing C, each fit starting from the previous solution where the
+    solver can (``svmlab tune --warm-start``): its times are never reported, its scores are."""
 
     grid: dict[str, str]
     validation: float
@@ -117,6 +119,7 @@ class Select:
     metric: str = "accuracy"
     per: str = "dataset"
     seed: int = 0
+    warm_start: bool = True
 
 
 @dataclass(frozen=True)
@@ -279,10 +282,14 @@ def _select(data: Any, where: str) -> Select:
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise WorkflowError(f"{where}.seed: an integer (the split's seed); got {seed!r}")
+    warm_start = data.get("warm_start", True)
+    if not isinstance(warm_start, bool):
+        raise WorkflowError(f"{where}.warm_start: true (fit the grid along increasing C, each "
+                            f"fit from the previous solution) or false; got {warm_start!r}")
     return Select(grid=grid, validation=float(fraction),
                   overrides=_overrides(data.get("overrides"), f"{where}.overrides"),
                   metric=_text(data.get("metric", "accuracy"), f"{where}.metric"), per=per,
-                  seed=seed)
+                  seed=seed, warm_start=warm_start)
 
 
 def _grid(grid: Any, where: str) -> dict[str, str]:

@@ -114,6 +114,7 @@ class SVMALM(LinearSVMClassifier):
         "precondition": ["boolean"],
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2}
+    warm_startable = True  # from another fit's w (`fit`'s start) instead of w_init
 
     def __init__(self, C=1.0, *, p=1.0, fit_intercept=True, variant="inexact", inner_steps=3,
                  mu_schedule="constant", mu0=None, rho=1.0, mu_max=1e5, max_iter=10_000, tol=0.0,
@@ -180,7 +181,8 @@ class SVMALM(LinearSVMClassifier):
         rows = rows_of(X)
         settings = self._settings(X.shape[1])
         mu0 = self.mu0 if self.mu0 is not None else 0.1 * self.C
-        w0 = np.ones(X.shape[1]) if self.w_init == "ones" else np.zeros(X.shape[1])
+        w0 = (self._start.coef_[0].copy() if self._start is not None  # another fit's w
+              else np.ones(X.shape[1]) if self.w_init == "ones" else np.zeros(X.shape[1]))
         state = State.start(rows, w0, float(mu0))
         image, form = RowsImage(rows, y), self._formulation()
         previous = self._objective(state, y)

@@ -58,6 +58,7 @@ STOP_RULES = ("meb", "gap")
 
 class MEBSVMClassifier(KernelSVMClassifier):
     """Shared machinery of FW, MFW and CVM: start, kernel rows, sliced loop, trace and model.
+    A fit may start from another fit's alpha (`fit`'s ``start``, e.g. at a smaller C).
 
     A subclass provides `_loop` (its numba loop, `loops.run_frank_wolfe` or `loops.run_cvm`),
     `_options()` (its `loops.Options`), `_first_level()` (the tolerance level it starts at) and
@@ -83,6 +84,7 @@ class MEBSVMClassifier(KernelSVMClassifier):
         "random_state": ["random_state"],
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2}
+    warm_startable = True
     keeps_gradient = True
 
     def __init__(self, C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
@@ -112,7 +114,9 @@ class MEBSVMClassifier(KernelSVMClassifier):
         cache = new_cache(X.shape[0], self.cache_mb, X.shape[0] if keep else FIRST_WIDTH)
         sl = meb.new_slots(X.shape[0], may_keep, (opt.full or opt.gap_stop) and not keep)
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        if self.init == "random_meb":
+        if self._start is not None:
+            cache, q, R = meb.init_from(cache, mk, sl, *self._start_point(X.shape[0]))
+        elif self.init == "random_meb":
             cache, q, R = meb.init_random_meb(cache, mk, D, sl, N_INIT, INIT_TOL * delta2)
         else:
             cache, q, R = meb.init_two_points(cache, mk, D, sl)
@@ -127,6 +131,15 @@ class MEBSVMClassifier(KernelSVMClassifier):
         with trace.paused():
             self._summarise(trace, cache.stats)
         self._recover(X, y, sl, progress, delta2)
+
+    def _start_point(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The support and alpha of the fit to start from (`fit`'s ``start``): a point of the
+        simplex, feasible whatever C is, since C enters K~ only."""
+        support, alpha = self._start.support_, self._start.alpha_
+        if support.size == 0 or support[-1] >= n:
+            raise ValueError(f"start was fitted on other rows: its support vectors index up to "
+                             f"{support[-1] if support.size else 'none'}, this fit has {n} rows")
+        return support.astype(np.int64), alpha / alpha.sum()
 
     @property
     def _sample_size(self) -> int:

@@ -363,10 +363,28 @@ def init_random_meb(cache, mk, D, sl, n_init, tol_abs):
             cache, q = append_point(cache, sl, q, negative[b], 0.0)
             b += 1
     sl.alpha[:q] = 1.0 / q
-    for p in range(q):
-        sl.G[p] = _dot(sl.alpha, row_of(cache, mk, sl.core[p], sl.core, q), q)
+    core_gradient(cache, mk, sl, q)
     R, _ = smo(cache, mk, D, sl, q, tol_abs, 1000 * q * q)
     return cache, remove_empty_slots(cache, sl, q, True), R
+
+
+@njit(cache=True)
+def init_from(cache, mk, sl, points, weights):
+    """Start from a given point of the simplex (another fit's alpha: feasible for every C),
+    the data indices `points` with alpha = `weights`. Returns (cache, q, R)."""
+    q = 0
+    for p in range(points.shape[0]):
+        cache, q = append_point(cache, sl, q, points[p], 0.0)
+        sl.alpha[p] = weights[p]
+    return cache, q, core_gradient(cache, mk, sl, q)
+
+
+@njit(cache=True)
+def core_gradient(cache, mk, sl, q):
+    """G = K~ alpha on the core slots, from their rows over the core; returns R = alpha.G."""
+    for p in range(q):
+        sl.G[p] = _dot(sl.alpha, row_of(cache, mk, sl.core[p], sl.core, q), q)
+    return _dot(sl.alpha, sl.G, q)
 
 
 @njit(cache=True)
