@@ -129,17 +129,65 @@ def absolute_uri(uri: str | None) -> str:
     return uri
 
 
+SCHEMA_STILL_S = 10.0  # a schema whose creation shows no progress for this long is left alone
+# what a store says while another process creates its schema: a table made by the other first,
+# a migration the other moved on, a schema the other has not brought to its last version yet
+SCHEMA_RACE = ("already exists", "online migration expected", "out-of-date database schema",
+               "no such table", "duplicate column")
+
+
 def prepare_store(uri: str) -> MlflowClient:
     """A client of the store at ``uri``, whose schema it creates (or upgrades) if needed.
 
     Call it under :func:`store_lock` when other processes may open the same new SQLite file.
+    A process that does not take that lock (any MLflow client) must not see a schema half
+    made: a new SQLite store is made whole in a file of its own, then put in place
+    (:func:`_new_sqlite_store`). When the other process created the file first, both would run
+    MLflow's migrations, and the slower one fails on what the other made
+    (:data:`SCHEMA_RACE`): the store is opened again while the other's work goes on; an error
+    that stays the same for ``SCHEMA_STILL_S`` (an old store's schema, which MLflow wants
+    upgraded by hand) is raised.
     """
-    client = MlflowClient(uri)
-    client.search_experiments(max_results=1)  # a SQL store runs its migrations when it opens
     path = sqlite_path(uri)
+    if path is not None and not path.exists():
+        _new_sqlite_store(path)
+    error, since = "", time.monotonic()
+    while True:
+        client = MlflowClient(uri)
+        try:
+            client.search_experiments(max_results=1)  # a SQL store migrates when it opens
+            break
+        except Exception as exc:
+            now = time.monotonic()
+            if str(exc) != error:
+                error, since = str(exc), now
+            racing = any(words in error.lower() for words in SCHEMA_RACE)
+            if not racing or now - since > SCHEMA_STILL_S:
+                raise
+            time.sleep(0.5)
     if path is not None:
         _write_ahead_log(path)
     return client
+
+
+def _new_sqlite_store(path: Path) -> None:
+    """Create a SQLite store's schema in a file beside ``path``, then link that file to
+    ``path`` in one step, unless a file is there by then (another process's store, left as it
+    is) or the file system has no hard links (MLflow then creates the store in place)."""
+    import sqlalchemy
+    from mlflow.store.db.utils import _initialize_tables
+
+    part = path.with_name(f".{path.name}.{os.getpid()}.new")
+    engine = sqlalchemy.create_engine(f"sqlite:///{part}")
+    try:
+        _initialize_tables(engine)
+        engine.dispose()  # no connection left open on the part's name
+        os.link(part, path)
+    except OSError:
+        pass
+    finally:
+        engine.dispose()
+        part.unlink(missing_ok=True)
 
 
 def _write_ahead_log(path: Path) -> None:
