@@ -6,10 +6,11 @@ schema migration on a new database at once, and put in write-ahead-log mode; MLf
 sessions wait up to 20 s for SQLite's write lock.
 
 A store that is unavailable for a while is waited for within bounds: MLflow's HTTP client retries
-a request to a tracking server 2 times with a 1 s backoff factor and a 30 s timeout (instead of
-its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request), unless
-the user set ``MLFLOW_HTTP_REQUEST_*`` variables, so that ``svmlab.tracking.patience``
-decides how long a write waits. :func:`store_problem` names what is wrong with a
+a request to a tracking server once with a 1 s backoff factor and a 10 s timeout (instead of
+its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request; here at
+most about 20 s), unless the user set ``MLFLOW_HTTP_REQUEST_*`` variables, so that
+``svmlab.tracking.patience`` decides how long a write waits, and a sweep whose server is gone
+ends within its wait plus about a minute. :func:`store_problem` names what is wrong with a
 store in a few words, for one-line messages; an error is the store's only when it comes from the
 store: a network failure must name the store's host (a failed download is not the store's), and
 an error svmlab raised about the user's data or config is never the store's.
@@ -34,8 +35,8 @@ from mlflow.exceptions import MlflowException
 
 from svmlab.errors import SvmlabError
 
-HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-               "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 for _name, _value in HTTP_LIMITS.items():  # read by MLflow at every request
     os.environ.setdefault(_name, _value)
 
