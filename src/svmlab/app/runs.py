@@ -179,7 +179,7 @@ def answered(command: str, uri: str, work) -> int:
     """``work()`` on the existing store at ``uri``; its failure in one line naming the command:
     status 2 for a user's mistake, 3 for the store."""
     try:
-        require_store(uri)
+        require_store(uri, reap_left=command != "reap")  # the reap itself ends them
         work()
     except StoreError as exc:
         return _error(command, str(exc), 3)

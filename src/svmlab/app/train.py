@@ -64,6 +64,11 @@ class RunContext:
     metrics: dict = field(default_factory=dict)
     phases: dict = field(default_factory=dict)
 
+    @property
+    def shared(self) -> Path | None:
+        """The sweep's state folder, where its processes share one wait for the store."""
+        return sweep.state_dir(self.sweep_dir) if self.sweep_dir else None
+
     @classmethod
     def from_hydra(cls) -> RunContext:
         if not HydraConfig.initialized():
@@ -136,8 +141,9 @@ def config_digest(cfg: DictConfig) -> str:
     return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def finished_before(cfg: DictConfig) -> str | None:
-    """With ``+resume=true``: the id of a FINISHED run of this exact config, else None."""
+def finished_before(cfg: DictConfig, shared: Path | None = None) -> str | None:
+    """With ``+resume=true``: the id of a FINISHED run of this exact config, else None
+    (``shared``: the state folder of the sweep whose job asks)."""
     resume = cfg.get("resume", False)
     if not isinstance(resume, bool):
         raise ConfigError(f"resume must be true or false; got {resume!r}")
@@ -146,7 +152,7 @@ def finished_before(cfg: DictConfig) -> str | None:
     from svmlab.tracking.patience import Patience
     from svmlab.tracking.queries import find_finished_run
 
-    return Patience(cfg.tracking.uri, cfg.tracking.wait_s)(
+    return Patience(cfg.tracking.uri, cfg.tracking.wait_s, shared=shared)(
         find_finished_run, cfg.tracking.uri, cfg.tracking.experiment,
         {DIGEST_TAG: config_digest(cfg)})
 
@@ -203,7 +209,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
             announce_new_store(tracking.uri, tracking.new_folder)
             reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
     with open_run(tracking.uri, tracking.experiment, run_name, context.parent_run_id,
-                  tracking.wait_s, context.phases) as recording:
+                  tracking.wait_s, context.phases, context.shared) as recording:
         context.run_id = recording.run_id
         recording.log_config(**record)
         recording.log_dataset(dataset)
@@ -233,9 +239,11 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     A failing job must not stop the sweep: its run ends FAILED (the Tracker records the error)
     and the outcome carries the error (in one line when the store failed). Ctrl-C and SIGTERM
     still stop the sweep. A job whose launcher is gone ends its run KILLED and its process: a
-    worker without a launcher must not go on with the queued jobs.
+    worker without a launcher must not go on with the queued jobs. A job of a sweep whose store
+    stayed away for the sweep's whole wait does not start.
     """
     from svmlab.lifecycle import LauncherGone, mark_left, stop_without_launcher
+    from svmlab.tracking.patience import gone_line
     from svmlab.tracking.store import store_error_line
 
     start = time.perf_counter()
@@ -243,14 +251,18 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
                "pid": os.getpid(), "started_at": time.time()}
     try:
         stop_without_launcher(context.launcher)
-        previous = finished_before(cfg)
-        if previous:
+        gone = gone_line(context.shared, cfg.tracking.uri)
+        previous = None if gone else finished_before(cfg, context.shared)
+        if gone:
+            outcome |= {"status": "FAILED", "run_id": None, "error": gone}
+        elif previous:
             outcome |= {"status": "SKIPPED", "run_id": previous}
         else:
             run(cfg, context)
             outcome |= {"status": "FINISHED", "run_id": context.run_id}
     except LauncherGone as exc:
         print(f"svmlab: job #{context.job_num} stops: {exc}", file=sys.stderr, flush=True)
+        end_orphaned_sweep(cfg.tracking.uri, context.parent_run_id, str(exc))
         os._exit(EXIT_INTERRUPTED)
     except Exception as exc:
         error = store_error_line(exc, cfg.tracking.uri)
@@ -261,6 +273,17 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     return outcome | {"name": context.run_name or " ".join(context.overrides),
                       "metrics": context.metrics, "phases": context.phases,
                       "time_s": time.perf_counter() - start}
+
+
+def end_orphaned_sweep(uri: str | None, parent_run_id: str | None, reason: str) -> None:
+    """The parent run of a sweep whose launcher is gone, ended KILLED by the job that saw it;
+    a store that does not answer leaves it to the reap."""
+    if parent_run_id is None:
+        return
+    from svmlab.tracking.liveness import end_orphaned_parent
+
+    with contextlib.suppress(Exception):
+        end_orphaned_parent(uri, parent_run_id, reason)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from svmlab.lifecycle import run_interruptibly
 from svmlab.recording.results import check_trace_finite, evaluate, fit_tags
@@ -31,13 +32,16 @@ def timed(phases: dict, name: str):
 
 @contextlib.contextmanager
 def open_run(uri: str | None, experiment: str, run_name: str, parent_run_id: str | None = None,
-             wait_s: float = WAIT_S, phases: dict | None = None) -> Iterator[Recording]:
-    """An MLflow run (``Tracker``: it ends FINISHED, FAILED or KILLED) and its Recording."""
+             wait_s: float = WAIT_S, phases: dict | None = None,
+             shared: Path | None = None) -> Iterator[Recording]:
+    """An MLflow run (``Tracker``: it ends FINISHED, FAILED or KILLED) and its Recording;
+    ``shared``: the state folder of its sweep (one wait for the store, ``Tracker``)."""
     phases = {} if phases is None else phases
     with contextlib.ExitStack() as run_open:
         with timed(phases, "store"):
             tracker = run_open.enter_context(Tracker(uri, experiment, run_name,
-                                                     parent_run_id=parent_run_id, wait_s=wait_s))
+                                                     parent_run_id=parent_run_id, wait_s=wait_s,
+                                                     shared=shared))
         yield Recording(tracker, phases)
         ending = time.perf_counter()
     phases["store"] += time.perf_counter() - ending  # the staged files and the run's end

@@ -10,17 +10,27 @@ Only SQLite stores are files that can be checked: a server's store is the server
 
 from __future__ import annotations
 
+import contextlib
+
 from svmlab.errors import ConfigError, StoreError
 from svmlab.tracking.store import resolved_uri, sqlite_path
 
 
-def require_store(uri: str | None) -> str:
-    """The resolved ``uri``; StoreError when it names a SQLite file that does not exist."""
+def require_store(uri: str | None, reap_left: bool = True) -> str:
+    """The resolved ``uri``; StoreError when it names a SQLite file that does not exist. With
+    ``reap_left``, the runs a sweep left RUNNING for want of this store are ended KILLED first
+    (``liveness.reap_left``), when the store answers: the command's own work reports a store
+    that does not."""
     uri = resolved_uri(uri)
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         raise StoreError(f"no tracking store at {uri} (no file {path}); a training run or a "
                          f"sweep creates one, --tracking-uri names another")
+    if reap_left:
+        from svmlab.tracking import liveness
+
+        with contextlib.suppress(Exception):
+            liveness.reap_left(uri)
     return uri
 
 

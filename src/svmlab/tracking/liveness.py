@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
@@ -63,14 +63,22 @@ def reap(uri: str | None, ids: list[str],
          stale_after_s: float = STALE_AFTER_S) -> list[tuple[str, str]]:
     """End KILLED every RUNNING run of the experiments ``ids`` whose process is gone; returns
     (run id, reason) of each."""
-    client = MlflowClient(resolved_uri(uri))
+    now = time.time()
+    own = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the run this process will use
+    return _end_dead(MlflowClient(resolved_uri(uri)), ids, lambda run: (
+        None if run.info.run_id == own
+        else left_by_its_job(run.data.tags, run.info.run_id)
+        or why_dead(run.data.tags, _start_s(run), stale_after_s, now)))
+
+
+def _end_dead(client: MlflowClient, ids: list[str],
+              why: Callable[[Run], str | None]) -> list[tuple[str, str]]:
+    """End KILLED, at its last sign of life, every RUNNING run of the experiments ``ids`` for
+    which ``why(run)`` gives a reason; (run id, reason) of each."""
     now = time.time()
     reaped = []
-    own = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the run this process will use
-    for run in list(running_runs(client, ids)):
-        reason = (None if run.info.run_id == own
-                  else left_by_its_job(run.data.tags, run.info.run_id)
-                  or why_dead(run.data.tags, _start_s(run), stale_after_s, now))
+    for run in list(running_runs(client, ids)) if ids else []:
+        reason = why(run)
         if reason:
             kill(client, run, reason, min(now, last_sign_of_life(run.data.tags, _start_s(run))))
             reaped.append((run.info.run_id, reason))
@@ -80,7 +88,21 @@ def reap(uri: str | None, ids: list[str],
 def reap_on_start(uri: str | None, experiment: str, stale_after_s: float) -> None:
     """The reap that starts every run, sweep and resume: on its own experiment; one line on
     stderr per run it ends."""
-    for run_id, reason in reap(uri, [ensure_experiment(uri, experiment)], stale_after_s):
+    _say_reaped(reap(uri, [ensure_experiment(uri, experiment)], stale_after_s))
+
+
+def reap_left(uri: str | None) -> None:
+    """End KILLED, in every experiment of the store, the runs that a sweep recorded as left
+    for want of its store (``lifecycle.left_by_its_job``): dead for sure, so any command that
+    reaches the store again ends them; one line on stderr per run."""
+    client = MlflowClient(resolved_uri(uri))
+    ids = [e.experiment_id for e in client.search_experiments()]
+    _say_reaped(_end_dead(client, ids,
+                          lambda run: left_by_its_job(run.data.tags, run.info.run_id)))
+
+
+def _say_reaped(reaped: list[tuple[str, str]]) -> None:
+    for run_id, reason in reaped:
         print(f"svmlab: run {run_id} was left RUNNING; marked KILLED: {reason}",
               file=sys.stderr, flush=True)
 
@@ -93,6 +115,15 @@ def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
     for run in list(running_runs(client, [parent.info.experiment_id],
                                  f"tags.`mlflow.parentRunId` = '{parent_run_id}'")):
         kill(client, run, reason, time.time())
+
+
+def end_orphaned_parent(uri: str | None, parent_run_id: str, reason: str) -> None:
+    """End KILLED a sweep's parent run still RUNNING whose launching process is gone: a job
+    that outlives its launcher does it at once, so that no reap has to."""
+    client = MlflowClient(resolved_uri(uri))
+    parent = client.get_run(parent_run_id)
+    if parent.info.status == "RUNNING":
+        kill(client, parent, reason, time.time())
 
 
 def end_job_run(uri: str | None, parent_run_id: str, job_num: int, reason: str) -> Run | None:

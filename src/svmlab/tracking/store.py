@@ -6,10 +6,11 @@ schema migration on a new database at once, and put in write-ahead-log mode; MLf
 sessions wait up to 20 s for SQLite's write lock.
 
 A store that is unavailable for a while is waited for within bounds: MLflow's HTTP client retries
-a request to a tracking server 2 times with a 1 s backoff factor and a 30 s timeout (instead of
-its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request), unless
-the user set ``MLFLOW_HTTP_REQUEST_*`` variables, so that ``svmlab.tracking.patience``
-decides how long a write waits. :func:`store_problem` names what is wrong with a
+a request to a tracking server once with a 1 s backoff factor and a 10 s timeout (instead of
+its default 7 retries with a 2 s factor and 120 s, which add up to minutes per request; here at
+most about 20 s), unless the user set ``MLFLOW_HTTP_REQUEST_*`` variables, so that
+``svmlab.tracking.patience`` decides how long a write waits, and a sweep whose server is gone
+ends within its wait plus about a minute. :func:`store_problem` names what is wrong with a
 store in a few words, for one-line messages; an error is the store's only when it comes from the
 store: a network failure must name the store's host (a failed download is not the store's), and
 an error svmlab raised about the user's data or config is never the store's.
@@ -34,8 +35,8 @@ from mlflow.exceptions import MlflowException
 
 from svmlab.errors import SvmlabError, require_extra
 
-HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-               "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 for _name, _value in HTTP_LIMITS.items():  # read by MLflow at every request
     os.environ.setdefault(_name, _value)
 
@@ -155,19 +156,67 @@ def absolute_uri(uri: str | None) -> str:
     return uri
 
 
+SCHEMA_STILL_S = 10.0  # a schema whose creation shows no progress for this long is left alone
+# what a store says while another process creates its schema: a table made by the other first,
+# a migration the other moved on, a schema the other has not brought to its last version yet
+SCHEMA_RACE = ("already exists", "online migration expected", "out-of-date database schema",
+               "no such table", "duplicate column")
+
+
 def prepare_store(uri: str) -> MlflowClient:
     """A client of the store at ``uri``, whose schema it creates (or upgrades) if needed.
 
     Call it under :func:`store_lock` when other processes may open the same new SQLite file.
+    A process that does not take that lock (any MLflow client) must not see a schema half
+    made: a new SQLite store is made whole in a file of its own, then put in place
+    (:func:`_new_sqlite_store`). When the other process created the file first, both would run
+    MLflow's migrations, and the slower one fails on what the other made
+    (:data:`SCHEMA_RACE`): the store is opened again while the other's work goes on; an error
+    that stays the same for ``SCHEMA_STILL_S`` (an old store's schema, which MLflow wants
+    upgraded by hand) is raised.
     """
     if uri.startswith("postgresql"):
         require_extra(POSTGRES_DRIVERS, "server", "a PostgreSQL tracking store")
-    client = MlflowClient(uri)
-    client.search_experiments(max_results=1)  # a SQL store runs its migrations when it opens
     path = sqlite_path(uri)
+    if path is not None and not path.exists():
+        _new_sqlite_store(path)
+    error, since = "", time.monotonic()
+    while True:
+        client = MlflowClient(uri)
+        try:
+            client.search_experiments(max_results=1)  # a SQL store migrates when it opens
+            break
+        except Exception as exc:
+            now = time.monotonic()
+            if str(exc) != error:
+                error, since = str(exc), now
+            racing = any(words in error.lower() for words in SCHEMA_RACE)
+            if not racing or now - since > SCHEMA_STILL_S:
+                raise
+            time.sleep(0.5)
     if path is not None:
         _write_ahead_log(path)
     return client
+
+
+def _new_sqlite_store(path: Path) -> None:
+    """Create a SQLite store's schema in a file beside ``path``, then link that file to
+    ``path`` in one step, unless a file is there by then (another process's store, left as it
+    is) or the file system has no hard links (MLflow then creates the store in place)."""
+    import sqlalchemy
+    from mlflow.store.db.utils import _initialize_tables
+
+    part = path.with_name(f".{path.name}.{os.getpid()}.new")
+    engine = sqlalchemy.create_engine(f"sqlite:///{part}")
+    try:
+        _initialize_tables(engine)
+        engine.dispose()  # no connection left open on the part's name
+        os.link(part, path)
+    except OSError:
+        pass
+    finally:
+        engine.dispose()
+        part.unlink(missing_ok=True)
 
 
 def _write_ahead_log(path: Path) -> None:

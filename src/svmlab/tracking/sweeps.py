@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
@@ -24,14 +26,15 @@ class ParentRun:
     counts per outcome (metrics ``jobs_<status>``) and the jobs table, then ends the run. With
     ``parent_run_id`` (a workflow's run) it is nested under that run. Like every run it carries
     its process and a heartbeat; a parent that cannot be set up is ended FAILED at once.
+    ``shared``: the sweep's state folder, where its processes share one wait for the store.
     """
 
     def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
                  params: dict, overrides_yaml: str, parent_run_id: str | None = None,
-                 wait_s: float = WAIT_S):
+                 wait_s: float = WAIT_S, shared: Path | None = None):
         self.uri = resolved_uri(uri)
         self.nested = bool(parent_run_id)
-        patience = Patience(self.uri, wait_s, "the sweep")
+        patience = Patience(self.uri, wait_s, "the sweep", shared=shared)
         experiment_id = patience(ensure_experiment, self.uri, experiment)
         self.client = PatientClient(MlflowClient(self.uri), patience)
         tags = {SWEEP_DIR_TAG: sweep_dir, ROLE_TAG: "sweep", **start_tags()}

@@ -143,12 +143,16 @@ class Tracker:
     (``MLFLOW_RUN_ID`` set) the project's run is the one used, unless MLflow filed it in its
     "Default" experiment (``mlflow run .`` without ``--experiment-name``): then the run goes to
     ``experiment`` like any other, and the project's run names it in its description.
+    ``shared``: the state folder of the sweep the run is a job of, whose processes share one
+    wait for the store (``svmlab.tracking.patience``).
     """
 
     def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
-                 parent_run_id: str | None = None, wait_s: float = WAIT_S):
+                 parent_run_id: str | None = None, wait_s: float = WAIT_S,
+                 shared: Path | None = None):
         self.uri = uri
         self.wait_s = wait_s
+        self.shared = shared
         self.experiment = experiment
         self.run_name = run_name
         self.parent_run_id = parent_run_id
@@ -164,7 +168,7 @@ class Tracker:
         if self.uri:
             mlflow.set_tracking_uri(self.uri)
         self.patience = patience = Patience(self.uri, self.wait_s, self.run_name or "",
-                                            self._signals.raise_held)
+                                            self._signals.raise_held, self.shared)
         self.client = PatientClient(MlflowClient(), patience)
         project_run = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the project's run
         experiment_id = (self.client.get_run(project_run).info.experiment_id if project_run

@@ -174,6 +174,17 @@ def jobs_table(outcomes: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def left_line(uri: str, sweep_dir: Path) -> str:
+    """One line naming the runs a sweep left RUNNING for want of its store (recorded in
+    ``<sweep dir>/.svmlab/left``) and the command that ends them."""
+    from svmlab.tracking.store import absolute_uri
+
+    left = sorted(p.name for p in (state_dir(sweep_dir) / "left").glob("*"))
+    return (f"svmlab: error: the tracking store is gone: runs left RUNNING: {', '.join(left)}; "
+            f"once it is back, any svmlab command on it ends them KILLED, e.g. "
+            f"svmlab runs reap --tracking-uri {absolute_uri(uri)}")
+
+
 def remove_dated_folder(folder: Path, key: str, hydra_overrides) -> None:
     """Remove ``folder`` (Hydra's ``outputs/<date>/<time>`` or ``multirun/<date>/<time>``) of a
     command that failed before it did anything, and its date folder and ``outputs`` or
@@ -203,6 +214,20 @@ def check_launcher_settings(config: DictConfig) -> None:
     if n_jobs is not None and (not isinstance(n_jobs, int) or n_jobs == 0):
         raise ConfigError(f"hydra.launcher.n_jobs must be a number of worker processes (1, 2, "
                           f"...) or -1 for one per CPU; got {n_jobs!r}")
+
+
+# Loky's resource tracker, a process of the launcher's, frees the semaphores and folders of a
+# launcher that died (SIGKILL) once its workers have stopped, and warns that they leaked:
+# nothing is left for the user to do. Its own warning filters are inherited from here.
+QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
+def quiet_resource_tracker() -> None:
+    """Let the resource tracker of this process's workers free what is left without a warning
+    (``PYTHONWARNINGS``, read by the processes started from here on)."""
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if QUIET_TRACKER not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (current, QUIET_TRACKER)))
 
 
 def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
@@ -250,6 +275,7 @@ class SweepCallback(Callback):
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
         check_jobs(config)  # before the store, the parent run or a folder exists
+        quiet_resource_tracker()
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.existing import announce_new_store
         from svmlab.tracking.liveness import reap_on_start
@@ -275,7 +301,7 @@ class SweepCallback(Callback):
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
                              "sweep.jobs": total},
             OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
-            wait_s=config.tracking.wait_s)
+            wait_s=config.tracking.wait_s, shared=state)
         (state / "sweep.json").write_text(json.dumps(
             {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process(),
              "started_at": time.time()}))
@@ -353,6 +379,7 @@ class SweepCallback(Callback):
 
             print(next_line(config.tracking.uri, config.tracking.experiment), flush=True)
         if not stored:
+            print(left_line(self.parent.uri, sweep_dir), file=sys.stderr, flush=True)
             raise SystemExit(EXIT_STORE)
         if failed:
             raise SystemExit(EXIT_FAILED)
