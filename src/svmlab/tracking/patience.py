@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from svmlab.masking import mask
 from svmlab.tracking.store import TRANSIENT, resolved_uri, store_problem
 
 WAIT_S = 180.0  # default window: a tracking server's restart, a network's blink
@@ -30,7 +31,7 @@ PAUSE_S = (1.0, 2.0, 5.0)  # pauses between attempts, the last one repeated
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(mask(line), file=sys.stderr, flush=True)
 
 
 class Patience:

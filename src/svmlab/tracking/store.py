@@ -33,11 +33,14 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from svmlab.errors import SvmlabError
+from svmlab.masking import mask
 
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 for _name, _value in HTTP_LIMITS.items():  # read by MLflow at every request
     os.environ.setdefault(_name, _value)
+# MLflow's "View run ... at <uri>" lines would show a URI's password; svmlab prints its own
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 
 
 class _RaisedAnyway(logging.Filter):
@@ -64,6 +67,13 @@ PROBLEMS = (
       "name or service not known", "connection aborted", "remote end closed"), UNREACHABLE),
     (("could not find a registered", "unsupported uri", "not a valid uri"),
      "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
+    (("error code 401", "401 client error"),
+     "refusing svmlab (401, not authenticated): set MLFLOW_TRACKING_USERNAME and "
+     "MLFLOW_TRACKING_PASSWORD to a user of the server"),
+    (("error code 403", "403 client error"),
+     "refusing this user (403, permission denied): an admin grants the user of "
+     "MLFLOW_TRACKING_USERNAME permission on the experiment, or set MLFLOW_TRACKING_USERNAME "
+     "and MLFLOW_TRACKING_PASSWORD to another user"),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
     (("is in maintenance mode",),
      "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)"),
@@ -100,10 +110,10 @@ def store_lock(uri: str) -> Iterator[None]:
 
 
 def ui_command(uri: str) -> str:
-    """The command that opens the MLflow UI on the store at ``uri``."""
+    """The command that opens the MLflow UI on the store at ``uri`` (its secrets masked)."""
     if uri.startswith(("http://", "https://")):
-        return f"open {uri}"
-    return f"mlflow ui --backend-store-uri {uri}"
+        return f"open {mask(uri)}"
+    return f"mlflow ui --backend-store-uri {mask(uri)}"
 
 
 def ui_line(uri: str) -> str:
@@ -256,7 +266,7 @@ def store_problem(exc: BaseException, uri: str | None) -> str | None:
 
 def store_error_line(exc: BaseException, uri: str | None) -> str | None:
     """One line naming the store, its problem, the line of the error that shows it and, for a
-    damaged SQLite file, what to do; None when the error is not the store's."""
+    damaged SQLite file, what to do (secrets masked); None when the error is not the store's."""
     found = _diagnosis(exc, uri)
     if found is None:
         return None
@@ -266,4 +276,4 @@ def store_error_line(exc: BaseException, uri: str | None) -> str | None:
     if problem == DAMAGED:
         line += (f"; svmlab left {sqlite_path(uri) or uri} as it is: restore it from a backup, "
                  f"or start a new store (another tracking URI, e.g. sqlite:///new.db)")
-    return line
+    return mask(line)

@@ -200,12 +200,13 @@ def check_launcher_settings(config: DictConfig) -> None:
 
 def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
     """One line saying what failed and the exit status: 3 for the store, 2 otherwise."""
+    from svmlab.masking import mask
     from svmlab.tracking.store import store_error_line
 
     if isinstance(exc, SvmlabError):
-        return str(exc), EXIT_USAGE
+        return mask(str(exc)), EXIT_USAGE
     line = store_error_line(exc, uri)
-    return (line, EXIT_STORE) if line else (f"{type(exc).__name__}: {exc}", EXIT_USAGE)
+    return (line, EXIT_STORE) if line else (mask(f"{type(exc).__name__}: {exc}"), EXIT_USAGE)
 
 
 class SweepCallback(Callback):
