@@ -57,16 +57,20 @@ def postgres_cluster():
 
 
 @contextmanager
-def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = None):
+def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = None,
+                    auth_env: dict[str, str] | None = None):
     """`svmlab server` on ``port`` (default: a free loopback port) until the block ends; yields
-    its URL."""
+    its URL. With ``auth_env`` (its admin's variables) it is ``svmlab server --auth``, whose
+    auth database is basic_auth.db beside ``artifacts``."""
     port = port or free_port()
     log = open(artifacts.parent / f"server-{port}.log", "w")
-    env = child_env()
+    env = child_env(**auth_env or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri", backend_store_uri,
-         "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+         "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2",
+         *(["--auth"] if auth_env is not None else [])],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        cwd=artifacts.parent)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

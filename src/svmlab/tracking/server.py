@@ -9,9 +9,9 @@ The store's schema is created before the server starts, once: ``mlflow server`` 
 worker processes, which would otherwise race to migrate a new database.
 
 With ``auth`` it runs MLflow's basic-auth app: users, passwords and per-experiment permissions
-in the auth database that MLflow's auth config names (``MLFLOW_AUTH_CONFIG_PATH``, else
-MLflow's own ``basic_auth.ini``: ``sqlite:///basic_auth.db`` in the working folder, default
-permission READ). The admin user is created at the first start, from the environment
+in the auth database that the auth config names (``MLFLOW_AUTH_CONFIG_PATH``, else svmlab's
+``basic_auth.ini`` beside this module: ``sqlite:///basic_auth.db`` in the working folder,
+default permission READ, a checked password remembered for 60 s). The admin user is created at the first start, from the environment
 (``MLFLOW_AUTH_ADMIN_USERNAME``, default admin, and ``MLFLOW_AUTH_ADMIN_PASSWORD``) or from the
 config file's ``admin_password``, never from the command line. Clients authenticate with
 ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``.
@@ -33,6 +33,8 @@ from svmlab.tracking.store import sqlite_path, store_lock
 
 SERVED_ARTIFACTS = "mlflow-artifacts:/"  # artifacts go through the server (--serve-artifacts)
 SECRET_KEY = "MLFLOW_FLASK_SERVER_SECRET_KEY"  # the auth app's CSRF key, the same in every worker
+AUTH_CONFIG = "MLFLOW_AUTH_CONFIG_PATH"
+DEFAULT_AUTH_CONFIG = Path(__file__).with_name("basic_auth.ini")
 
 
 def server_command(backend_store_uri: str, artifacts: str | os.PathLike, host: str = "127.0.0.1",
@@ -49,11 +51,12 @@ def server_command(backend_store_uri: str, artifacts: str | os.PathLike, host: s
 def server_environment(auth: bool = False) -> dict[str, str]:
     """This process's environment, with MLflow's job execution off unless it is asked for:
     it starts a job runner and several Huey consumers (each a Python process importing MLflow)
-    for GenAI scoring jobs, which svmlab never submits. With ``auth``, a CSRF key of this
-    server's own unless one is set (several servers behind one address must share theirs)."""
+    for GenAI scoring jobs, which svmlab never submits. With ``auth``, svmlab's auth config and
+    a CSRF key of this server's own, unless they are set (several servers behind one address
+    must share their key)."""
     defaults = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     if auth:
-        defaults[SECRET_KEY] = secrets.token_hex(32)
+        defaults |= {AUTH_CONFIG: str(DEFAULT_AUTH_CONFIG), SECRET_KEY: secrets.token_hex(32)}
     return defaults | dict(os.environ)
 
 
@@ -73,18 +76,19 @@ def prepare_auth() -> None:
     from mlflow.exceptions import MlflowException
     from sqlalchemy.exc import SQLAlchemyError
 
+    os.environ.setdefault(AUTH_CONFIG, str(DEFAULT_AUTH_CONFIG))  # read when MLflow's is imported
     with warnings.catch_warnings():  # its web framework's deprecation notes are not the user's
         warnings.simplefilter("ignore")
         from mlflow.server.auth import auth_config, bootstrap_admin_user
     path = sqlite_path(auth_config.database_uri)
-    if not auth_config.admin_password and path is not None and not path.exists():
-        raise ConfigError("--auth: a new auth database needs the admin's password: set "
-                          "MLFLOW_AUTH_ADMIN_PASSWORD (and MLFLOW_AUTH_ADMIN_USERNAME, default "
-                          "admin) or admin_password in the file MLFLOW_AUTH_CONFIG_PATH names")
+    new = path is not None and not path.exists()
     try:
         with store_lock(auth_config.database_uri):
             bootstrap_admin_user()
     except (MlflowException, SQLAlchemyError) as exc:
+        if new:  # a SQLite file made for an admin that could not be made
+            for made in (path, Path(f"{path}.lock")):
+                made.unlink(missing_ok=True)
         database = next((e for e in (exc, exc.__cause__) if isinstance(e, SQLAlchemyError)), None)
         if database is not None:
             raise SvmlabError(f"cannot open the auth database {mask(auth_config.database_uri)}: "

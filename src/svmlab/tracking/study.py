@@ -69,7 +69,8 @@ class StudyRun:
             self.client.log_batch(self.run_id, tags=[RunTag(k, v)
                                                      for k, v in start_tags().items()])
         else:
-            tags = {ROLE_TAG: "study", STUDY_TAG: self.name, STORAGE_TAG: storage, **start_tags()}
+            tags = {ROLE_TAG: "study", STUDY_TAG: self.name, STORAGE_TAG: mask(storage),
+                    **start_tags()}
             if parent_run_id:
                 tags[PARENT_TAG] = parent_run_id
             mine = self.client.create_run(self.experiment_id, run_name=self.name, tags=tags)
