@@ -40,3 +40,10 @@ def test_the_store_lines_mask_the_password():
     assert "s3cret" not in line and "alice:***@127.0.0.1:1" in line
     assert "403" in line and "MLFLOW_TRACKING_USERNAME" in line
     assert "s3cret" not in ui_line(uri)
+
+
+def test_a_database_that_wants_a_password_says_where_it_is_read():
+    uri = "postgresql://mlflow@127.0.0.1:5432/mlflow"
+    exc = MlflowException('connection to server at "127.0.0.1", port 5432 failed: '
+                          'fe_sendauth: no password supplied')
+    assert "PGPASSFILE" in store_error_line(exc, uri)

@@ -68,19 +68,30 @@ def finished_runs(client: MlflowClient, experiment: str) -> list:
 
 @needs_postgres
 @pytest.mark.slow
-def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(tmp_path):
-    with postgres_cluster() as database:
+def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(tmp_path,
+                                                                              monkeypatch):
+    """The cluster asks for the password: given in the URI (masked wherever svmlab writes), or
+    read from PGPASSFILE with none in the URI."""
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.delenv("PGPASSFILE", raising=False)
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"127.0.0.1:*:*:mlflow:{SECRET}\n")
+    pgpass.chmod(0o600)
+    with postgres_cluster(password=SECRET) as database:
         uri = database.replace("mlflow@", f"mlflow:{SECRET}@", 1)
         single = svmlab_train(uri, tmp_path / "single")
         sweep = svmlab_train(uri, tmp_path / "sweep", "-m", "seed=0,1")
-        for done in (single, sweep):
+        from_file = svmlab_train(database, tmp_path / "from-file", "seed=2",
+                                 PGPASSFILE=str(pgpass))
+        for done in (single, sweep, from_file):
             assert done.returncode == 0, done.stdout + done.stderr
             assert SECRET not in done.stdout + done.stderr
+        monkeypatch.setenv("PGPASSFILE", str(pgpass))  # this process reads the store too
         client = MlflowClient(database)
         runs = finished_runs(client, "svmlab")
-        assert sorted(r.info.status for r in runs) == ["FINISHED"] * 4  # 1 + parent + 2 jobs
+        assert sorted(r.info.status for r in runs) == ["FINISHED"] * 5  # 1 + (1 + 2) + 1
         assert {r.data.params.get("tracking.uri") for r in runs if "seed" in r.data.tags} == {
-            database.replace("mlflow@", "mlflow:***@", 1)}  # on record, masked
+            database.replace("mlflow@", "mlflow:***@", 1), database}  # on record, masked
         stored = database_text(database)
         assert "mlflow:***@" in stored and SECRET not in stored
         artifacts = Path(urlsplit(client.get_experiment_by_name("svmlab").artifact_location).path)

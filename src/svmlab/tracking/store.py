@@ -74,6 +74,9 @@ PROBLEMS = (
      "refusing this user (403, permission denied): an admin grants the user of "
      "MLFLOW_TRACKING_USERNAME permission on the experiment, or set MLFLOW_TRACKING_USERNAME "
      "and MLFLOW_TRACKING_PASSWORD to another user"),
+    (("password authentication failed", "no password supplied"),
+     "refusing svmlab (wrong or no password): PostgreSQL's client reads it from the file "
+     "PGPASSFILE names, else ~/.pgpass"),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
     (("is in maintenance mode",),
      "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)"),
