@@ -11,10 +11,11 @@ worker processes, which would otherwise race to migrate a new database.
 With ``auth`` it runs MLflow's basic-auth app: users, passwords and per-experiment permissions
 in the auth database that the auth config names (``MLFLOW_AUTH_CONFIG_PATH``, else svmlab's
 ``basic_auth.ini`` beside this module: ``sqlite:///basic_auth.db`` in the working folder,
-default permission READ, a checked password remembered for 60 s). The admin user is created at the first start, from the environment
-(``MLFLOW_AUTH_ADMIN_USERNAME``, default admin, and ``MLFLOW_AUTH_ADMIN_PASSWORD``) or from the
-config file's ``admin_password``, never from the command line. Clients authenticate with
-``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``.
+default permission READ, a checked password remembered for 60 s). The admin user is created
+at the first start, from the environment (``MLFLOW_AUTH_ADMIN_USERNAME``, default admin, and
+``MLFLOW_AUTH_ADMIN_PASSWORD``) or from the config file's ``admin_password``, never from the
+command line. Clients authenticate with ``MLFLOW_TRACKING_USERNAME`` and
+``MLFLOW_TRACKING_PASSWORD``.
 """
 
 from __future__ import annotations
