@@ -15,6 +15,8 @@ from svmlab.tracking.store import store_error_line, ui_line
     ("tracking:\n  uri: http://alice:s3cret@10.0.0.1:5000\n",
      "tracking:\n  uri: http://alice:***@10.0.0.1:5000\n"),
     ("'mysql://root:to@or@db:3306/x'", "'mysql://root:***@or@db:3306/x'"),
+    ("tracking.uri=http\\://u\\:pw@h\\:5000", "tracking.uri=http\\://u\\:***@h\\:5000"),  # Hydra's
+    ('"tracking.uri=http\\\\://u\\\\:pw@h"', '"tracking.uri=http\\\\://u\\\\:***@h"'),  # in JSON
     ("postgresql://u@h/db?sslmode=require&password=pw",
      "postgresql://u@h/db?sslmode=require&password=***"),
     ("https://bucket/key?X-Amz-Signature=abc&x=1", "https://bucket/key?X-Amz-Signature=***&x=1"),

@@ -96,6 +96,8 @@ def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(tm
         assert "mlflow:***@" in stored and SECRET not in stored
         artifacts = Path(urlsplit(client.get_experiment_by_name("svmlab").artifact_location).path)
         assert list(artifacts.rglob("config.yaml")) and files_holding(artifacts, SECRET) == []
+        assert list(tmp_path.rglob("multirun.yaml"))
+        assert files_holding(tmp_path, SECRET) == [pgpass]  # nor in Hydra's or svmlab's files
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +160,7 @@ def test_an_authenticated_sweep_logs_everything_and_its_password_nowhere(auth_se
         assert run.data.params["tracking.uri"] == url.replace("http://", "http://alice:***@")
     assert SECRET not in database_text(database)
     assert len(list(artifacts.rglob("MLmodel"))) == 2 and files_holding(artifacts, SECRET) == []
+    assert files_holding(folder / "writer", SECRET) == []  # Hydra's and the sweep's own files
 
 
 @pytest.mark.slow

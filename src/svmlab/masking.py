@@ -16,8 +16,8 @@ import re
 MASK = "***"
 # scheme://user:password@ : the password runs to the first '@', as SQLAlchemy and requests
 # read it (a '/' in it is taken as part of the secret: better masked too much than too little);
-# also in Hydra's escaped form of an override, scheme\://user\:password@
-_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*\\?://[^\s:/?#@'\"\\]*\\?:)[^\s@'\"]+@")
+# also in Hydra's escaped form of an override, scheme\://user\:password@ (and in JSON, \\:)
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*\\*://[^\s:/?#@'\"\\]*\\*:)[^\s@'\"]+@")
 # a query parameter whose name says it is a secret: ?password=..., &access_token=..., &sig=...
 _QUERY = re.compile(r"([?&;][\w.\-]*(?:pass|pwd|secret|token|key|sig|credential)[\w.\-]*=)"
                     r"[^&;\s'\"#]+", re.IGNORECASE)

@@ -43,6 +43,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from svmlab.errors import ConfigError, SvmlabError
+from svmlab.masking import mask
 
 if TYPE_CHECKING:
     from svmlab.tracking.sweeps import ParentRun
@@ -120,7 +121,7 @@ def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
     jobs.mkdir(parents=True, exist_ok=True)
     with FileLock(str(state_dir(sweep_dir) / "jobs.lock"), timeout=300):
         partial = jobs / f".{outcome['job_num']}.json.part"
-        partial.write_text(json.dumps(outcome))
+        partial.write_text(mask(json.dumps(outcome)))
         partial.replace(jobs / f"{outcome['job_num']}.json")
         return len(list(jobs.glob("*.json")))
 
@@ -200,7 +201,6 @@ def check_launcher_settings(config: DictConfig) -> None:
 
 def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
     """One line saying what failed and the exit status: 3 for the store, 2 otherwise."""
-    from svmlab.masking import mask
     from svmlab.tracking.store import store_error_line
 
     if isinstance(exc, SvmlabError):
