@@ -78,12 +78,15 @@ ALLOWED_THIRD_PARTY = {
     "estimator": {"numpy", "scipy", "sklearn"},
     "numerics": {"numpy", "scipy", "numba", "llvmlite"},
     "lifecycle": {"psutil"},
+    "masking": set(),
 }
 ALLOWED_SVMLAB = {
-    "estimator": {"estimator", "errors"},
-    "numerics": {"numerics", "errors"},
-    "lifecycle": {"errors"},
-    "recording": {"recording", "tracking", "estimator", "data", "lifecycle", "errors"},
+    "estimator": {"estimator", "errors", "masking"},
+    "numerics": {"numerics", "errors", "masking"},
+    "lifecycle": {"errors", "masking"},
+    "masking": set(),
+    "recording": {"recording", "tracking", "estimator", "data", "lifecycle", "errors",
+                  "masking"},
 }
 
 MODULES = list(_modules())
@@ -152,6 +155,9 @@ def test_the_rules_catch_what_they_forbid():
                                                             "svmlab.numerics.rows", "numpy"})
     assert not _violations("svmlab.app.runs", {"argparse"}, {"add_parser", "sys.argv"})
     assert not _violations("svmlab.lifecycle", {"psutil", "signal"})
+    assert _violations("svmlab.masking", {"numpy"})
+    assert _violations("svmlab.masking", {"svmlab.errors"})
+    assert not _violations("svmlab.recording.run", {"svmlab.masking"})
 
 
 def test_the_command_line_reads_are_found(tmp_path):

@@ -31,20 +31,27 @@ def _as_postgres(command: list[str]) -> list[str]:
 
 
 @contextmanager
-def postgres_cluster():
-    """initdb into a fresh folder, start it on a free loopback port, yield a database URI."""
+def postgres_cluster(password: str | None = None):
+    """initdb into a fresh folder, start it on a free loopback port, yield a database URI (user
+    mlflow, no password in it). With ``password`` the cluster asks user mlflow for it
+    (scram-sha-256), else it trusts every connection."""
     bin_dir = postgres_bin()
     folder = Path(tempfile.mkdtemp(prefix="svmlab-pg-"))  # not under root's private tmp folders
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
     data, port = folder / "data", free_port()
+    auth = ["--auth=trust"]
+    if password:
+        (folder / "pw").write_text(password + "\n")
+        auth = ["--auth=scram-sha-256", f"--pwfile={folder / 'pw'}"]
 
     def run(program: str, *args: str) -> None:
         subprocess.run(_as_postgres([str(bin_dir / program), *args]), check=True,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120,
+                       env=os.environ | ({"PGPASSWORD": password} if password else {}))
 
     try:
-        run("initdb", "-D", str(data), "-U", "mlflow", "--auth=trust", "-E", "UTF8", "--no-sync")
+        run("initdb", "-D", str(data), "-U", "mlflow", *auth, "-E", "UTF8", "--no-sync")
         run("pg_ctl", "-D", str(data), "-l", str(folder / "server.log"), "-w", "-t", "60",
             "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
         try:
@@ -57,16 +64,20 @@ def postgres_cluster():
 
 
 @contextmanager
-def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = None):
+def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = None,
+                    auth_env: dict[str, str] | None = None):
     """`svmlab server` on ``port`` (default: a free loopback port) until the block ends; yields
-    its URL."""
+    its URL. With ``auth_env`` (its admin's variables) it is ``svmlab server --auth``, whose
+    auth database is basic_auth.db beside ``artifacts``."""
     port = port or free_port()
     log = open(artifacts.parent / f"server-{port}.log", "w")
-    env = child_env()
+    env = child_env(**auth_env or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri", backend_store_uri,
-         "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+         "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2",
+         *(["--auth"] if auth_env is not None else [])],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        cwd=artifacts.parent)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -23,6 +23,7 @@ import sys
 
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.lifecycle import STALE_AFTER_S
+from svmlab.masking import mask
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
@@ -82,7 +83,7 @@ def run_reap(args: argparse.Namespace) -> int:
         reaped = reap(uri, experiment_ids(uri, args.experiment or None), args.older_than)
         for run_id, reason in reaped:
             print(f"run {run_id} KILLED: {reason}")
-        print(f"reaped {len(reaped)} run(s) in {uri}")
+        print(f"reaped {len(reaped)} run(s) in {mask(uri)}")
 
     return answered("reap", uri, work)
 

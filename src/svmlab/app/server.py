@@ -25,13 +25,28 @@ def add_parser(sub) -> None:
     parser.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
     parser.add_argument("--workers", type=int, default=2,
                         help="server worker processes (default: 2)")
+    parser.add_argument("--auth", action="store_true",
+                        help="MLflow's basic-auth app: users and per-experiment permissions; the "
+                             "admin comes from MLFLOW_AUTH_ADMIN_USERNAME and "
+                             "MLFLOW_AUTH_ADMIN_PASSWORD (or the file MLFLOW_AUTH_CONFIG_PATH "
+                             "names), clients set MLFLOW_TRACKING_USERNAME and "
+                             "MLFLOW_TRACKING_PASSWORD")
+    parser.add_argument("--insecure", action="store_true",
+                        help="listen on an address other machines reach without --auth "
+                             "(anyone there may then read, write and delete every run)")
     parser.set_defaults(func=run_server)
 
 
 def run_server(args: argparse.Namespace) -> int:
-    """Prepare the store, then replace this process by ``mlflow server``; exit 2 for a URI that
-    is not a database's or an address that cannot be listened on, 3 for a database that cannot
-    be opened."""
+    """Prepare the store (and the auth database), then replace this process by ``mlflow
+    server``; exit 2 for a URI that is not a database's, an address that cannot be listened on
+    or is open to other machines without --auth (or --insecure), an admin without a password,
+    3 for a database that cannot be opened."""
+    if not (args.auth or args.insecure or server.is_loopback(args.host)):
+        print(f"svmlab server: error: --host {args.host} lets other machines read, write and "
+              f"delete every run: add --auth (users and permissions, see docs/team_server.md), "
+              f"or --insecure to allow it anyway", file=sys.stderr)
+        return EXIT_USAGE
     try:  # the server's own report of a taken port is a log line and status 0
         with socket.create_server((args.host, args.port)):
             pass
@@ -41,13 +56,17 @@ def run_server(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     try:
+        if args.auth:  # first: its user's mistakes leave no new store behind
+            server.prepare_auth()
         server.prepare_backend(args.backend_store_uri)
     except SvmlabError as exc:
         print(f"svmlab server: error: {exc}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_STORE
     command = server.server_command(args.backend_store_uri, args.artifacts_destination,
-                                    args.host, args.port, args.workers)
+                                    args.host, args.port, args.workers, args.auth)
+    users = ("; users set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" if args.auth
+             else "")
     print(f"tracking server: http://{args.host}:{args.port}  "
-          f"(train with tracking.uri=http://{args.host}:{args.port})", flush=True)
-    os.execve(command[0], command, server.server_environment())
+          f"(train with tracking.uri=http://{args.host}:{args.port}{users})", flush=True)
+    os.execve(command[0], command, server.server_environment(args.auth))
     return 0  # not reached: execve does not return

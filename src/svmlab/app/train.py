@@ -243,6 +243,7 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     stayed away for the sweep's whole wait does not start.
     """
     from svmlab.lifecycle import LauncherGone, mark_left, stop_without_launcher
+    from svmlab.masking import mask
     from svmlab.tracking.patience import gone_line
     from svmlab.tracking.store import store_error_line
 
@@ -269,7 +270,7 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
         if error and context.run_id:  # the store is gone: the run may be left RUNNING
             mark_left(context.sweep_dir, context.run_id)
         outcome |= {"status": "FAILED", "run_id": context.run_id,
-                    "error": error or f"{type(exc).__name__}: {exc}"}
+                    "error": error or mask(f"{type(exc).__name__}: {exc}")}
     return outcome | {"name": context.run_name or " ".join(context.overrides),
                       "metrics": context.metrics, "phases": context.phases,
                       "time_s": time.perf_counter() - start}

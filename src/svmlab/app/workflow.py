@@ -43,6 +43,7 @@ import pandas as pd
 
 from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.errors import StoreError, SvmlabError
+from svmlab.masking import mask
 from svmlab.tracking.sweeps import SWEEP_DIR_TAG
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
@@ -155,7 +156,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
         print(f"svmlab workflow: error: {line}", file=sys.stderr)
         return 3
     for name in missing:
-        print(f"svmlab: workflow {name} has no finished run at scale {scale} in {uri}; run "
+        print(f"svmlab: workflow {name} has no finished run at scale {scale} in {mask(uri)}; run "
               f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
     shown = [f"{claims_table.TITLES[kind]}:\n\n{claims_table.markdown(pd.DataFrame(found))}"
              for kind, found in rows.items() if found]

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from svmlab.masking import mask
 from svmlab.tracking.store import TRANSIENT, resolved_uri, store_problem
 
 WAIT_S = 180.0  # default window: a tracking server's restart, a network's blink
@@ -49,7 +50,7 @@ def gone_line(shared: Path | None, uri: str | None) -> str | None:
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(mask(line), file=sys.stderr, flush=True)
 
 
 class Patience:

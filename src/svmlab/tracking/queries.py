@@ -13,6 +13,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 
 from svmlab.errors import SvmlabError
+from svmlab.masking import mask
 from svmlab.tracking.tracker import TRACE_ARTIFACT
 from svmlab.tracking.store import resolved_uri, ui_line, ui_url
 from svmlab.tracking.sweeps import ROLE_TAG
@@ -42,7 +43,7 @@ def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
     unknown = [name for name in names if name not in known]
     if unknown:
         raise SvmlabError(f"unknown experiment(s) {', '.join(unknown)}; the store "
-                          f"{client.tracking_uri} has: {', '.join(sorted(known)) or 'none'}")
+                          f"{mask(client.tracking_uri)} has: {', '.join(sorted(known)) or 'none'}")
     return [known[name] for name in names]
 
 
@@ -83,7 +84,7 @@ def find_run(uri: str | None, run_id: str):
     except MlflowException as exc:
         if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
             raise
-        raise SvmlabError(f"no run {run_id} in the tracking store {resolved_uri(uri)}; "
+        raise SvmlabError(f"no run {run_id} in the tracking store {mask(resolved_uri(uri))}; "
                           f"the MLflow UI or svmlab analyze names the runs") from None
 
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import mlflow
 from filelock import FileLock
@@ -34,11 +34,14 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from svmlab.errors import SvmlabError, require_extra
+from svmlab.masking import mask
 
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 for _name, _value in HTTP_LIMITS.items():  # read by MLflow at every request
     os.environ.setdefault(_name, _value)
+# MLflow's "View run ... at <uri>" lines would show a URI's password; svmlab prints its own
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 
 
 class _RaisedAnyway(logging.Filter):
@@ -67,6 +70,16 @@ PROBLEMS = (
       "name or service not known", "connection aborted", "remote end closed"), UNREACHABLE),
     (("could not find a registered", "unsupported uri", "not a valid uri"),
      "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
+    (("error code 401", "401 client error"),
+     "refusing svmlab (401, not authenticated): set MLFLOW_TRACKING_USERNAME and "
+     "MLFLOW_TRACKING_PASSWORD to a user of the server"),
+    (("error code 403", "403 client error"),
+     "refusing this user (403, permission denied): an admin grants the user of "
+     "MLFLOW_TRACKING_USERNAME permission on the experiment, or set MLFLOW_TRACKING_USERNAME "
+     "and MLFLOW_TRACKING_PASSWORD to another user"),
+    (("password authentication failed", "no password supplied"),
+     "refusing svmlab (wrong or no password): PostgreSQL's client reads it from the file "
+     "PGPASSFILE names, else ~/.pgpass"),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
     (("is in maintenance mode",),
      "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)"),
@@ -111,18 +124,23 @@ UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` and `svmlab server` se
 
 
 def ui_command(uri: str) -> str:
-    """The command that serves the MLflow UI on the store at ``uri``; '' for a server's URI."""
+    """The command that serves the MLflow UI on the store at ``uri`` (its secrets masked); ''
+    for a server's URI."""
     if uri.startswith(("http://", "https://")):
         return ""
-    return f"mlflow ui --backend-store-uri {uri} --port {UI_ADDRESS.rsplit(':', 1)[1]}"
+    return f"mlflow ui --backend-store-uri {mask(uri)} --port {UI_ADDRESS.rsplit(':', 1)[1]}"
 
 
 def ui_url(uri: str, experiment_id: str, run_id: str | None = None,
            artifact: str | None = None) -> str:
     """The UI's page of an experiment's runs table (or of one run, or of one of its artifacts)
     on the server of ``uri``: the server itself for an HTTP store, else the one
-    :func:`ui_command` starts."""
-    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
+    :func:`ui_command` starts; a user and password in the URI are left out of the address (the
+    browser asks for them)."""
+    base = UI_ADDRESS
+    if uri.startswith(("http://", "https://")):
+        parts = urlsplit(uri)
+        base = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
     run = f"/{run_id}" if run_id else ""
     shown = f"/artifacts/{artifact}" if run_id and artifact else ""
     return f"{base}/#/experiments/{experiment_id}/runs{run}{shown}?{ML_VIEW}"
@@ -333,7 +351,7 @@ def store_problem(exc: BaseException, uri: str | None) -> str | None:
 
 def store_error_line(exc: BaseException, uri: str | None) -> str | None:
     """One line naming the store, its problem, the line of the error that shows it and, for a
-    damaged SQLite file, what to do; None when the error is not the store's."""
+    damaged SQLite file, what to do (secrets masked); None when the error is not the store's."""
     found = _diagnosis(exc, uri)
     if found is None:
         return None
@@ -343,4 +361,4 @@ def store_error_line(exc: BaseException, uri: str | None) -> str | None:
     if problem == DAMAGED:
         line += (f"; svmlab left {sqlite_path(uri) or uri} as it is: restore it from a backup, "
                  f"or start a new store (another tracking URI, e.g. sqlite:///new.db)")
-    return line
+    return mask(line)

@@ -14,6 +14,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.lifecycle import start_tags
+from svmlab.masking import mask
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.patience import Patience
 from svmlab.tracking.store import ensure_experiment, resolved_uri
@@ -68,7 +69,8 @@ class StudyRun:
             self.client.log_batch(self.run_id, tags=[RunTag(k, v)
                                                      for k, v in start_tags().items()])
         else:
-            tags = {ROLE_TAG: "study", STUDY_TAG: self.name, STORAGE_TAG: storage, **start_tags()}
+            tags = {ROLE_TAG: "study", STUDY_TAG: self.name, STORAGE_TAG: mask(storage),
+                    **start_tags()}
             if parent_run_id:
                 tags[PARENT_TAG] = parent_run_id
             mine = self.client.create_run(self.experiment_id, run_name=self.name, tags=tags)
@@ -77,7 +79,7 @@ class StudyRun:
                 self.client.delete_run(mine.info.run_id)
             else:
                 self.client.log_batch(mine.info.run_id, params=[
-                    Param(k, str(v)[:6000]) for k, v in params.items()])
+                    Param(k, mask(str(v))[:6000]) for k, v in params.items()])
             self.run_id = oldest
         self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         return self.run_id
@@ -92,7 +94,7 @@ class StudyRun:
         self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0)
                                                     for k, v in metrics.items()])
         for path, text in texts.items():
-            self.client.log_text(self.run_id, text, path)
+            self.client.log_text(self.run_id, mask(text), path)
         for path, figure in figures.items():
             try:
                 self.client.log_figure(self.run_id, figure, path)
@@ -114,7 +116,7 @@ class StudyRun:
             self.heartbeat.stop()
         patience = Patience(self.uri, who=f"study {self.name}")
         if error:
-            patience(self.client.set_tag, run_id, ERROR_TAG, error[:5000])
+            patience(self.client.set_tag, run_id, ERROR_TAG, mask(error)[:5000])
         patience(self.client.set_terminated, run_id, status)
 
 

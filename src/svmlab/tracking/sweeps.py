@@ -8,6 +8,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
 from svmlab.lifecycle import SWEEP_DIR_TAG, start_tags
+from svmlab.masking import mask
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
 from svmlab.tracking.store import ensure_experiment, resolved_uri
@@ -45,9 +46,9 @@ class ParentRun:
         self.run_id: str | None = run.info.run_id
         self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         try:
-            self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000])
+            self.client.log_batch(self.run_id, params=[Param(k, mask(str(v))[:6000])
                                                        for k, v in params.items()])
-            self.client.log_text(self.run_id, overrides_yaml, "overrides.yaml")
+            self.client.log_text(self.run_id, mask(overrides_yaml), "overrides.yaml")
         except Exception as exc:
             self.fail(exc)
             raise
@@ -55,7 +56,7 @@ class ParentRun:
     def fail(self, exc: BaseException) -> None:
         """End the run FAILED with the error (the sweep could not start or could not end)."""
         if self.run_id is not None:
-            self.client.set_tag(self.run_id, ERROR_TAG, f"{type(exc).__name__}: {exc}"[:5000])
+            self.client.set_tag(self.run_id, ERROR_TAG, mask(f"{type(exc).__name__}: {exc}")[:5000])
             self.end("FAILED")
 
     def end(self, status: str, counts: dict[str, int] | None = None,
@@ -69,7 +70,7 @@ class ParentRun:
             self.client.log_batch(run_id, metrics=[Metric(f"jobs_{k}", float(v), 0, 0)
                                                    for k, v in counts.items()])
         if jobs_table is not None:
-            self.client.log_text(run_id, jobs_table, JOBS_TABLE)
+            self.client.log_text(run_id, mask(jobs_table), JOBS_TABLE)
         self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))
 
     def discard(self) -> None:

@@ -43,6 +43,7 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.estimator.trace import certified_gap
 from svmlab.lifecycle import DeferredSignals, start_tags
+from svmlab.masking import mask
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
 from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line
@@ -222,10 +223,10 @@ class Tracker:
             self.client.set_terminated(self.run_id, status)
 
     def _record_error(self, exc: BaseException, tb) -> None:
-        message = f"{type(exc).__name__}: {exc}"
+        message = mask(f"{type(exc).__name__}: {exc}")
         try:
             self.client.set_tag(self.run_id, ERROR_TAG, message[:5000])
-            text = "".join(traceback.format_exception(type(exc), exc, tb))
+            text = mask("".join(traceback.format_exception(type(exc), exc, tb)))
             self.client.log_text(self.run_id, text, "error.txt")
         except Exception:  # a store that is down must not keep the run from ending
             pass
@@ -241,9 +242,10 @@ class Tracker:
     def log_batch(self, params: Mapping[str, Any] | None = None,
                   tags: Mapping[str, Any] | None = None, metrics: list[Metric] = ()) -> None:
         """Params, tags (None values left out) and metrics in as few ``log_batch`` calls as
-        MLflow's limits allow (one for a training run's config, one for its results)."""
-        params = [Param(k, "None" if v is None else str(v)) for k, v in (params or {}).items()]
-        tags = [RunTag(k, str(v)) for k, v in (tags or {}).items() if v is not None]
+        MLflow's limits allow (one for a training run's config, one for its results); a secret
+        in a value (a URI's password) is masked."""
+        params = [Param(k, mask(str(v))) for k, v in (params or {}).items()]
+        tags = [RunTag(k, mask(str(v))) for k, v in (tags or {}).items() if v is not None]
         metrics = list(metrics)
         while params or tags or metrics:
             p, params = params[:MAX_PARAMS], params[MAX_PARAMS:]
@@ -268,7 +270,8 @@ class Tracker:
 
     @_store_write
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, text, artifact_file)
+        """``text`` (its secrets masked) as the artifact ``artifact_file``."""
+        self.client.log_text(self.run_id, mask(text), artifact_file)
 
     def _staged_path(self, artifact_file: str) -> Path:
         path = Path(self._staging.name) / artifact_file
@@ -276,8 +279,9 @@ class Tracker:
         return path
 
     def stage_text(self, text: str, artifact_file: str) -> None:
-        """``text`` as the artifact ``artifact_file``, written by the next `upload_staged`."""
-        self._staged_path(artifact_file).write_text(text)
+        """``text`` (its secrets masked) as the artifact ``artifact_file``, written by the next
+        `upload_staged`."""
+        self._staged_path(artifact_file).write_text(mask(text))
 
     def stage_columns(self, columns: Mapping[str, np.ndarray], artifact_file: str
                       ) -> pd.DataFrame:

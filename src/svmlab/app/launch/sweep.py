@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from svmlab.app.launch.preflight import check_jobs
 from svmlab.errors import ConfigError, SvmlabError
+from svmlab.masking import mask
 
 if TYPE_CHECKING:
     from svmlab.tracking.sweeps import ParentRun
@@ -127,7 +128,7 @@ def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
     jobs.mkdir(parents=True, exist_ok=True)
     with FileLock(str(state_dir(sweep_dir) / "jobs.lock"), timeout=300):
         partial = jobs / f".{outcome['job_num']}.json.part"
-        partial.write_text(json.dumps(outcome))
+        partial.write_text(mask(json.dumps(outcome)))
         partial.replace(jobs / f"{outcome['job_num']}.json")
         return len(list(jobs.glob("*.json")))
 
@@ -235,9 +236,9 @@ def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
     from svmlab.tracking.store import store_error_line
 
     if isinstance(exc, SvmlabError):
-        return str(exc), EXIT_USAGE
+        return mask(str(exc)), EXIT_USAGE
     line = store_error_line(exc, uri)
-    return (line, EXIT_STORE) if line else (f"{type(exc).__name__}: {exc}", EXIT_USAGE)
+    return (line, EXIT_STORE) if line else (mask(f"{type(exc).__name__}: {exc}"), EXIT_USAGE)
 
 
 def sweep_name(overrides: list[str]) -> str:
