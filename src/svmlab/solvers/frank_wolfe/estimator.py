@@ -167,8 +167,10 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.n_support_ = len(self.support_)
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
         self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
-        self.stop_reason_ = (f"max_iter={self.max_iter} steps"
-                             if progress.counts[meb.STATUS] == meb.MAX_STEPS else None)
+        status = progress.counts[meb.STATUS]
+        self.stop_reason_ = (f"max_iter={self.max_iter} steps" if status == meb.MAX_STEPS else
+                             f"the finest ball level {meb.MIN_LEVEL:g} without a certified gap "
+                             f"<= eps={self.eps}" if status == meb.LEVEL_FLOOR else None)
 
     def _formulation(self) -> Formulation:
         return L2SVM

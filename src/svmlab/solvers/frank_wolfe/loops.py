@@ -46,7 +46,7 @@ TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus
                  L2SVM.metric("gap"), L2SVM.metric("rel_gap"), "core_size", "step_type",
                  "kernel_evals", "cache_hit_rate", "iter_kernel_evals", "iter_cache_hit_rate")
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
-RUNNING, CONVERGED, MAX_STEPS = 0, 1, 2
+RUNNING, CONVERGED, MAX_STEPS, LEVEL_FLOOR = 0, 1, 2, 3  # LEVEL_FLOOR: CVM at MIN_LEVEL
 # Progress.counts entries, Progress.values entries
 Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF, EVALS_SEEN, SERVED_SEEN = \
     range(10)
@@ -570,7 +570,7 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
     Rule 'gap' with sampled searches: LibCVM's sampled search and ball levels drive the run,
     and where they would end a level a full search certifies the iterate. The run stops when
     the certified relative gap is at most eps; otherwise the level ends all the same (halved,
-    down to MIN_LEVEL, below which a run that still does not certify ends as MAX_STEPS does)
+    down to MIN_LEVEL, where a run that still does not certify ends: LEVEL_FLOOR)
     and the full search's furthest point is added if it violated the level. Ending the level
     at a refuted certificate keeps the full searches to about one per level: the few
     violators that the sampled search misses near a level's end keep moving as the core's QP
@@ -610,8 +610,11 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
             break
         if certify and searched_all:  # the level ends, refuted or not
             violator = delta_plus > tol
-            if steps == opt.max_steps if violator else level <= MIN_LEVEL:
+            if violator and steps == opt.max_steps:
                 status = MAX_STEPS
+                break
+            if not violator and level <= MIN_LEVEL:
+                status = LEVEL_FLOOR
                 break
             level, step = max(0.5 * level, MIN_LEVEL), TIGHTEN
             if violator:
