@@ -22,9 +22,15 @@ depends on the kernel. Rule 'gap' (full scans only) stops when the certified rel
 gap of the L2-SVM is at most eps: the model of alpha has margins m_i = G_i - alpha_i / C, its
 primal value P at the best rho is `l2svm_primal` (as `svmlab.estimator.formulations.FreeMargin`)
 and the dual value of alpha is -R/2, so the gap is P + R/2 and the relative gap that over |P|.
-It is computed from G over every point (FW/MFW: Gf; CVM: its full search) at iterations spaced
-by a factor GAP_CHECK_GROWTH (CVM: every iteration) and recorded in the trace's gap columns
-(NaN in the other rows); under rule 'meb' that work is taken off the solver clock.
+It is computed from G over every point at iterations spaced by a factor GAP_CHECK_GROWTH
+(0, 1, ..., 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, 24, ...), at every full search of
+CVM and at an iterate where the run may end (CVM under rule 'gap' with sampled searches: at
+its full searches only, so that every traced gap is one its rule tested), and recorded in the trace's gap columns (NaN in
+the other rows), so that a time to a gap is read from the trace within that spacing. G over
+every point is the kept Gf (FW/MFW's full scans) or CVM's full search; a run that keeps G
+for its core only (sampled searches) computes it for the trace from the core's kernel rows
+(`traced_gap`). Only rule 'gap' stops on the gap: under rule 'meb' that work is trace-only and
+taken off the solver clock, as is `traced_gap` always.
 
 The loops run in slices (`svmlab.numerics.trace_buffer`): a call records one trace row per
 iterate (TRACE_COLUMNS after the iteration and the solver time) and returns when the buffer is
@@ -64,9 +70,10 @@ class Slots(NamedTuple):
     alpha: np.ndarray
     G: np.ndarray
     pos: np.ndarray    # int64
-    Gf: np.ndarray     # K~ alpha for every point (kept by FW/MFW's full scans, written by
-                       # CVM's full searches), else empty
-    points: np.ndarray  # 0, ..., m - 1 (FW/MFW's full scans), else empty
+    Gf: np.ndarray     # K~ alpha for every point: kept by FW/MFW's full scans, written by
+                       # CVM's full searches and by the trace's gaps (`traced_gap`)
+    points: np.ndarray  # 0, ..., m - 1
+    row: np.ndarray    # a kernel row over every point, the trace's gaps' scratch
 
 
 class Options(NamedTuple):
@@ -94,12 +101,11 @@ class Progress(NamedTuple):
     values: np.ndarray
 
 
-def new_slots(n_points: int, full: bool, scan: bool) -> Slots:
-    """An empty core list over n_points data points; full: FW/MFW's G over every point is kept
-    (Gf and points); scan: CVM's full searches write G over every point (Gf)."""
+def new_slots(n_points: int) -> Slots:
+    """An empty core list over n_points data points."""
     return Slots(np.full(n_points, -1, np.int64), np.zeros(n_points), np.zeros(n_points),
-                 np.full(n_points, -1, np.int64), np.zeros(n_points if full or scan else 0),
-                 np.arange(n_points if full else 0))
+                 np.full(n_points, -1, np.int64), np.zeros(n_points), np.arange(n_points),
+                 np.zeros(n_points))
 
 
 def new_progress(q: int, R: float, level: float, i_min: int = -1) -> Progress:
@@ -413,14 +419,43 @@ def l2svm_primal(sl, q, R, inv_c, G_all):
 
 
 @njit(cache=True)
+def l2svm_gap(sl, q, R, inv_c, G_all):
+    """(gap, relative gap) of the model of alpha, from G over every point."""
+    primal = l2svm_primal(sl, q, R, inv_c, G_all)
+    gap = primal + 0.5 * R
+    return gap, gap / max(abs(primal), 1e-300)
+
+
+@njit(cache=True)
 def gap_check(trace, opt, sl, q, R, inv_c, G_all):
     """(gap, relative gap) of the model of alpha (on the solver clock only under rule 'gap')."""
     start = monotonic_ns()
-    primal = l2svm_primal(sl, q, R, inv_c, G_all)
+    gap, rel_gap = l2svm_gap(sl, q, R, inv_c, G_all)
     if not opt.gap_stop:
         exclude_since(trace, start)
-    gap = primal + 0.5 * R
-    return gap, gap / max(abs(primal), 1e-300)
+    return gap, rel_gap
+
+
+@njit(cache=True)
+def traced_gap(trace, mk, sl, q):
+    """(gap, relative gap) of the model of alpha for the trace of a run that keeps G for its
+    core only: Gf = K~ alpha computed anew from the core's q kernel rows over every point
+    (computed directly, so that the row cache's contents and counts stay the solver's), and R
+    = alpha^T K~ alpha from it. Trace-only work: off the solver clock."""
+    start = monotonic_ns()
+    Gf, row, m = sl.Gf, sl.row, sl.Gf.shape[0]
+    Gf[:] = 0.0
+    for p in range(q):
+        modified_row(mk, sl.core[p], sl.points, 0, m, row)
+        a = sl.alpha[p]
+        for k in range(m):
+            Gf[k] += a * row[k]
+    R = 0.0
+    for p in range(q):
+        R += sl.alpha[p] * Gf[sl.core[p]]
+    gap, rel_gap = l2svm_gap(sl, q, R, mk.inv_c, Gf)
+    exclude_since(trace, start)
+    return gap, rel_gap
 
 
 @njit(cache=True)
@@ -491,8 +526,9 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
             delta_plus = (delta2 + R - 2.0 * t) / r2 - 1.0
         gap, rel_gap = np.nan, np.nan
         meb_stop = not opt.gap_stop and delta_plus <= tol
-        if full and (steps >= counts[NEXT_CHECK] or meb_stop or steps == opt.max_steps):
-            gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, Gf)
+        if steps >= counts[NEXT_CHECK] or meb_stop or steps == opt.max_steps:
+            gap, rel_gap = (gap_check(trace, opt, sl, q, R, mk.inv_c, Gf) if full
+                            else traced_gap(trace, mk, sl, q))
             counts[NEXT_CHECK] = max(steps + 1, int(steps * GAP_CHECK_GROWTH))
         record(trace, steps, delta2, R, delta_plus, gap, rel_gap, q, last_step, cache.stats,
                counts)
@@ -602,6 +638,10 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
         gap, rel_gap = np.nan, np.nan
         if searched_all:
             gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, sl.Gf)
+        elif not certify and (iteration >= counts[NEXT_CHECK] or steps == opt.max_steps
+                              or delta_plus <= tol):  # (a possible end: its gap traced too)
+            gap, rel_gap = traced_gap(trace, mk, sl, q)
+            counts[NEXT_CHECK] = max(iteration + 1, int(iteration * GAP_CHECK_GROWTH))
         record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, cache.stats,
                counts)
         iteration += 1
