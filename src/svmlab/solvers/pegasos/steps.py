@@ -38,9 +38,10 @@ def pegasos_steps(data, indices, indptr, dense, y, order, lam, t0, project, v, s
             dot *= shrink
         if hit:
             step = y[i] / (lam * t)
+            to_v = step / scale  # one division per step, not one per nonzero
             row_sq = 0.0
             for k in range(start, end):
-                v[k - start if dense else indices[k]] += step * data[k] / scale
+                v[k - start if dense else indices[k]] += to_v * data[k]
                 row_sq += data[k] * data[k]
             sq += 2.0 * step * dot + step * step * row_sq
         if project and sq * lam > 1.0:
