@@ -160,8 +160,8 @@ def _fit_once(args) -> dict:
     peak = _status("VmHWM") - rss
     acc = float(np.mean(est.predict(X_test) == y_test))
     n_sv = int(np.sum(est.n_support_))
-    result = {"fit_s": est.fit_time_s_, "wall_s": wall, "acc": acc, "n_sv": n_sv, "peak_mb": peak / 2**20,
-              "gamma": gamma, "n_iter": est.n_iter_, "converged": est.converged_,
+    result = {"fit_s": est.fit_time_s_, "wall_s": wall, "acc": acc, "n_sv": n_sv,
+              "peak_mb": peak / 2**20, "gamma": gamma, "n_iter": est.n_iter_, "converged": est.converged_,
               "rel_gap": est.certificate_.rel_gap}
     if not solver.startswith("svc"):
         need, value = _needed(solver, est, X_train.shape[0])

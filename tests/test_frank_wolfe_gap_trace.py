@@ -4,6 +4,7 @@ one, each the gap the end-of-fit certificate gives for that iterate, so that a r
 gap is read from its trace rather than bounded by its fit time."""
 
 import warnings
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ def test_sampled_runs_trace_their_gap_at_spaced_iterations_and_at_the_end(case, 
     assert est.n_iter_ > 30
     if case == "cvm":  # also where a level ended (a possible end), the spacing from there
         assert traced[0] == 0 and traced[-1] == est.n_iter_
-        assert all(b <= max(a + 1, int(a * GAP_CHECK_GROWTH)) for a, b in zip(traced, traced[1:]))
+        assert all(b <= max(a + 1, int(a * GAP_CHECK_GROWTH)) for a, b in pairwise(traced))
     else:
         assert traced.tolist() == spaced(est.n_iter_)
     assert np.all(gap[np.isfinite(gap)] >= 0)

@@ -25,12 +25,12 @@ and the dual value of alpha is -R/2, so the gap is P + R/2 and the relative gap 
 It is computed from G over every point at iterations spaced by a factor GAP_CHECK_GROWTH
 (0, 1, ..., 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, 24, ...), at every full search of
 CVM and at an iterate where the run may end (CVM under rule 'gap' with sampled searches: at
-its full searches only, so that every traced gap is one its rule tested), and recorded in the trace's gap columns (NaN in
-the other rows), so that a time to a gap is read from the trace within that spacing. G over
-every point is the kept Gf (FW/MFW's full scans) or CVM's full search; a run that keeps G
-for its core only (sampled searches) computes it for the trace from the core's kernel rows
-(`traced_gap`). Only rule 'gap' stops on the gap: under rule 'meb' that work is trace-only and
-taken off the solver clock, as is `traced_gap` always.
+its full searches only, so that every traced gap is one its rule tested), and recorded in the
+trace's gap columns (NaN in the other rows), so that a time to a gap is read from the trace
+within that spacing. G over every point is the kept Gf (FW/MFW's full scans) or CVM's full
+search; a run that keeps G for its core only (sampled searches) computes it for the trace from
+the core's kernel rows (`traced_gap`). Only rule 'gap' stops on the gap: under rule 'meb' that
+work is trace-only and taken off the solver clock, as is `traced_gap` always.
 
 The loops run in slices (`svmlab.numerics.trace_buffer`): a call records one trace row per
 iterate (TRACE_COLUMNS after the iteration and the solver time) and returns when the buffer is
