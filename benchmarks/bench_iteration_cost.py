@@ -23,7 +23,7 @@ Linear families run on a9a's training file; kernel families on its first --kerne
 clock (fit_time_s_, numba compiled beforehand) divided by its iterations.
 
     python benchmarks/bench_iteration_cost.py [--data-dir ../shared/data/libsvm] [--repeats 3]
-                                              [--kernel-rows 5000]
+                                              [--kernel-rows 5000] [--families fw pegasos]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from svmlab.solvers.nesvm import NESVM
 from svmlab.solvers.pegasos import Pegasos
 
 BLOCK = 1000  # rows per bulk kernel block
+FAMILIES = ("nesvm", "alm", "l1_newton", "fw", "bsca", "pegasos")
 
 
 def timed(fn, repeats: int) -> float:
@@ -97,55 +98,64 @@ def main():
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernel-rows", type=int, default=5000)
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, default=FAMILIES)
     args = parser.parse_args()
+    run = set(args.families)
     r = args.repeats
     X, y = load(args.data_dir, "a9a")
     n, d = X.shape
     f = linear_floors(X, r)
     rows = []
 
-    seconds, _ = per_iteration(NESVM(C=1.0, mu=5.0, stop="paper", eps=1e-300, homotopy="off",
-                                     max_iter=300), X, y, r)
-    rows.append(("NESVM", seconds, f["Xw"] + f["XTu"], "X @ w + X.T @ u"))
+    if "nesvm" in run:
+        seconds, _ = per_iteration(NESVM(C=1.0, mu=5.0, stop="paper", eps=1e-300,
+                                         homotopy="off", max_iter=300), X, y, r)
+        rows.append(("NESVM", seconds, f["Xw"] + f["XTu"], "X @ w + X.T @ u"))
 
-    seconds, _ = per_iteration(SVMALM(p=1.0, inner_steps=1, tol_gap=None,
-                                      trace_certificate=False, max_iter=300), X, y, r)
-    rows.append(("SVM-ALM", seconds, 2 * f["XTu"] + f["Xw"] * (1 + 1 / 50),
-                 "X.T @ r + X @ d + X.T @ q (+ X @ w / 50)"))
+    if "alm" in run:
+        seconds, _ = per_iteration(SVMALM(p=1.0, inner_steps=1, tol_gap=None,
+                                          trace_certificate=False, max_iter=300), X, y, r)
+        rows.append(("SVM-ALM", seconds, 2 * f["XTu"] + f["Xw"] * (1 + 1 / 50),
+                     "X.T @ r + X @ d + X.T @ q (+ X @ w / 50)"))
 
-    seconds, model = per_iteration(L1NewtonSVM(), X, y, r)
-    active = np.flatnonzero(model.coef_[0])
-    XA = X[:, active]
-    gram = timed(lambda: (XA.T @ XA).toarray(), r)
-    products = (model.n_steps_ + model.n_levels_) / model.n_iter_
-    rows.append(("l1 Newton", seconds, f["XTu"] + gram + products * f["Xw"],
-                 f"X.T @ r + X_A^T X_A (|A| = {active.size}) + {products:.2f} X @ d"))
+    if "l1_newton" in run:
+        seconds, model = per_iteration(L1NewtonSVM(), X, y, r)
+        active = np.flatnonzero(model.coef_[0])
+        XA = X[:, active]
+        gram = timed(lambda: (XA.T @ XA).toarray(), r)
+        products = (model.n_steps_ + model.n_levels_) / model.n_iter_
+        rows.append(("l1 Newton", seconds, f["XTu"] + gram + products * f["Xw"],
+                     f"X.T @ r + X_A^T X_A (|A| = {active.size}) + {products:.2f} X @ d"))
 
     m = args.kernel_rows
     K = MinMaxScaler().fit_transform(X[:m].toarray())
     yk, gamma = y[:m], 1.0 / d
-    value = rbf_value_cost(K[:BLOCK], K, gamma, r)
-    axpy = timed(lambda: np.add(K[:, 0], 0.5 * K[:, 1]), r)
-    seconds, model = per_iteration(FrankWolfe(C=1.0, gamma=gamma, random_state=0), K, yk, r)
-    values = model.n_kernel_evals_ / model.n_iter_
-    rows.append(("FW", seconds, values * value + axpy,
-                 (f"{values:.0f} kernel values (n = {m}, cache hits "
-                  f"{100 * model.cache_hit_rate_:.0f} %) + axpy over n")))
+    if "fw" in run:
+        value = rbf_value_cost(K[:BLOCK], K, gamma, r)
+        axpy = timed(lambda: np.add(K[:, 0], 0.5 * K[:, 1]), r)
+        seconds, model = per_iteration(FrankWolfe(C=1.0, gamma=gamma, random_state=0), K, yk, r)
+        values = model.n_kernel_evals_ / model.n_iter_
+        rows.append(("FW", seconds, values * value + axpy,
+                     (f"{values:.0f} kernel values (n = {m}, cache hits "
+                      f"{100 * model.cache_hit_rate_:.0f} %, {model.n_iter_} iterations) "
+                      "+ axpy over n")))
 
-    budget = 200
-    Z = K[:budget]
-    value = rbf_value_cost(K[:BLOCK], Z, gamma, r)
-    for search in ("golden", "table"):
-        seconds, model = per_iteration(BSCA(C=1.0, gamma=gamma, budget=budget, epochs=1,
-                                            partner_search=search, random_state=0), K, yk, r)
-        merges = model.n_merges_ / model.n_iter_
-        merging = model.trace_.columns()["merge_time_s"][-1] / model.fit_time_s_
-        rows.append((f"BSCA {search}", seconds, (1 + merges) * budget * value,
-                     f"(1 + {merges:.2f} merges) x B = {budget} kernel values; "
-                     f"{100 * merging:.0f} % of the fit merging"))
+    if "bsca" in run:
+        budget = 200
+        Z = K[:budget]
+        value = rbf_value_cost(K[:BLOCK], Z, gamma, r)
+        for search in ("golden", "table"):
+            seconds, model = per_iteration(BSCA(C=1.0, gamma=gamma, budget=budget, epochs=1,
+                                                partner_search=search, random_state=0), K, yk, r)
+            merges = model.n_merges_ / model.n_iter_
+            merging = model.trace_.columns()["merge_time_s"][-1] / model.fit_time_s_
+            rows.append((f"BSCA {search}", seconds, (1 + merges) * budget * value,
+                         f"(1 + {merges:.2f} merges) x B = {budget} kernel values; "
+                         f"{100 * merging:.0f} % of the fit merging"))
 
-    seconds, _ = per_iteration(Pegasos(C=1.0, epochs=1, tol=0.0, random_state=0), X, y, r)
-    rows.append(("Pegasos", seconds, (f["Xw"] + f["XTu"]) / n, "(X @ w + X.T @ u) / n"))
+    if "pegasos" in run:
+        seconds, _ = per_iteration(Pegasos(C=1.0, epochs=1, tol=0.0, random_state=0), X, y, r)
+        rows.append(("Pegasos", seconds, (f["Xw"] + f["XTu"]) / n, "(X @ w + X.T @ u) / n"))
 
     print(f"# a9a: n = {n}, d = {d}, nnz = {X.nnz}; kernel families on {m} rows; "
           f"medians of {r}")

@@ -330,6 +330,8 @@ def test_a_truncated_fit_warns_and_is_not_converged(data, cls):
     with pytest.warns(ConvergenceWarning, match="stopped before its stopping rule held"):
         model.fit(X, y)
     assert model.converged_ is False
+    (cap, value), = cls.test_truncated.items()  # the cap opens the stop reason: claims.CAPPED
+    assert model.stop_reason_.startswith(f"{cap}={value}") and cap.startswith("max_")
     assert cls.name and model.stopping_rule() in str(model.stopping_rule())
     assert first(cls).fit(X, y).stopping_rule()
 

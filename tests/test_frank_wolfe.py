@@ -74,7 +74,7 @@ def empty_state(X, y, C, kernel="rbf", gamma=0.5, degree=3, coef0=0.0, full=Fals
     list; with full, the cache's rows span all points and Gf is kept for every point."""
     mk = modified_kernel(X, y, kernel, gamma, degree, coef0, C)
     cache = new_cache(len(y), 1.0, len(y) if full else FIRST_WIDTH)
-    return mk, diagonal(mk), cache, meb.new_slots(len(y), full, False)
+    return mk, diagonal(mk), cache, meb.new_slots(len(y))
 
 
 def full_alpha(est, m):
@@ -280,11 +280,11 @@ def test_a_refuted_sampled_stop_keeps_the_gradient_of_every_point(data):
     X, y = data
     est = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-6, sampling="random",
                              sample_size=5, random_state=0).fit(X, y)
-    columns = est.trace_.columns()
-    computed = np.flatnonzero(~np.isnan(columns["gap_l2svm"]))  # gaps need G over every point
-    assert len(computed) > 1 and computed[0] < len(columns["gap_l2svm"]) - 1  # refuted, went on
-    assert np.diff(columns["kernel_evals"][computed[0]:]).max() <= len(y)
-    assert est.converged_ and columns["delta_plus"][-1] <= (1 + 1e-6) ** 2 - 1
+    evals = est.trace_.columns()["iter_kernel_evals"]
+    scan = 1 + int(np.argmax(evals[1:]))  # q full rows at once: the confirming scan
+    assert evals[scan] >= 2 * len(y) and scan < len(evals) - 1  # refuted, went on
+    assert evals[scan + 1:].max() <= len(y)
+    assert est.converged_ and est.trace_.columns()["delta_plus"][-1] <= (1 + 1e-6) ** 2 - 1
 
 
 def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
@@ -458,7 +458,8 @@ def test_meb_rule_records_the_gap_of_its_last_iterate(data):
     assert gap[-1] == pytest.approx(est.certificate_.gap, rel=1e-7)
     sampled = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
                                  final_full_check=False, random_state=0).fit(*data)
-    assert np.isnan(sampled.trace_.columns()["gap_l2svm"]).all()  # no scan of every point
+    gap = sampled.trace_.columns()["gap_l2svm"]  # G over every point computed for the trace
+    assert gap[-1] == pytest.approx(sampled.certificate_.gap, rel=1e-7)
     confirmed = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
                                    random_state=0).fit(*data)
     gap = confirmed.trace_.columns()["gap_l2svm"]  # G kept for every point after the scan

@@ -200,3 +200,17 @@ def test_a_full_toward_step_collapses_the_core_to_the_new_point(full):
     assert kind == meb.TOWARD and q == 1
     assert (core[0], alpha[0], G[0], R) == (0, 1.0, D[0], D[0])
     assert (pos[0], pos[1], pos[2]) == (0, -1, -1)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 8, 13, 200])
+def test_blend_argmin_is_the_plain_update_and_first_argmin(n):
+    """The step's update of G over every point, with its four running minima, against the
+    plain loop: the same G bit for bit and the same (first) argmin, ties included."""
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        G, row = rng.integers(0, 4, n).astype(float), rng.integers(0, 4, n).astype(float)
+        lam = rng.choice([0.5, 0.25, rng.random()])
+        expected = (1.0 - lam) * G + lam * row
+        got = G.copy()
+        assert meb.blend_argmin(got, row, lam, n) == np.argmin(expected)
+        np.testing.assert_array_equal(got, expected)

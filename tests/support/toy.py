@@ -50,4 +50,6 @@ class ToySVM(LinearSVMClassifier):
         self.coef_ = result.x[None, :]
         self.intercept_ = np.zeros(1)
         self.converged_ = bool(result.success)
+        self.stop_reason_ = (f"max_iter={self.max_iter} iterations" if result.status == 1
+                             else None if result.success else str(result.message))
         trace.append(int(result.nit), objective_squared_hinge_l2=float(result.fun))

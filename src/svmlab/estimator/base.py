@@ -14,7 +14,8 @@ fit, for a caller that times it apart or holds a lock around it. A solver provid
                              y in {-1.0, +1.0}; record at least the final iteration in `trace`;
                              set converged_ (True only if its stated stopping rule held) and,
                              where another rule can end the fit first (a paper's own rule),
-                             stop_reason_ (the rule that ended it, in words)
+                             stop_reason_ (the rule that ended it, in words; a cap as
+                             `max_<param>=<value> ...`, which the claims read as capped)
     _stopping_rule()         that rule in words, with its tolerance (tags and warnings)
     _decision_function(X)    f(x) = w.phi(x) + b of the fitted model, float64 of shape (n,)
     _regularizer_norms()     (||w||_2^2, ||w||_1 or None) of the fitted model

@@ -229,6 +229,7 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         self._set_model(model, self._alpha(state, done), self._scale(n, done), b,
                         np.concatenate(logs))
         self.converged_ = done == self.epochs * n
+        self.stop_reason_ = None if self.converged_ else f"max_iter={self.max_iter} steps"
 
     def _evaluation(self, X, y, spec, points):
         """The function that computes a trace row from alpha, the model and an epoch's stats."""

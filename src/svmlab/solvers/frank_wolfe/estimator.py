@@ -18,7 +18,8 @@ Trace columns, one row per iterate (row 0 is the initial point):
     delta_plus            gamma^2(i*) / r^2 - 1; rule 'meb' stops when <= (1 + eps)^2 - 1
     fw_gap                r^2 * delta_plus, the Frank-Wolfe duality gap (full scan) or its sample
     gap_l2svm             the certified L2-SVM duality gap of the iterate's model (`loops`),
-                          at iterations spaced by a factor 1.1 under full scans (NaN elsewhere)
+                          at iterations spaced by a factor 1.1, at every full search (CVM) and
+                          at the last iterate (NaN elsewhere), for every rule and sampling
     rel_gap_l2svm         gap_l2svm / |primal value|; rule 'gap' stops when <= eps
     core_size             |A|, the number of active points
     step_type             the step that produced the iterate: -1 initial, 0 toward (FW),
@@ -110,9 +111,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         delta2 = float(D.max())
         opt = self._options()
         keep = opt.full and self.keeps_gradient
-        may_keep = self.keeps_gradient and (opt.full or opt.final_full_check)
         cache = new_cache(X.shape[0], self.cache_mb, X.shape[0] if keep else FIRST_WIDTH)
-        sl = meb.new_slots(X.shape[0], may_keep, (opt.full or opt.gap_stop) and not keep)
+        sl = meb.new_slots(X.shape[0])
         meb.seed_rng(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         if self._start is not None:
             cache, q, R = meb.init_from(cache, mk, sl, *self._start_point(X.shape[0]))
@@ -180,8 +180,10 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.n_support_ = len(self.support_)
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
         self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
-        self.stop_reason_ = (f"max_iter={self.max_iter} steps"
-                             if progress.counts[meb.STATUS] == meb.MAX_STEPS else None)
+        status = progress.counts[meb.STATUS]
+        self.stop_reason_ = (f"max_iter={self.max_iter} steps" if status == meb.MAX_STEPS else
+                             f"the finest ball level {meb.MIN_LEVEL:g} without a certified gap "
+                             f"<= eps={self.eps}" if status == meb.LEVEL_FLOOR else None)
 
     def _formulation(self) -> Formulation:
         return L2SVM

@@ -25,7 +25,8 @@ from svmlab.solvers.pegasos.steps import pegasos_steps
 
 class Pegasos(LinearSVMClassifier):
     """Pegasos with lambda = 1/(n C): up to `epochs` x n steps (or `max_iter` steps), stopped
-    when the certified relative gap of objective_hinge_l2 is at most `tol` (0: never)."""
+    when the certified relative gap of objective_hinge_l2 is at most `tol` (0: never). A fit
+    the gap did not stop has the cap as its stop_reason_ (max_iter=... or max_epochs=...)."""
 
     name = "pegasos"
     test_config = ({"random_state": 0}, {"projection": False, "random_state": 0})
@@ -82,5 +83,7 @@ class Pegasos(LinearSVMClassifier):
                     trace_rows.append(done, objective_hinge_l2=certificate.primal,
                                       rel_gap_hinge_l2=certificate.rel_gap)
                     self.converged_ = certificate.rel_gap <= self.tol
+        self.stop_reason_ = (None if self.converged_ else f"max_iter={self.max_iter} steps"
+                             if self.max_iter is not None else f"max_epochs={self.epochs} epochs")
         self.coef_ = (state[0] * v)[None, :]
         self.intercept_ = np.zeros(1)

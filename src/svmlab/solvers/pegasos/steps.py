@@ -1,13 +1,17 @@
 """Pegasos steps (Shalev-Shwartz et al. 2007/2011) over CSR or dense rows (see `linear_ops.Rows`).
 
 The weight vector is kept as w = scale * v, so the shrinking step w <- (1 - 1/t) w costs O(1)
-and each step reads only the sampled row: O(nnz(X_i)) per step.
+and each step reads only the sampled row: O(nnz(X_i)) per step. The row AHEAD steps later is
+prefetched, so that its random place in memory does not stall the step that reads it.
 """
 
 import numpy as np
 from numba import njit
 
+from svmlab.numerics.prefetch import prefetch
+
 RESCALE_BELOW = 1e-9  # fold scale into v before it underflows
+AHEAD = 8  # steps between asking for a row's values and reading them
 
 
 @njit(cache=True, error_model="numpy")
@@ -23,6 +27,11 @@ def pegasos_steps(data, indices, indptr, dense, y, order, lam, t0, project, v, s
         i = order[s]
         t = t0 + s + 1
         start, end = indptr[i], indptr[i + 1]
+        if s + AHEAD < order.shape[0]:  # the rows are drawn at random: ask for one early
+            ahead = indptr[order[s + AHEAD]]
+            prefetch(data, ahead)
+            if not dense:
+                prefetch(indices, ahead)
         dot = 0.0
         for k in range(start, end):
             dot += data[k] * v[k - start if dense else indices[k]]
@@ -38,9 +47,10 @@ def pegasos_steps(data, indices, indptr, dense, y, order, lam, t0, project, v, s
             dot *= shrink
         if hit:
             step = y[i] / (lam * t)
+            to_v = step / scale  # one division per step, not one per nonzero
             row_sq = 0.0
             for k in range(start, end):
-                v[k - start if dense else indices[k]] += step * data[k] / scale
+                v[k - start if dense else indices[k]] += to_v * data[k]
                 row_sq += data[k] * data[k]
             sq += 2.0 * step * dot + step * step * row_sq
         if project and sq * lam > 1.0:
