@@ -3,6 +3,7 @@ mistake names the file, the key, what was found and what is allowed."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,14 @@ DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
 COMBINATIONS = ("ratio", "difference")
 #: Whose statement a claim is: the paper's, or svmlab's own (a certificate, a companion).
 KINDS = ("paper", "svmlab")
+#: Why a claim is not testable here: its data or its software cannot be had on this machine.
+UNTESTABLE_KINDS = ("data", "software")
+UNTESTABLE_KEYS = {"kind": True, "why": True}
+#: Where the papers' texts are, relative to the repository's root (``paper_file`` names one).
+PAPERS_DIR = Path("..") / "shared" / "papers"
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
-            "analysis": True, "report": False, "claims": True, "select": False}
+            "analysis": True, "report": False, "claims": True, "select": False,
+            "paper_file": False}
 SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": False,
                "per": False, "seed": False}
 SELECT_PER = ("dataset",)
@@ -35,7 +42,7 @@ CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
               "decide": False, "why": False, "untestable": False, "kind": False,
               "blocks": False, "growth_with": False, "sensitivity_to": False,
-              "companion": False, "grid": False}
+              "companion": False, "grid": False, "quote": False}
 #: A companion's keys: its measure (an equal-precision one) and why it is the same comparison;
 #: ``decide`` when it differs from its paper claim's.
 COMPANION_KEYS = {"measure": True, "why": True, "decide": False}
@@ -63,7 +70,9 @@ class Claim:
     statement it is: the paper's, or svmlab's own (a certificate, a companion measurement).
     ``grid`` names keys of settings the paper does not report: the claim is judged at each of
     their combinations and holds only where it holds at every one. ``companion_of`` is the
-    paper claim a companion (the same comparison at equal precision) stands beside."""
+    paper claim a companion (the same comparison at equal precision) stands beside.
+    ``quote`` is the paper's sentence the claim tests, verbatim (see :func:`normalised`);
+    ``untestable_kind`` says what is missing for an untestable claim: its data or software."""
 
     claim: str
     source: str
@@ -82,6 +91,8 @@ class Claim:
     sensitivity_to: str | None = None
     grid: list[str] = field(default_factory=list)
     companion_of: str | None = None
+    quote: str | None = None
+    untestable_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,7 @@ class Workflow:
     claims: list[Claim]
     select: Select | None = None
     select_grids: dict[str, dict[str, str]] = field(default_factory=dict)
+    paper_file: str | None = None
 
     def at_scale(self, scale: str) -> Workflow:
         """This workflow with the selection grid of ``scale`` (its ``select_grid``, e.g. fewer
@@ -202,7 +214,17 @@ def parse(data: Any, path: Path) -> Workflow:
         notebook=notebook,
         claims=[c for i, data in enumerate(claims)
                 for c in _claim_and_companion(data, f"{where}: claims[{i}]")],
-        select=select, select_grids=grids)
+        select=select, select_grids=grids,
+        paper_file=(_text(data["paper_file"], f"{where}: paper_file")
+                    if "paper_file" in data else None))
+
+
+def normalised(text: str) -> str:
+    """``text`` as quotes are compared with a paper's text: a hyphen that ends a line joins the
+    word it breaks ("exper-" at a line's end, then "iments", is "experiments"), and every run
+    of white space (line breaks included) is one space; nothing else changes (case,
+    punctuation and typographic quotes are kept)."""
+    return " ".join(re.sub(r"-[ \t]*\n\s*", "", text).split())
 
 
 def _select(data: Any, where: str) -> Select:
@@ -282,8 +304,10 @@ def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
     if claim.kind not in KINDS:
         raise WorkflowError(f"{where}.kind: {claim.kind!r}; allowed: {', '.join(KINDS)} (whose "
                             f"statement it is)")
+    if claim.quote is not None:
+        _text(claim.quote, f"{where}.quote")
     if claim.untestable is not None:
-        return claim
+        return _untestable(claim, where)
     missing = [k for k in ("measure", "value", "decide") if k not in data]
     if missing:
         raise WorkflowError(f"{where}: missing {', '.join(missing)}; a claim has a measure, "
@@ -310,6 +334,21 @@ def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
         raise WorkflowError(f"{where}: decide.{rule} compares with the paper's number; "
                             f"give it as paper: <number>")
     return claim
+
+
+def _untestable(claim: Claim, where: str) -> Claim:
+    """The claim with its untestable reason split into its kind (data or software) and why."""
+    reason = claim.untestable
+    if not isinstance(reason, dict):
+        raise WorkflowError(f"{where}.untestable: a mapping {{kind: data|software, why: ...}} "
+                            f"(what this machine cannot have, and why); got {reason!r}")
+    reason = _mapping(reason, f"{where}.untestable", UNTESTABLE_KEYS)
+    if reason["kind"] not in UNTESTABLE_KINDS:
+        raise WorkflowError(f"{where}.untestable.kind: {reason['kind']!r}; allowed: "
+                            f"{', '.join(UNTESTABLE_KINDS)} (a claim that needs a sweep svmlab "
+                            f"can run is tested, not untestable)")
+    return replace(claim, untestable=_text(reason["why"], f"{where}.untestable.why"),
+                   untestable_kind=reason["kind"])
 
 
 def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
