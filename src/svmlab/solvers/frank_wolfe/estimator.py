@@ -219,9 +219,9 @@ class FrankWolfe(MEBSVMClassifier):
     sampling='full' if the scan finds a violator: on by default; off is the paper's unconfirmed
     stop, which certifies nothing; stop='gap' needs sampling='full'); cache_mb, the kernel row cache
     budget; max_iter, the cap on steps; max_time_s, the cap on solver seconds (None: none; seen
-    when the loop returns to Python, at least every half second); refresh_every, the steps between renormalisations of
-    alpha, with G and R recomputed from kernel rows (random) or rescaled (full) (0: never);
-    random_state.
+    when the loop returns to Python, at least every half second); refresh_every, the steps
+    between renormalisations of alpha, with G and R recomputed from kernel rows (random) or
+    rescaled (full) (0: never); random_state.
     """
 
     name = "fw"
