@@ -648,7 +648,8 @@ def test_the_preset_composes_into_the_paper_sweep():
     sweep = cfg.hydra.sweeper.params
     assert (sweep.solver, sweep.dataset, sweep["solver.C"], sweep.seed) == (
         "alm_paper,alm_l2_paper,alm_paper_timing,alm_l2_paper_timing,liblinear_hinge_paper,"
-        "liblinear_paper,pegasos", "ijcnn1,w8a",
+        "liblinear_paper,pegasos,alm_paper_exact,alm_lp19_paper,alm_lp16_paper,"
+        "liblinear_hinge_reference", "ijcnn1,w8a,w1a,w3a",
         "1.0,10.0", "range(5)")
     assert cfg.tracking.experiment == "alm_paper" and cfg.solver.C == 1.0
     for solver in sweep.solver.split(","):
@@ -663,6 +664,15 @@ def test_the_preset_composes_into_the_paper_sweep():
         timing = build_estimator(composed(f"solver={name}_timing"))
         assert (timing.p, timing.max_iter, timing.tol, timing.mu_schedule) == (
             p, 1000, 0.0, "paper29")
+    for name, p, variant in (("alm_paper_exact", 1.0, "exact"), ("alm_lp19_paper", 1.9, "inexact"),
+                             ("alm_lp16_paper", 1.6, "inexact")):
+        other = build_estimator(composed(f"solver={name}"))
+        assert (other.p, other.variant, other.max_iter, other.tol) == (p, variant, 100, 1e-4)
+    # DCD with the paper's bias feature T = 1e3, capped; the tight reference at LIBLINEAR's T = 1
+    dcd = build_estimator(composed("solver=liblinear_hinge_paper"))
+    assert (dcd.intercept_scaling, dcd.max_iter, dcd.tol) == (1000.0, 1000, 1e-6)
+    reference = build_estimator(composed("solver=liblinear_hinge_reference"))
+    assert (reference.intercept_scaling, reference.tol, reference.tol_path) == (1.0, 1e-6, None)
     constant = build_estimator(composed("solver=alm_paper", "solver.mu_schedule=constant"))
     assert constant.mu_schedule == "constant"
 

@@ -373,7 +373,7 @@ def test_the_papers_claims_and_svmlabs_statements_are_two_tables_and_two_counts(
                   decide={"tolerance": 0.001})
     ours = claim(measure="test_accuracy", value={"solver": "libsvm"}, kind="svmlab",
                  decide={"above": 0.999})
-    untestable = claim(untestable="no such solver")
+    untestable = claim(untestable={"kind": "software", "why": "no such solver"})
     judged = s.judged(paper, ours, untestable)
     assert claims.metrics(judged) == {
         "claims_reproduced": 1, "claims_not_reproduced": 0, "claims_inconclusive": 0,

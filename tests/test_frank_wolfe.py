@@ -503,3 +503,19 @@ def test_progress_lines_report_the_fit_and_never_its_warm_up(data, monkeypatch, 
     assert len(lines) == len(est.trace_)  # one slice per iteration, a line per slice
     solver_s = [float(re.search(r"solver ([0-9.]+) s", line).group(1)) for line in lines]
     assert "rel_gap_l2svm" in lines[-1] and max(solver_s) <= est.fit_time_s_ + 0.05
+
+
+@pytest.mark.parametrize("cls", [FrankWolfe, ModifiedFrankWolfe])
+def test_a_time_cap_ends_the_fit_where_a_slice_returns_and_names_itself(data, cls, monkeypatch):
+    """max_time_s is seen when the loop returns to Python: with every deadline passed (a slice
+    per iteration) and a cap below any solver time, the fit ends after its first slice, not
+    converged, its stop reason naming the cap (a capped run's time is censored)."""
+    X, y = data
+    kwargs = {"C": 4.0, "gamma": 0.5, "stop": "meb", "sampling": "full", "random_state": 0}
+    whole = cls(**kwargs).fit(X, y)
+    monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)
+    with pytest.warns(Warning, match="max_time_s=1e-12 s"):
+        capped = cls(max_time_s=1e-12, **kwargs).fit(X, y)
+    assert whole.converged_ and whole.stop_reason_ is None
+    assert not capped.converged_ and capped.stop_reason_ == "max_time_s=1e-12 s"
+    assert capped.n_iter_ < whole.n_iter_

@@ -46,6 +46,9 @@ def test_presets_compose_into_the_paper_sweep(preset, solvers, datasets, kernel)
         # CVM's LibCVM rounds; FW and MFW one round, or CVM's (the *_rounds presets)
         assert estimator.sampling_rounds == (7 if solver == "cvm" or solver.endswith("_rounds")
                                              else 1)
+        # the rounds presets are capped at 180 s of solver time (a capped run is censored)
+        assert getattr(estimator, "max_time_s", None) == (180.0 if solver.endswith("_rounds")
+                                                          else None)
     for dataset in datasets.split(","):
         assert composed(f"+experiment={preset}", f"dataset={dataset}").dataset.name == dataset
 

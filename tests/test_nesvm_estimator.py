@@ -245,8 +245,14 @@ def test_solver_configs_build_estimators():
 def test_experiment_preset_composes_the_paper_sweep():
     cfg = composed("+experiment=nesvm_adult", hydra=True)
     params = cfg.hydra.sweeper.params
-    assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge", "libsvm_capped",
-                                       "pegasos"]
+    assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge_nesvm", "libsvm_capped",
+                                       "pegasos_nesvm", "nesvm", "nesvm_plain"]
+    # the paper's tolerance for every baseline (section IV), NESVM without continuation
+    for solver, tol in (("liblinear_hinge_nesvm", 1e-3), ("pegasos_nesvm", 1e-3),
+                        ("libsvm_capped", 1e-3)):
+        assert build_estimator(composed("+experiment=nesvm_adult", f"solver={solver}")).tol == tol
+    plain = build_estimator(composed("+experiment=nesvm_adult", "solver=nesvm_plain"))
+    assert (plain.homotopy, plain.mu, plain.stop, plain.eps) == ("off", 0.01, "gap", 0.01)
     assert params.dataset.split(",") == ["a1a", "a2a", "a3a", "a9a"]
     assert [float(c) for c in params["solver.C"].split(",")] == [10.0**k for k in range(-3, 4)]
     assert params.seed == "range(10)"

@@ -106,6 +106,37 @@ def test_every_bound_is_justified_from_the_papers_wording(name):
         assert decided and all(c.why for c in decided), [c.claim for c in decided if not c.why]
 
 
+PAPERS = Path(__file__).resolve().parents[1] / spec.PAPERS_DIR
+PAPER_WORKFLOWS = [n for n in spec.names() if n != "shootout"]  # shootout: svmlab's own
+
+
+@pytest.mark.parametrize("name", spec.names())
+def test_every_untestable_claim_names_what_this_machine_lacks_data_or_software(name):
+    for c in spec.load(name).claims:
+        if c.untestable is not None:
+            assert c.untestable_kind in ("data", "software") and c.untestable.strip(), c.claim
+
+
+@pytest.mark.parametrize("name", PAPER_WORKFLOWS)
+def test_every_paper_claim_quotes_a_sentence_of_its_paper(name):
+    if not PAPERS.is_dir():
+        pytest.skip(f"the papers' texts are not at {PAPERS}")
+    workflow = spec.load(name)
+    assert workflow.paper_file, f"{name} names no paper_file"
+    text = spec.normalised((PAPERS / workflow.paper_file).read_text())
+    tally = [c for c in workflow.claims if c.kind == "paper"]
+    assert tally and all(c.quote for c in tally), [c.claim for c in tally if not c.quote]
+    missing = [c.claim for c in tally if spec.normalised(c.quote) not in text]
+    assert not missing, missing
+
+
+def test_quotes_are_compared_across_line_breaks_and_hyphenation_only():
+    text = spec.normalised("the speed-up is mono-\n  tonically\n\nincreasing, “as shown”")
+    assert text == "the speed-up is monotonically increasing, “as shown”"
+    assert spec.normalised("monotonically  increasing") in text
+    assert spec.normalised("Monotonically increasing") not in text
+
+
 SPEED = ("fit_time_s", "time_to_obj_")
 
 
@@ -129,7 +160,7 @@ def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
     for name in spec.names():
         assert f"{name}: {spec.load(name).paper}" in out
     # per scale: the runs and the wall time measured, or that it was not
-    assert "    medium  50 runs, 3 min 24 s (2 workers, 2026-11-28, load about 2-3)\n" in out
+    assert "    medium  1536 runs, 22 min 18 s (2 workers, 2026-11-28, load about 2-3)\n" in out
     assert "    paper   225 runs, wall time not measured\n" in out
 
 
@@ -171,6 +202,16 @@ def tiny_data() -> dict:
      "claims[0].why: a non-empty string; got 1"),
     ({"claims": [{"claim": "x", "source": "y", "kind": "theirs", "untestable": "no"}]},
      "claims[0].kind: 'theirs'; allowed: paper, svmlab"),
+    ({"claims": [{"claim": "x", "source": "y", "untestable": "not in this sweep"}]},
+     "claims[0].untestable: a mapping {kind: data|software, why: ...}"),
+    ({"claims": [{"claim": "x", "source": "y", "untestable": {"kind": "sweep", "why": "w"}}]},
+     "claims[0].untestable.kind: 'sweep'; allowed: data, software"),
+    ({"claims": [{"claim": "x", "source": "y", "untestable": {"kind": "data"}}]},
+     "claims[0].untestable: missing key(s) why"),
+    ({"claims": [{"claim": "x", "source": "y", "quote": " ",
+                  "untestable": {"kind": "data", "why": "w"}}]},
+     "claims[0].quote: a non-empty string"),
+    ({"paper_file": ""}, "paper_file: a non-empty string"),
     ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s", "kind": "svmlab",
                   "value": {"solver": "a"}, "decide": {"below": 1},
                   "companion": {"measure": "time_to_gap_1e-2", "why": "w"}}]},

@@ -3,6 +3,7 @@ mistake names the file, the key, what was found and what is allowed."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,14 @@ DECISIONS = ("tolerance", "relative_tolerance", "below", "above")
 COMBINATIONS = ("ratio", "difference")
 #: Whose statement a claim is: the paper's, or svmlab's own (a certificate, a companion).
 KINDS = ("paper", "svmlab")
+#: Why a claim is not testable here: its data or its software cannot be had on this machine.
+UNTESTABLE_KINDS = ("data", "software")
+UNTESTABLE_KEYS = {"kind": True, "why": True}
+#: Where the papers' texts are, relative to the repository's root (``paper_file`` names one).
+PAPERS_DIR = Path("..") / "shared" / "papers"
 TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
-            "analysis": True, "report": False, "claims": True, "select": False}
+            "analysis": True, "report": False, "claims": True, "select": False,
+            "paper_file": False}
 SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": False,
                "per": False, "seed": False, "warm_start": False}
 SELECT_PER = ("dataset",)
@@ -39,7 +46,8 @@ CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
               "relative_to": False, "combine": False, "paper": False, "paper_text": False,
               "decide": False, "why": False, "untestable": False, "kind": False,
               "blocks": False, "growth_with": False, "sensitivity_to": False,
-              "companion": False, "grid": False, "unit": False, "readings": False}
+              "companion": False, "grid": False, "unit": False, "readings": False,
+              "quote": False}
 #: A claim's unit of replication: what makes two of its blocks distinct measurements.
 UNITS = ("problems", "seeds", "timings")
 #: A companion's keys: its measure (an equal-precision one) and why it is the same comparison;
@@ -80,7 +88,10 @@ class Claim:
     one verdict: reproduced when every reading reproduces it, not reproduced when none does,
     else "depends on the reading of the protocol" (``claims.judge``), counted once in the
     paper's tally; the first reading is the paper's stated one, and each other reading's own
-    verdict is svmlab's statement beside it (``claims.judge_all``)."""
+    verdict is svmlab's statement beside it (``claims.judge_all``).
+
+    ``quote`` is the paper's sentence the claim tests, verbatim (see :func:`normalised`);
+    ``untestable_kind`` says what is missing for an untestable claim: its data or software."""
 
     claim: str
     source: str
@@ -101,6 +112,8 @@ class Claim:
     companion_of: str | None = None
     unit: str | None = None
     readings: dict[str, dict] = field(default_factory=dict)
+    quote: str | None = None
+    untestable_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,7 @@ class Workflow:
     select: Select | None = None
     select_grids: dict[str, dict[str, str]] = field(default_factory=dict)
     budgets: dict[str, Budget] = field(default_factory=dict)
+    paper_file: str | None = None
 
     def at_scale(self, scale: str) -> Workflow:
         """This workflow with the selection grid of ``scale`` (its ``select_grid``, e.g. fewer
@@ -245,7 +259,9 @@ def parse(data: Any, path: Path) -> Workflow:
         claims=[c for i, data in enumerate(claims)
                 for c in _claim_and_companion(data, f"{where}: claims[{i}]")],
         select=select, select_grids=grids,
-        budgets={s: _budget(scale, f"{where}: scales.{s}") for s, scale in scale_data.items()})
+        budgets={s: _budget(scale, f"{where}: scales.{s}") for s, scale in scale_data.items()},
+        paper_file=(_text(data["paper_file"], f"{where}: paper_file")
+                    if "paper_file" in data else None))
 
 
 def _budget(scale: dict, where: str) -> Budget:
@@ -266,6 +282,14 @@ def _budget(scale: dict, where: str) -> Budget:
     measured = (f"{workers} worker{'s' if workers > 1 else ''}, {wall['date']}, "
                 f"load {wall['load']}" + (f"; {wall['note']}" if wall.get("note") else ""))
     return Budget(runs, float(seconds), measured)
+
+
+def normalised(text: str) -> str:
+    """``text`` as quotes are compared with a paper's text: a hyphen that ends a line joins the
+    word it breaks ("exper-" at a line's end, then "iments", is "experiments"), and every run
+    of white space (line breaks included) is one space; nothing else changes (case,
+    punctuation and typographic quotes are kept)."""
+    return " ".join(re.sub(r"-[ \t]*\n\s*", "", text).split())
 
 
 def _select(data: Any, where: str) -> Select:
@@ -349,8 +373,10 @@ def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
     if claim.kind not in KINDS:
         raise WorkflowError(f"{where}.kind: {claim.kind!r}; allowed: {', '.join(KINDS)} (whose "
                             f"statement it is)")
+    if claim.quote is not None:
+        _text(claim.quote, f"{where}.quote")
     if claim.untestable is not None:
-        return claim
+        return _untestable(claim, where)
     missing = [k for k in ("measure", "value", "decide") if k not in data]
     if missing:
         raise WorkflowError(f"{where}: missing {', '.join(missing)}; a claim has a measure, "
@@ -395,6 +421,21 @@ def _replication(claim: Claim, where: str) -> None:
                             f"overrides of value and/or relative_to, e.g. {{one round: {{value: "
                             f"{{solver: fw}}}}, seven rounds: {{value: {{solver: fw_rounds}}}}}}"
                             f"; got {readings!r}")
+
+
+def _untestable(claim: Claim, where: str) -> Claim:
+    """The claim with its untestable reason split into its kind (data or software) and why."""
+    reason = claim.untestable
+    if not isinstance(reason, dict):
+        raise WorkflowError(f"{where}.untestable: a mapping {{kind: data|software, why: ...}} "
+                            f"(what this machine cannot have, and why); got {reason!r}")
+    reason = _mapping(reason, f"{where}.untestable", UNTESTABLE_KEYS)
+    if reason["kind"] not in UNTESTABLE_KINDS:
+        raise WorkflowError(f"{where}.untestable.kind: {reason['kind']!r}; allowed: "
+                            f"{', '.join(UNTESTABLE_KINDS)} (a claim that needs a sweep svmlab "
+                            f"can run is tested, not untestable)")
+    return replace(claim, untestable=_text(reason["why"], f"{where}.untestable.why"),
+                   untestable_kind=reason["kind"])
 
 
 def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:

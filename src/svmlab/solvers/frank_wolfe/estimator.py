@@ -87,6 +87,7 @@ class MEBSVMClassifier(KernelSVMClassifier):
     _warm_up: ClassVar[dict] = {"max_iter": 2}
     warm_startable = True
     keeps_gradient = True
+    max_time_s = None  # a cap on the solver's seconds (FW, MFW), seen when a slice returns
 
     def __init__(self, C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
                  cache_mb, max_iter, random_state):
@@ -128,6 +129,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
             buffer.meta[1] = time.monotonic_ns() + SLICE_NS
             cache = self._loop(cache, mk, D, delta2, sl, opt, progress, buffer)
             trace.drain(buffer, meb.TRACE_COLUMNS)
+            if self.max_time_s is not None and trace.elapsed() >= self.max_time_s:
+                break  # the status stays RUNNING: the time cap ended the fit
         with trace.paused():
             self._summarise(trace, cache.stats)
         self._recover(X, y, sl, progress, delta2)
@@ -179,9 +182,10 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.intercept_ = np.array([self.dual_coef_[0].sum()])
         self.n_support_ = len(self.support_)
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
-        self.converged_ = bool(progress.counts[meb.STATUS] == meb.CONVERGED)
         status = progress.counts[meb.STATUS]
+        self.converged_ = bool(status == meb.CONVERGED)
         self.stop_reason_ = (f"max_iter={self.max_iter} steps" if status == meb.MAX_STEPS else
+                             f"max_time_s={self.max_time_s} s" if status == meb.RUNNING else
                              f"the finest ball level {meb.MIN_LEVEL:g} without a certified gap "
                              f"<= eps={self.eps}" if status == meb.LEVEL_FLOOR else None)
 
@@ -229,9 +233,10 @@ class FrankWolfe(MEBSVMClassifier):
     sampled stop with a full scan, G = K~ alpha over every point, which is then kept as under
     sampling='full' if the scan finds a violator: on by default; off is the paper's unconfirmed
     stop, which certifies nothing; stop='gap' needs sampling='full'); cache_mb, the kernel row cache
-    budget; max_iter, the cap on steps; refresh_every, the steps between renormalisations of
-    alpha, with G and R recomputed from kernel rows (random) or rescaled (full) (0: never);
-    random_state.
+    budget; max_iter, the cap on steps; max_time_s, the cap on solver seconds (None: none; seen
+    when the loop returns to Python, at least every half second); refresh_every, the steps
+    between renormalisations of alpha, with G and R recomputed from kernel rows (random) or
+    rescaled (full) (0: never); random_state.
     """
 
     name = "fw"
@@ -244,16 +249,18 @@ class FrankWolfe(MEBSVMClassifier):
         "sampling_rounds": [Interval(Integral, 1, None, closed="left")],
         "final_full_check": ["boolean"],
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
+        "max_time_s": [Interval(Real, 0.0, None, closed="neither"), None],
     }
 
     def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="gap",
                  eps=1e-2, init="random_meb", sampling="full", sample_size=59,
                  sampling_rounds=1, final_full_check=True, cache_mb=200.0, max_iter=1_000_000,
-                 refresh_every=1000, random_state=None):
+                 max_time_s=None, refresh_every=1000, random_state=None):
         super().__init__(C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
                          cache_mb, max_iter, random_state)
         self.sampling_rounds = sampling_rounds
         self.final_full_check = final_full_check
+        self.max_time_s = max_time_s
         self.refresh_every = refresh_every
 
     _loop = staticmethod(meb.run_frank_wolfe)
@@ -274,7 +281,8 @@ class FrankWolfe(MEBSVMClassifier):
                 f"{self.sampling_rounds} sample(s) of {self.sample_size} points"
                 + (" confirmed by a full scan (then G kept for every point)"
                    if self.final_full_check else " (uncertified)"))
-        return f"{self._rule()} over {scan}, within max_iter={self.max_iter} steps"
+        limit = "" if self.max_time_s is None else f" and max_time_s={self.max_time_s} s"
+        return f"{self._rule()} over {scan}, within max_iter={self.max_iter} steps{limit}"
 
 
 class ModifiedFrankWolfe(FrankWolfe):
