@@ -41,7 +41,8 @@ def test_the_store_lines_mask_the_password():
     line = store_error_line(exc, uri)
     assert "s3cret" not in line and "alice:***@127.0.0.1:1" in line
     assert "403" in line and "MLFLOW_TRACKING_USERNAME" in line
-    assert "s3cret" not in ui_line(uri)
+    assert "s3cret" not in ui_line(uri, "1", "0123") and "alice" not in ui_line(uri, "1")
+    assert "s3cret" not in ui_line("postgresql://alice:s3cret@dbhost/mlflow", "1")
 
 
 def test_a_database_that_wants_a_password_says_where_it_is_read():
