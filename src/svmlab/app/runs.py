@@ -93,7 +93,7 @@ def next_line(uri: str | None, experiment: str) -> str:
     runs (on the same store)."""
     line = (f"next: svmlab analyze -e {experiment}  /  svmlab report -e {experiment}  /  "
             f"svmlab runs list -e {experiment}")
-    return line + (f"\n      (each with --tracking-uri {uri})" if uri else "")
+    return line + (f"\n      (each with --tracking-uri {mask(uri)})" if uri else "")
 
 
 def run_list(args: argparse.Namespace) -> int:
