@@ -26,9 +26,10 @@ def mask_file(path: Path) -> None:
     if not path.is_file():
         return
     text = path.read_text()
-    if mask(text) != text:
+    masked = mask(text)
+    if masked != text:
         partial = path.with_name(f".{path.name}.{os.getpid()}.part")
-        partial.write_text(mask(text))
+        partial.write_text(masked)
         partial.replace(path)
 
 

@@ -45,7 +45,7 @@ def gone_line(shared: Path | None, uri: str | None) -> str | None:
     folder is ``shared``; None when it did not."""
     if shared is None or not (shared / GONE).exists():
         return None
-    return (f"the tracking store {resolved_uri(uri)} is unreachable: it stayed away for the "
+    return (f"the tracking store {mask(resolved_uri(uri))} is unreachable: it stayed away for the "
             f"sweep's whole wait (tracking.wait_s); this job did not start")
 
 

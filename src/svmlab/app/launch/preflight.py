@@ -42,9 +42,10 @@ def job_overrides(config: DictConfig) -> list[list[str]] | None:
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
-def check_jobs(config: DictConfig) -> None:
+def check_jobs(config: DictConfig) -> int | None:
     """Compose and check every job of the sweep; ConfigError with one line per distinct
-    problem (and the jobs it hits) if any job would be refused."""
+    problem (and the jobs it hits) if any job would be refused. Returns the number of jobs
+    (None where the sweeper is not Hydra's basic one)."""
     from hydra import compose
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
@@ -53,7 +54,7 @@ def check_jobs(config: DictConfig) -> None:
 
     jobs = job_overrides(config) if GlobalHydra.instance().is_initialized() else None
     if not jobs:
-        return
+        return None
     hydra_overrides = unresolved(config.hydra.overrides.hydra)
     problems: dict[str, list[tuple[int, list[str]]]] = {}
     datasets: dict[str, list[tuple[int, list[str]]]] = {}
@@ -91,6 +92,7 @@ def check_jobs(config: DictConfig) -> None:
     if problems:
         raise ConfigError("\n".join(f"{problem} ({_jobs(hit)})"
                                     for problem, hit in problems.items()))
+    return len(jobs)
 
 
 def _jobs(hit: list[tuple[int, list[str]]]) -> str:

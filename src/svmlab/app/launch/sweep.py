@@ -72,17 +72,6 @@ def read_outcomes(sweep_dir: str | os.PathLike) -> list[dict]:
     return sorted((json.loads(f.read_text()) for f in files), key=lambda o: o["job_num"])
 
 
-def count_jobs(config: DictConfig) -> int | None:
-    """How many jobs Hydra's basic sweeper makes of the overrides (None for other sweepers)."""
-    from svmlab.app.launch.preflight import job_overrides
-
-    try:
-        jobs = job_overrides(config)
-    except Exception:  # overrides the sweeper itself will refuse: count unknown
-        return None
-    return None if jobs is None else len(jobs)
-
-
 def time_left(started_at: float | None, done: int, total: int | None) -> str:
     """``  about 3 min left`` at the pace of the ``done`` jobs so far since ``started_at``
     (``time.time()``); empty when all are done or the total is unknown."""
@@ -183,7 +172,7 @@ def left_line(uri: str, sweep_dir: Path) -> str:
     left = sorted(p.name for p in (state_dir(sweep_dir) / "left").glob("*"))
     return (f"svmlab: error: the tracking store is gone: runs left RUNNING: {', '.join(left)}; "
             f"once it is back, any svmlab command on it ends them KILLED, e.g. "
-            f"svmlab runs reap --tracking-uri {absolute_uri(uri)}")
+            f"svmlab runs reap --tracking-uri {mask(absolute_uri(uri))}")
 
 
 def remove_dated_folder(folder: Path, key: str, hydra_overrides) -> None:
@@ -275,7 +264,7 @@ class SweepCallback(Callback):
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
-        check_jobs(config)  # before the store, the parent run or a folder exists
+        total = check_jobs(config)  # before the store, the parent run or a folder exists
         quiet_resource_tracker()
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.existing import announce_new_store
@@ -293,7 +282,6 @@ class SweepCallback(Callback):
                               f"{exc.strerror or exc}") from None
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
-        total = count_jobs(config)
         announce_new_store(config.tracking.uri, config.tracking.new_folder)
         reap_on_start(config.tracking.uri, config.tracking.experiment,
                       config.tracking.stale_after_s)
