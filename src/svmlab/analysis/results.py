@@ -159,7 +159,7 @@ def finished_runs(experiments: list[str], filter_string: str, tracking_uri: str 
     warm = (runs[WARM_START] == "true" if WARM_START in runs
             else pd.Series(False, index=runs.index))
     runs, excluded = runs[~warm], {"warm-started": int(warm.sum())} if warm.any() else {}
-    if runs.empty:
+    if runs.empty and warm.any():
         raise SvmlabError(f"the {int(warm.sum())} runs selected all started from another fit "
                           f"({WARM_START}): their times are not those of a fit from scratch")
     finished = runs["status"] == "FINISHED"
