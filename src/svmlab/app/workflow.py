@@ -24,7 +24,8 @@ exists), and every step after one that had to run again runs again. The studies 
 resume, so no configuration is trained twice.
 
 ``svmlab workflow table NAME... --scale S`` prints the claims of each workflow's latest finished
-outer run at scale S as one Markdown table (docs/results.md's tables).
+outer run at scale S as Markdown: the count of each verdict per workflow (the README's summary),
+then the paper's claims and svmlab's statements (docs/results.md's tables).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
     from svmlab.tracking.store import store_error_line
     from svmlab.tracking.workflows import latest_claims
 
-    rows, missing = {kind: [] for kind in claims_table.TITLES}, []
+    rows, missing, tallies = {kind: [] for kind in claims_table.TITLES}, [], []
     try:
         uri = require_store(uri)
         for workflow in workflows:
@@ -136,6 +137,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                 missing.append(workflow.name)
                 continue
             frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
+            tallies.append(claims_table.tally_row(workflow.name, frame))
             for row in frame.to_dict("records"):
                 # a companion stands beside its paper claim, in the paper's table
                 kind = "paper" if row.get("beside") else row.get("kind", "paper")
@@ -160,6 +162,9 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
               f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
     shown = [f"{claims_table.TITLES[kind]}:\n\n{claims_table.markdown(pd.DataFrame(found))}"
              for kind, found in rows.items() if found]
+    if tallies:
+        shown.insert(0, f"{claims_table.TALLY_TITLE}:\n\n"
+                        f"{claims_table.markdown(pd.DataFrame(tallies))}")
     if shown:
         print("\n".join(shown), end="")
     return 1 if missing else 0

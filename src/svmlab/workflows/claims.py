@@ -689,6 +689,21 @@ def write(folder: Path, workflow: Workflow, scale: str, judged: list[Judged],
         selection + parts + ([("figures", "Figures", shown)] if shown else [])))
 
 
+TALLY_TITLE = "Verdicts per workflow (the paper's claims; svmlab's statements in brackets)"
+
+
+def tally_row(name: str, frame: pd.DataFrame) -> dict[str, str]:
+    """One workflow's count of each verdict in its ``claims.csv`` frame: the paper's claims
+    (companions excluded: they are svmlab's), svmlab's statements in brackets."""
+    own = frame.get("beside", pd.Series("", index=frame.index)).eq("")
+    paper = frame["kind"].eq("paper") & own
+    row = {"workflow": f"`{name}`"}
+    for verdict in VERDICTS:
+        hit = frame["verdict"].str.startswith(verdict)
+        row[verdict] = f"{int((hit & paper).sum())} ({int((hit & ~paper).sum())})"
+    return row
+
+
 def counts(judged: list[Judged]) -> dict[str, int]:
     """How many claims got each verdict."""
     return {v: sum(j.verdict == v for j in judged) for v in VERDICTS}
