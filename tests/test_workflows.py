@@ -385,6 +385,22 @@ def finished_outer(store: Path, workflow: spec.Workflow, runs: pd.DataFrame,
     return outer.run_id
 
 
+def test_a_long_step_before_the_sweep_does_not_get_the_outer_run_reaped(store):
+    """The sweep reaps its experiment when it starts; a selection that took longer than the
+    silence a reap allows must not end the outer run, whose process still runs it."""
+    from svmlab.tracking.liveness import reap
+    from svmlab.tracking.workflows import OuterRun
+
+    tiny = spec.load(str(TINY))
+    uri = f"sqlite:///{store}"
+    outer = OuterRun(uri, experiment_name(tiny, "quick"), "outer", outer_tags(tiny, "quick"))
+    try:
+        assert reap(uri, [outer.experiment_id], stale_after_s=0.0) == []
+        assert MlflowClient(uri).get_run(outer.run_id).info.status == "RUNNING"
+    finally:
+        outer.end("FINISHED")
+
+
 def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store, capfd):
     tiny = spec.load(str(TINY))
     runs = pd.DataFrame({"tags.solver": ["liblinear", "libsvm"] * 4,
@@ -397,6 +413,12 @@ def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store
     uri = ["--tracking-uri", f"sqlite:///{store}"]
     assert cli.main(["workflow", "table", str(TINY), *uri]) == 0
     lines = capfd.readouterr().out.splitlines()
+    assert lines[:5] == [
+        "Verdicts per workflow (the paper's claims; svmlab's statements in brackets):", "",
+        "| workflow | reproduced | not reproduced | inconclusive | depends | not testable here |",
+        "|---|---|---|---|---|---|",
+        "| `tiny` | 0 (0) | 0 (0) | 2 (0) | 0 (0) | 2 (0) |"]
+    lines = lines[6:]
     assert lines[:5] == [
         "The paper's claims:", "",
         ("| workflow | claim (source) | paper | n | unit | confidence | svmlab (quick scale) | "
@@ -414,7 +436,7 @@ def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store
 
     assert cli.main(["workflow", "table", str(TINY), "shootout", *uri]) == 1
     out, err = capfd.readouterr()
-    assert out.count("| `tiny` |") == 4 and "shootout" not in out
+    assert out.count("| `tiny` |") == 5 and "shootout" not in out
     assert ("workflow shootout has no finished run at scale quick in sqlite:///"
             in err) and "run 'svmlab workflow shootout --scale quick'" in err
     assert cli.main(["workflow", "table", "fw_papr", *uri]) == 2

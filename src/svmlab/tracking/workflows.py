@@ -14,6 +14,8 @@ from pathlib import Path
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
+from svmlab.lifecycle import start_tags
+from svmlab.tracking.liveness import RunHeartbeat
 from svmlab.tracking.store import ensure_experiment, resolved_uri
 from svmlab.tracking.sweeps import JOBS_TABLE, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 
@@ -41,8 +43,11 @@ class OuterRun:
             self.client.update_run(found, status="RUNNING")
         else:
             self.run_id = self.client.create_run(self.experiment_id, run_name=name).info.run_id
-        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in
-                                                 {**tags, ROLE_TAG: "workflow"}.items()])
+        # its process and a heartbeat, as every run svmlab opens: a step's reap (a sweep's, at
+        # its start) must see the outer run alive however long the steps before it took
+        self.client.log_batch(self.run_id, tags=[
+            RunTag(k, str(v)) for k, v in {**tags, ROLE_TAG: "workflow", **start_tags()}.items()])
+        self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
 
     def _find(self, tags: dict[str, str]) -> str | None:
         runs = self.client.search_runs([self.experiment_id], _outer_filter(tags),
@@ -140,6 +145,7 @@ class OuterRun:
 
     def end(self, status: str) -> None:
         """End the run FINISHED, FAILED or KILLED."""
+        self.heartbeat.stop()
         self.client.set_terminated(self.run_id, RunStatus.to_string(getattr(RunStatus, status)))
 
 
