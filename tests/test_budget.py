@@ -320,7 +320,7 @@ def crafted_model(labels, betas, points):
     """A model holding the given terms (row j: label, beta, point), for one maintenance."""
     model = bm.new_model(len(labels), 2, len(labels))
     for j, (label, beta, point) in enumerate(zip(labels, betas, points)):
-        model.Z[j] = point
+        model.Z[j] = model.ZT[:, j] = point
         model.points.sq_norms[j] = point @ point
         model.beta[j], model.label[j] = beta, label
     model.size[0] = len(labels)

@@ -1,9 +1,9 @@
 r"""The budgeted kernel model f(x) = sum_j beta_j k(x, z_j) and its budget maintenance.
 
 The model holds at most B terms (B + 1 for a moment). Rows of Z are training points or merged
-points, kept as a dense `numerics.kernels.PointSet` so that kernel values between training rows
-(dense or CSR) and model rows come from the shared kernel code; each row's squared norm is
-updated with the row. Each term has a label (its training point's, inherited by a merge from
+points, kept as a dense `numerics.kernels.PointSet`, and as columns (Z^T), from which
+`kernel_row` takes a point's kernel values against every term; each row's squared norm and
+column are updated with the row. Each term has a label (its training point's, inherited by a merge from
 the first partner m) and an owner: the training index whose unmerged term the row holds, or -1
 for a merged point. In accumulate mode a step on a point that owns a row adds to that row
 instead of appending a twin, which makes a model with no merges exactly w(alpha).
@@ -30,8 +30,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from svmlab.numerics.kernels import (PointSet, dot_products, kernel_map, kernel_values,
-                                     point_set, rbf_exponent)
+from svmlab.numerics.kernels import PointSet, kernel_map, point_set, rbf_exponent
+from svmlab.solvers.budget.kernel_row import column_dots, kernel_row
 from svmlab.solvers.budget.merge import best_merge
 
 MERGE, REMOVE = 0, 1
@@ -51,8 +51,10 @@ class Model(NamedTuple):
     owner: np.ndarray    # (capacity,) training index whose unmerged term the row holds, or -1
     slot_of: np.ndarray  # (n_train,) row of training point i's unmerged term, or -1
     size: np.ndarray     # int64[1]: number of terms
-    cols: np.ndarray     # arange(capacity): column list of kernel requests
-    work: np.ndarray     # (capacity,) kernel values or dot products
+    work: np.ndarray     # (capacity,) dot products, exponents or partner scores
+    ZT: np.ndarray       # (n_features, capacity) Z's columns
+    row: np.ndarray      # (capacity,) kernel values of the last decision's point
+    bits: np.ndarray     # (capacity,) int64 scratch of `kernel_row.exp_of`
 
 
 class Options(NamedTuple):
@@ -88,7 +90,8 @@ def new_model(n_train: int, n_features: int, capacity: int) -> Model:
     Z = np.zeros((capacity, n_features))
     return Model(Z, point_set(Z), np.zeros(capacity), np.zeros(capacity, np.int8),
                  np.full(capacity, -1, np.int64), np.full(n_train, -1, np.int64),
-                 np.zeros(1, np.int64), np.arange(capacity, dtype=np.int64), np.zeros(capacity))
+                 np.zeros(1, np.int64), np.zeros(capacity),
+                 np.zeros((n_features, capacity)), np.zeros(capacity), np.zeros(capacity, np.int64))
 
 
 def new_log(rows: int) -> MergeLog:
@@ -99,10 +102,17 @@ def new_log(rows: int) -> MergeLog:
 def decision(spec, X, i, model):
     """f(x_i) = sum_j beta_j k(x_i, z_j) for row i of the PointSet X."""
     size = model.size[0]
-    kernel_values(spec, X, i, model.points, model.cols, 0, size, model.work)
+    kernel_row(spec, X, i, model.ZT, model.points.sq_norms, size, model.work, model.row,
+               model.bits)
+    return _weighted_sum(model.beta, model.row, size)
+
+
+@njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
+def _weighted_sum(beta, values, size):
+    """sum_j beta_j values_j for j < size (reassociated, so that it vectorises)."""
     f = 0.0
     for j in range(size):
-        f += model.beta[j] * model.work[j]
+        f += beta[j] * values[j]
     return f
 
 
@@ -125,8 +135,10 @@ def add_term(model, X, i, coef, label, accumulate):
     row = model.size[0]
     rows = X.rows
     model.Z[row, :] = 0.0
+    model.ZT[:, row] = 0.0
     for k in range(rows.indptr[i], rows.indptr[i + 1]):
-        model.Z[row, k - rows.indptr[i] if rows.dense else rows.indices[k]] = rows.data[k]
+        feature = k - rows.indptr[i] if rows.dense else rows.indices[k]
+        model.Z[row, feature] = model.ZT[feature, row] = rows.data[k]
     model.points.sq_norms[row] = X.sq_norms[i]
     model.beta[row], model.label[row], model.owner[row] = coef, label, i
     model.slot_of[i] = row
@@ -149,6 +161,7 @@ def _delete(model, row):
     last = model.size[0] - 1
     if row != last:
         model.Z[row, :] = model.Z[last, :]
+        model.ZT[:, row] = model.ZT[:, last]
         model.points.sq_norms[row] = model.points.sq_norms[last]
         model.beta[row], model.label[row] = model.beta[last], model.label[last]
         model.owner[row] = model.owner[last]
@@ -173,7 +186,7 @@ def _partner(model, opt, gamma, m, u):
     """The partner row of m (-1 if m has no candidate); model.work holds c_j = gamma ||z_m -
     z_j||^2 afterwards."""
     size, c, beta, label = model.size[0], model.work, model.beta, model.label
-    dot_products(model.points, m, model.points, model.cols, 0, size, c)
+    column_dots(model.points, m, model.ZT, size, c)
     sq = model.points.sq_norms
     count = 0
     for j in range(size):
@@ -259,6 +272,7 @@ def maintain(model, spec, opt, u, iteration, scale, log):
          model.owner[n])
     h = merged.h
     model.Z[m, :] = h * model.Z[m, :] + (1.0 - h) * model.Z[n, :]
+    model.ZT[:, m] = model.Z[m, :]
     sq = 0.0
     for k in range(model.Z.shape[1]):
         sq += model.Z[m, k] * model.Z[m, k]
