@@ -27,11 +27,11 @@ TAYLOR = tuple(1.0 / math.factorial(k) for k in range(14))  # 1/k!, k = 0 .. 13
 
 
 @njit(cache=True, fastmath={"contract"})
-def exp_of(x, out, bits, size):
-    """out[j] = exp(x[j]) for j < size (``bits``: int64 scratch of at least size)."""
+def exp_of(x, factor, out, bits, size):
+    """out[j] = exp(factor x[j]) for j < size; out is not x (``bits``: int64 scratch)."""
     c = TAYLOR
     for j in range(size):
-        v = min(max(x[j], LOW), HIGH)
+        v = min(max(factor * x[j], LOW), HIGH)
         n = math.floor(v * LOG2E + 0.5)
         r = (v - n * LN2_HI) - n * LN2_LO
         p = c[13] * r + c[12]
@@ -52,8 +52,8 @@ def exp_of(x, out, bits, size):
     for j in range(size):
         out[j] *= scale[j]
     for j in range(size):
-        if not LOW <= x[j] <= HIGH:
-            out[j] = math.exp(x[j])
+        if not LOW <= factor * x[j] <= HIGH:
+            out[j] = math.exp(factor * x[j])
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -79,7 +79,7 @@ def kernel_row(spec, X, i, ZT, sq_norms, size, dots, out, bits):
     if spec.kind == RBF:
         for j in range(size):
             dots[j] = rbf_exponent(spec.gamma, dots[j], sq, sq_norms[j])
-        exp_of(dots, out, bits, size)
+        exp_of(dots, 1.0, out, bits, size)
         return
     for j in range(size):
         out[j] = kernel_map(spec, dots[j], sq, sq_norms[j])
