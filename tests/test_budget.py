@@ -647,17 +647,6 @@ def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
             assert estimator.random_state == 3
 
 
-def test_the_partner_search_prunes_only_partners_that_cannot_win():
-    """wd_lower_bound is below the WD of every h (grid) for random pairs and distances."""
-    rng = np.random.default_rng(5)
-    grid = np.linspace(0.0, 1.0, 2001)
-    for _ in range(300):
-        b_m, b_n = rng.normal(size=2) * rng.uniform(0.01, 10.0, 2)
-        c = rng.exponential(5.0)
-        wd = [mg.merge_at(b_m, b_n, c, h).wd for h in grid]
-        assert bm.wd_lower_bound(b_m, b_n, c) <= min(wd)
-
-
 @pytest.mark.slow  # end to end: svmlab train into an MLflow store
 def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(store, tmp_path):
     import pandas as pd

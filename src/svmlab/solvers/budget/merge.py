@@ -154,12 +154,7 @@ def best_merge(beta_m, beta_n, c, eps, endpoint_check, table=None):
     """The merge of the golden-section position (h = 1/2 when beta_m + beta_n = 0; with a
     ``table`` of `h_table` (not empty), its h where 0 <= mr <= 1), or of an endpoint h in
     {0, 1} if that degrades less and ``endpoint_check`` is on."""
-    return best_merge_of(beta_m, beta_n, c, math.exp(-c), eps, endpoint_check, table)
-
-
-@njit(cache=True)
-def best_merge_of(beta_m, beta_n, c, kappa, eps, endpoint_check, table=None):
-    """`best_merge` given kappa = exp(-c) (the partner search takes a row of them at once)."""
+    kappa = math.exp(-c)
     h = position(beta_m, beta_n, kappa, table)
     if math.isnan(h):
         h = golden_section(c, beta_m / (beta_m + beta_n), eps).h

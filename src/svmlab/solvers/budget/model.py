@@ -32,7 +32,8 @@ from numba import njit
 
 from svmlab.numerics.kernels import PointSet, kernel_map, point_set, rbf_exponent
 from svmlab.solvers.budget.kernel_row import column_dots, exp_of, kernel_row
-from svmlab.solvers.budget.merge import best_merge, best_merge_of, checked, merge_of, position
+from svmlab.solvers.budget.merge import best_merge
+from svmlab.solvers.budget.partners import ROWS, best_partner
 
 MERGE, REMOVE = 0, 1
 MAINTENANCE = {"merge": MERGE, "remove": REMOVE}
@@ -54,7 +55,8 @@ class Model(NamedTuple):
     work: np.ndarray     # (capacity,) dot products, exponents or partner scores
     ZT: np.ndarray       # (n_features, capacity) Z's columns
     row: np.ndarray      # (capacity,) kernel values of the last decision's point, or kappa
-    scores: np.ndarray   # (4, capacity) scratch of a partner search
+    scores: np.ndarray   # (partners.ROWS, capacity) scratch of a partner search
+    index: np.ndarray    # (2, capacity) int64 scratch of a partner search
     bits: np.ndarray     # (capacity,) int64 scratch of `kernel_row.exp_of`
 
 
@@ -92,8 +94,8 @@ def new_model(n_train: int, n_features: int, capacity: int) -> Model:
     return Model(Z, point_set(Z), np.zeros(capacity), np.zeros(capacity, np.int8),
                  np.full(capacity, -1, np.int64), np.full(n_train, -1, np.int64),
                  np.zeros(1, np.int64), np.zeros(capacity),
-                 np.zeros((n_features, capacity)), np.zeros(capacity), np.zeros((4, capacity)),
-                 np.zeros(capacity, np.int64))
+                 np.zeros((n_features, capacity)), np.zeros(capacity), np.zeros((ROWS, capacity)),
+                 np.zeros((2, capacity), np.int64), np.zeros(capacity, np.int64))
 
 
 def new_log(rows: int) -> MergeLog:
@@ -186,86 +188,23 @@ def _candidate(beta, label, rule, m, j):
 @njit(cache=True)
 def _partner(model, opt, gamma, m, u):
     """The partner row of m (-1 if m has no candidate); model.work holds c_j = gamma ||z_m -
-    z_j||^2 afterwards, model.row kappa_j = exp(-c_j)."""
-    size, c, beta, label = model.size[0], model.work, model.beta, model.label
-    kappa, quarter = model.row, model.scores[0]
+    z_j||^2 afterwards."""
+    size, c, beta, label, idx = model.size[0], model.work, model.beta, model.label, model.index[0]
     column_dots(model.points, m, model.ZT, size, c)
     sq = model.points.sq_norms
     count = 0
     for j in range(size):
         c[j] = -rbf_exponent(gamma, c[j], sq[m], sq[j])
-        count += _candidate(beta, label, opt.rule, m, j)
+        if _candidate(beta, label, opt.rule, m, j):
+            idx[count] = j
+            count += 1
     if count == 0:
         return -1
     if opt.rule == RANDOM:
-        pick = min(int(u * count), count - 1)
-        for j in range(size):
-            if _candidate(beta, label, opt.rule, m, j):
-                if pick == 0:
-                    return j
-                pick -= 1
-    exp_of(c, -1.0, kappa, model.bits, size)  # every partner's exponentials, vectorised
-    if opt.table.shape[0] > 1:
-        return _best_tabulated(model, opt, m)
-    exp_of(c, -0.25, quarter, model.bits, size)
-    best, best_wd = -1, np.inf
-    for j in range(size):
-        if _candidate(beta, label, opt.rule, m, j) and _bound(
-                beta[m], beta[j], kappa[j], quarter[j]) < best_wd:
-            wd = best_merge_of(beta[m], beta[j], c[j], kappa[j], opt.eps_search,
-                               opt.endpoint_check, opt.table).wd
-            if wd < best_wd:
-                best, best_wd = j, wd
-    return best
-
-
-@njit(cache=True)
-def _best_tabulated(model, opt, m):
-    """The candidate of least WD (the first on ties) with h from the table: every candidate
-    scored, the exponentials of the merged point's two kernel values in vector passes (the
-    lower bound prunes next to nothing when beta_m is the smallest coefficient); pairs the table
-    does not cover (mr outside [0, 1]) by the golden-section search."""
-    size, c, kappa, beta, bits = model.size[0], model.work, model.row, model.beta, model.bits
-    h, exponent, near, far = model.scores
-    for j in range(size):
-        h[j] = position(beta[m], beta[j], kappa[j], opt.table)
-        at = 0.5 if math.isnan(h[j]) else h[j]
-        exponent[j] = c[j] * (1.0 - at) ** 2
-    exp_of(exponent, -1.0, near, bits, size)
-    for j in range(size):
-        at = 0.5 if math.isnan(h[j]) else h[j]
-        exponent[j] = c[j] * at * at
-    exp_of(exponent, -1.0, far, bits, size)
-    best, best_wd = -1, np.inf
-    for j in range(size):
-        if not _candidate(beta, model.label, opt.rule, m, j):
-            continue
-        if math.isnan(h[j]):
-            wd = best_merge_of(beta[m], beta[j], c[j], kappa[j], opt.eps_search,
-                               opt.endpoint_check).wd
-        else:
-            merged = merge_of(beta[m], beta[j], kappa[j], h[j], near[j], far[j])
-            wd = checked(beta[m], beta[j], kappa[j], merged, opt.endpoint_check).wd
-        if wd < best_wd:
-            best, best_wd = j, wd
-    return best
-
-
-@njit(cache=True)
-def wd_lower_bound(beta_m, beta_n, c):
-    """A lower bound of WD over every h, less a rounding margin: partners above the best WD so
-    far are skipped without a search. One of (1 - h)^2, h^2 is at least 1/4, so
-    |beta_z| <= max(|beta_m|, |beta_n|) + min(|beta_m|, |beta_n|) exp(-c / 4)."""
-    return _bound(beta_m, beta_n, math.exp(-c), math.exp(-0.25 * c))
-
-
-@njit(cache=True)
-def _bound(beta_m, beta_n, kappa, quarter):
-    """`wd_lower_bound` given kappa = exp(-c) and quarter = exp(-c / 4)."""
-    a, b = abs(beta_m), abs(beta_n)
-    top = max(a, b) + min(a, b) * quarter
-    scale = beta_m * beta_m + beta_n * beta_n
-    return scale + 2.0 * beta_m * beta_n * kappa - top * top - 1e-12 * scale
+        return idx[min(int(u * count), count - 1)]
+    exp_of(c, -1.0, model.row, model.bits, size)
+    return best_partner(beta, m, c, model.row, idx, count, opt.table, opt.eps_search,
+                        opt.endpoint_check, model.scores, model.index[1], model.bits)
 
 
 @njit(cache=True)
