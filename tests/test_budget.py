@@ -667,3 +667,41 @@ def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(store,
                                                       str(tmp_path)))
     assert (trace["merge_fraction"] * trace["iteration"].diff().fillna(trace["iteration"])
             ).sum() == pytest.approx(len(merges))
+
+
+# ---- the vectorised exponential and the lockstep search ------------------------------------------
+
+def test_exp_of_is_within_one_ulp_of_numpy_and_exact_at_the_edges():
+    from svmlab.solvers.budget.kernel_row import exp_of
+
+    rng = np.random.default_rng(7)
+    special = [0.0, -0.0, -708.0, 709.0, -708.5, 709.5, -745.2, -800.0, 710.0, -np.inf, np.inf]
+    x = np.concatenate([rng.uniform(-745.0, 0.0, 20_000), rng.uniform(-708.0, 709.0, 20_000),
+                        rng.uniform(-1.0, 0.0, 20_000), special, [np.nan]])
+    out, bits = np.empty_like(x), np.empty(len(x), np.int64)
+    exp_of(x, 1.0, out, bits, len(x))
+    with np.errstate(over="ignore"):
+        expected = np.exp(x)
+    finite = np.isfinite(expected) & (expected > 0.0)
+    assert np.all(np.abs(out - expected)[finite] <= np.spacing(expected[finite]))
+    np.testing.assert_array_equal(out[~finite], expected[~finite])  # 0, inf and NaN
+    assert out[len(x) - len(special) - 1] == 1.0  # exp(0)
+    quarter = np.empty_like(x)
+    exp_of(x, -0.25, quarter, bits, len(x))
+    exp_of(-0.25 * x, 1.0, out, bits, len(x))
+    np.testing.assert_array_equal(quarter, out)
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.001])
+def test_the_lockstep_search_takes_the_steps_of_the_scalar_search(eps):
+    from svmlab.solvers.budget.partners import ROWS, _golden
+
+    rng = np.random.default_rng(8)
+    size = 500
+    c = np.concatenate([rng.exponential(2.0, size - 3), [0.0, 5.0, 40.0]])
+    mr = np.concatenate([rng.uniform(-0.5, 1.5, size - 3), [0.3, 0.5, 0.9]])
+    work, bits = np.zeros((ROWS, size)), np.zeros(size, np.int64)
+    _golden(c, mr, size, eps, work[7:], work[5:7], work[3:5], bits)
+    h = 0.5 * (work[7] + work[8])
+    expected = np.array([mg.golden_section(c[k], mr[k], eps).h for k in range(size)])
+    np.testing.assert_array_equal(h, expected)
