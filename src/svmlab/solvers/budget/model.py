@@ -1,11 +1,11 @@
 r"""The budgeted kernel model f(x) = sum_j beta_j k(x, z_j) and its budget maintenance.
 
 The model holds at most B terms (B + 1 for a moment). Rows of Z are training points or merged
-points, kept as a dense `numerics.kernels.PointSet`, and as columns (Z^T), from which
+points, kept as a dense `numerics.kernels.PointSet` and as columns (Z^T), from which
 `kernel_row` takes a point's kernel values against every term; each row's squared norm and
-column are updated with the row. Each term has a label (its training point's, inherited by a merge from
-the first partner m) and an owner: the training index whose unmerged term the row holds, or -1
-for a merged point. In accumulate mode a step on a point that owns a row adds to that row
+column are updated with the row. Each term has a label (its training point's, inherited by a
+merge from the first partner m) and an owner: the training index whose unmerged term the row
+holds, or -1 for a merged point. In accumulate mode a step on a point that owns a row adds to that row
 instead of appending a twin, which makes a model with no merges exactly w(alpha).
 
 Maintenance (once per append that makes |M| = B + 1; spec 004, section 3):
