@@ -47,8 +47,8 @@ from bench_alm import DEFAULT_DATA, load, median_time
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import MinMaxScaler
 
-from svmlab.solvers.alm import SVMALM
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
+from svmlab.solvers.alm import SVMALM
 from svmlab.solvers.budget import BSCA, loops
 from svmlab.solvers.budget import model as bm
 from svmlab.solvers.budget.estimator import _csr_rows, _h_table
@@ -117,7 +117,7 @@ def bsca_cpu_rows(K, y, gamma: float, budget: int, repeats: int) -> list[tuple]:
         opt = bm.Options(budget, bm.MERGE, bm.SAME_LABEL, 0.01, 0.001, True, False,
                          _h_table() if search == "table" else np.empty((0, 0)))
 
-        def epoch():
+        def epoch(stats=stats, opt=opt):
             stats[:] = 0.0
             loops.bsca_epoch(points, y, qdiag, np.zeros(n), 1.0, bm.new_model(n, K.shape[1],
                              budget + 1), spec, opt, order, np.zeros(n), 0, 0.0, stats,
