@@ -17,7 +17,7 @@ from numba import njit
 from svmlab.solvers.budget.kernel_row import exp_of
 from svmlab.solvers.budget.merge import GOLDEN, checked, merge_of, position
 
-ROWS = 16  # rows of the float scratch `best_partner` takes
+ROWS = 15  # rows of the float scratch `best_partner` takes
 
 
 @njit(cache=True)
