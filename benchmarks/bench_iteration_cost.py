@@ -20,10 +20,14 @@ overhead enters it:
   1/n share of X @ w and X.T @ u.
 Linear families run on a9a's training file; kernel families on its first --kernel-rows rows
 (min-max scaled, gamma = 1 / d), to keep the run short. Iteration times are the solver's own
-clock (fit_time_s_, numba compiled beforehand) divided by its iterations.
+clock (fit_time_s_, numba compiled beforehand) divided by its iterations. With --cpu-time, BSCA
+is also timed by the thread's CPU time: its compiled epoch as `fit` calls it (the same steps)
+and the floor's block, so that the ratio holds on a loaded machine, where wall times of both
+sides stretch at random.
 
     python benchmarks/bench_iteration_cost.py [--data-dir ../shared/data/libsvm] [--repeats 3]
                                               [--kernel-rows 5000] [--families fw pegasos]
+                                              [--cpu-time]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # noqa: E402 (before numpy i
 
 import argparse
 import statistics
+import time
 import warnings
 from pathlib import Path
 
@@ -42,8 +47,11 @@ from bench_alm import DEFAULT_DATA, load, median_time
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import MinMaxScaler
 
+from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
 from svmlab.solvers.alm import SVMALM
-from svmlab.solvers.budget import BSCA
+from svmlab.solvers.budget import BSCA, loops
+from svmlab.solvers.budget import model as bm
+from svmlab.solvers.budget.estimator import _csr_rows, _h_table
 from svmlab.solvers.frank_wolfe import FrankWolfe
 from svmlab.solvers.l1_newton import L1NewtonSVM
 from svmlab.solvers.nesvm import NESVM
@@ -80,6 +88,48 @@ def rbf_value_cost(A, B, gamma: float, repeats: int) -> float:
     return timed(block, repeats) / (A.shape[0] * B.shape[0])
 
 
+def cpu_seconds(fn, repeats: int) -> list[float]:
+    """Thread CPU seconds of each of ``repeats`` calls of fn, after one call that compiles."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time()
+        fn()
+        times.append(time.thread_time() - start)
+    return times
+
+
+def bsca_cpu_rows(K, y, gamma: float, budget: int, repeats: int) -> list[tuple]:
+    """Report rows of BSCA's epoch (C = 1, seed 0's order) by thread CPU time, both searches,
+    against the floor's block by thread CPU time."""
+    A, Z = K[:BLOCK], K[:budget]
+    a2, z2 = (A * A).sum(1), (Z * Z).sum(1)
+    block = cpu_seconds(lambda: np.exp(-gamma * (a2[:, None] + z2[None, :] - 2.0 * (A @ Z.T))),
+                        max(repeats, 7))
+    value = statistics.median(block) / (BLOCK * budget)
+    n, spec = len(y), kernel_spec("rbf", gamma)
+    points = point_set(_csr_rows(K))
+    qdiag = self_kernel(spec, points)
+    order = np.random.RandomState(0).permutation(n).astype(np.int64)
+    rows = []
+    for search in ("golden", "table"):
+        stats = np.zeros(len(loops.STAT_NAMES))
+        opt = bm.Options(budget, bm.MERGE, bm.SAME_LABEL, 0.01, 0.001, True, False,
+                         _h_table() if search == "table" else np.empty((0, 0)))
+
+        def epoch(stats=stats, opt=opt):
+            stats[:] = 0.0
+            loops.bsca_epoch(points, y, qdiag, np.zeros(n), 1.0, bm.new_model(n, K.shape[1],
+                             budget + 1), spec, opt, order, np.zeros(n), 0, 0.0, stats,
+                             bm.new_log(0))
+
+        seconds = statistics.median(cpu_seconds(epoch, repeats)) / n
+        merges = stats[loops.MERGES] / n
+        rows.append((f"BSCA {search} CPU", seconds, (1 + merges) * budget * value,
+                     f"(1 + {merges:.2f} merges) x B = {budget} kernel values, thread CPU time"))
+    return rows
+
+
 def linear_floors(X, repeats: int) -> dict[str, float]:
     """Seconds of X @ w and X.T @ u."""
     rng = np.random.default_rng(0)
@@ -88,9 +138,9 @@ def linear_floors(X, repeats: int) -> dict[str, float]:
 
 
 def report(rows: list[tuple[str, float, float, str]]) -> None:
-    print(f"\n{'family':<12}{'s/iteration':>13}{'floor s':>12}{'ratio':>8}  floor")
+    print(f"\n{'family':<16}{'s/iteration':>13}{'floor s':>12}{'ratio':>8}  floor")
     for family, seconds, floor, what in rows:
-        print(f"{family:<12}{seconds:13.3e}{floor:12.3e}{seconds / floor:8.2f}  {what}")
+        print(f"{family:<16}{seconds:13.3e}{floor:12.3e}{seconds / floor:8.2f}  {what}")
 
 
 def main():
@@ -99,6 +149,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernel-rows", type=int, default=5000)
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=FAMILIES)
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="also time BSCA's epoch and its floor by thread CPU time")
     args = parser.parse_args()
     run = set(args.families)
     r = args.repeats
@@ -152,6 +204,8 @@ def main():
             rows.append((f"BSCA {search}", seconds, (1 + merges) * budget * value,
                          f"(1 + {merges:.2f} merges) x B = {budget} kernel values; "
                          f"{100 * merging:.0f} % of the fit merging"))
+        if args.cpu_time:
+            rows += bsca_cpu_rows(K, yk, gamma, budget, r)
 
     if "pegasos" in run:
         seconds, _ = per_iteration(Pegasos(C=1.0, epochs=1, tol=0.0, random_state=0), X, y, r)

@@ -320,7 +320,7 @@ def crafted_model(labels, betas, points):
     """A model holding the given terms (row j: label, beta, point), for one maintenance."""
     model = bm.new_model(len(labels), 2, len(labels))
     for j, (label, beta, point) in enumerate(zip(labels, betas, points)):
-        model.Z[j] = point
+        model.Z[j] = model.ZT[:, j] = point
         model.points.sq_norms[j] = point @ point
         model.beta[j], model.label[j] = beta, label
     model.size[0] = len(labels)
@@ -647,17 +647,6 @@ def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
             assert estimator.random_state == 3
 
 
-def test_the_partner_search_prunes_only_partners_that_cannot_win():
-    """wd_lower_bound is below the WD of every h (grid) for random pairs and distances."""
-    rng = np.random.default_rng(5)
-    grid = np.linspace(0.0, 1.0, 2001)
-    for _ in range(300):
-        b_m, b_n = rng.normal(size=2) * rng.uniform(0.01, 10.0, 2)
-        c = rng.exponential(5.0)
-        wd = [mg.merge_at(b_m, b_n, c, h).wd for h in grid]
-        assert bm.wd_lower_bound(b_m, b_n, c) <= min(wd)
-
-
 @pytest.mark.slow  # end to end: svmlab train into an MLflow store
 def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(store, tmp_path):
     import pandas as pd
@@ -678,3 +667,41 @@ def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(store,
                                                       str(tmp_path)))
     assert (trace["merge_fraction"] * trace["iteration"].diff().fillna(trace["iteration"])
             ).sum() == pytest.approx(len(merges))
+
+
+# ---- the vectorised exponential and the lockstep search ------------------------------------------
+
+def test_exp_of_is_within_one_ulp_of_numpy_and_exact_at_the_edges():
+    from svmlab.solvers.budget.kernel_row import exp_of
+
+    rng = np.random.default_rng(7)
+    special = [0.0, -0.0, -708.0, 709.0, -708.5, 709.5, -745.2, -800.0, 710.0, -np.inf, np.inf]
+    x = np.concatenate([rng.uniform(-745.0, 0.0, 20_000), rng.uniform(-708.0, 709.0, 20_000),
+                        rng.uniform(-1.0, 0.0, 20_000), special, [np.nan]])
+    out, bits = np.empty_like(x), np.empty(len(x), np.int64)
+    exp_of(x, 1.0, out, bits, len(x))
+    with np.errstate(over="ignore"):
+        expected = np.exp(x)
+    finite = np.isfinite(expected) & (expected > 0.0)
+    assert np.all(np.abs(out[finite] - expected[finite]) <= np.spacing(expected[finite]))
+    np.testing.assert_array_equal(out[~finite], expected[~finite])  # 0, inf and NaN
+    assert out[len(x) - len(special) - 1] == 1.0  # exp(0)
+    quarter = np.empty_like(x)
+    exp_of(x, -0.25, quarter, bits, len(x))
+    exp_of(-0.25 * x, 1.0, out, bits, len(x))
+    np.testing.assert_array_equal(quarter, out)
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.001])
+def test_the_lockstep_search_takes_the_steps_of_the_scalar_search(eps):
+    from svmlab.solvers.budget.partners import ROWS, _golden
+
+    rng = np.random.default_rng(8)
+    size = 500
+    c = np.concatenate([rng.exponential(2.0, size - 3), [0.0, 5.0, 40.0]])
+    mr = np.concatenate([rng.uniform(-0.5, 1.5, size - 3), [0.3, 0.5, 0.9]])
+    work, bits = np.zeros((ROWS, size)), np.zeros(size, np.int64)
+    _golden(c, mr, size, eps, work[7:], work[5:7], work[3:5], bits)
+    h = 0.5 * (work[7] + work[8])
+    expected = np.array([mg.golden_section(c[k], mr[k], eps).h for k in range(size)])
+    np.testing.assert_array_equal(h, expected)

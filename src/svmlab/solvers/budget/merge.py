@@ -113,14 +113,14 @@ def h_table(size):
 def tabulated_h(table, mr, kappa):
     """h at (mr, kappa) in [0, 1]^2, bilinear between the table's nodes; for mr > 1/2 by the
     symmetry h(mr) = 1 - h(1 - mr)."""
-    if mr > 0.5:
-        return 1.0 - tabulated_h(table, 1.0 - mr, kappa)
+    upper = mr > 0.5
     last = table.shape[0] - 1
-    x, y = 2.0 * mr * last, kappa * last
+    x, y = 2.0 * (1.0 - mr if upper else mr) * last, kappa * last
     i, j = min(int(x), last - 1), min(int(y), last - 1)
     fx, fy = x - i, y - j
-    return ((1.0 - fx) * ((1.0 - fy) * table[i, j] + fy * table[i, j + 1])
-            + fx * ((1.0 - fy) * table[i + 1, j] + fy * table[i + 1, j + 1]))
+    h = ((1.0 - fx) * ((1.0 - fy) * table[i, j] + fy * table[i, j + 1])
+         + fx * ((1.0 - fy) * table[i + 1, j] + fy * table[i + 1, j + 1]))
+    return 1.0 - h if upper else h
 
 
 @njit(cache=True)
@@ -134,11 +134,16 @@ def _merge(beta_m, beta_n, c, kappa, h):
     """The merge at position h, given kappa = exp(-c): the endpoints take no exponential
     (k(z_m, z) and k(z_n, z) are then kappa and 1, bit for bit what exp gives)."""
     if h == 0.0:
-        near, far = kappa, 1.0
-    elif h == 1.0:
-        near, far = 1.0, kappa
-    else:
-        near, far = math.exp(-c * (1.0 - h) ** 2), math.exp(-c * h * h)
+        return merge_of(beta_m, beta_n, kappa, h, kappa, 1.0)
+    if h == 1.0:
+        return merge_of(beta_m, beta_n, kappa, h, 1.0, kappa)
+    return merge_of(beta_m, beta_n, kappa, h, math.exp(-c * (1.0 - h) ** 2),
+                    math.exp(-c * h * h))
+
+
+@njit(cache=True)
+def merge_of(beta_m, beta_n, kappa, h, near, far):
+    """The merge at position h given near = k(z_m, z) and far = k(z_n, z)."""
     beta_z = beta_m * near + beta_n * far
     wd = beta_m * beta_m + beta_n * beta_n + 2.0 * beta_m * beta_n * kappa - beta_z * beta_z
     return Merge(h, beta_z, wd)
@@ -149,17 +154,32 @@ def best_merge(beta_m, beta_n, c, eps, endpoint_check, table=None):
     """The merge of the golden-section position (h = 1/2 when beta_m + beta_n = 0; with a
     ``table`` of `h_table` (not empty), its h where 0 <= mr <= 1), or of an endpoint h in
     {0, 1} if that degrades less and ``endpoint_check`` is on."""
-    total, kappa = beta_m + beta_n, math.exp(-c)
+    kappa = math.exp(-c)
+    h = position(beta_m, beta_n, kappa, table)
+    if math.isnan(h):
+        h = golden_section(c, beta_m / (beta_m + beta_n), eps).h
+    return checked(beta_m, beta_n, kappa, _merge(beta_m, beta_n, c, kappa, h), endpoint_check)
+
+
+@njit(cache=True)
+def position(beta_m, beta_n, kappa, table=None):
+    """The merge's h where no search is needed: 1/2 when beta_m + beta_n = 0, the table's h
+    (a ``table`` not empty) where 0 <= mr <= 1; NaN elsewhere (a golden-section search)."""
+    total = beta_m + beta_n
     if total == 0.0:
-        h = 0.5
-    elif table is not None and table.shape[0] > 1 and 0.0 <= beta_m / total <= 1.0:
-        h = tabulated_h(table, beta_m / total, kappa)
-    else:
-        h = golden_section(c, beta_m / total, eps).h
-    best = _merge(beta_m, beta_n, c, kappa, h)
-    if endpoint_check:
-        for end in (0.0, 1.0):
-            other = _merge(beta_m, beta_n, c, kappa, end)
-            if other.wd < best.wd:
-                best = other
-    return best
+        return 0.5
+    if table is not None and table.shape[0] > 1 and 0.0 <= beta_m / total <= 1.0:
+        return tabulated_h(table, beta_m / total, kappa)
+    return math.nan
+
+
+@njit(cache=True)
+def checked(beta_m, beta_n, kappa, best, endpoint_check):
+    """``best``, or the merge at an endpoint h in {0, 1} if that degrades less and
+    ``endpoint_check`` is on."""
+    if not endpoint_check:
+        return best
+    low = merge_of(beta_m, beta_n, kappa, 0.0, kappa, 1.0)
+    best = low if low.wd < best.wd else best
+    high = merge_of(beta_m, beta_n, kappa, 1.0, 1.0, kappa)
+    return high if high.wd < best.wd else best

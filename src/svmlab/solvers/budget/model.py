@@ -1,11 +1,11 @@
 r"""The budgeted kernel model f(x) = sum_j beta_j k(x, z_j) and its budget maintenance.
 
 The model holds at most B terms (B + 1 for a moment). Rows of Z are training points or merged
-points, kept as a dense `numerics.kernels.PointSet` so that kernel values between training rows
-(dense or CSR) and model rows come from the shared kernel code; each row's squared norm is
-updated with the row. Each term has a label (its training point's, inherited by a merge from
-the first partner m) and an owner: the training index whose unmerged term the row holds, or -1
-for a merged point. In accumulate mode a step on a point that owns a row adds to that row
+points, kept as a dense `numerics.kernels.PointSet` and as columns (Z^T), from which
+`kernel_row` takes a point's kernel values against every term; each row's squared norm and
+column are updated with the row. Each term has a label (its training point's, inherited by a
+merge from the first partner m) and an owner: the training index whose unmerged term the row
+holds, or -1 for a merged point. In accumulate mode a step on a point that owns a row adds to that row
 instead of appending a twin, which makes a model with no merges exactly w(alpha).
 
 Maintenance (once per append that makes |M| = B + 1; spec 004, section 3):
@@ -30,9 +30,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from svmlab.numerics.kernels import (PointSet, dot_products, kernel_map, kernel_values,
-                                     point_set, rbf_exponent)
+from svmlab.numerics.kernels import PointSet, kernel_map, point_set, rbf_exponent
+from svmlab.solvers.budget.kernel_row import column_dots, exp_of, kernel_row
 from svmlab.solvers.budget.merge import best_merge
+from svmlab.solvers.budget.partners import ROWS, best_partner
 
 MERGE, REMOVE = 0, 1
 MAINTENANCE = {"merge": MERGE, "remove": REMOVE}
@@ -51,8 +52,12 @@ class Model(NamedTuple):
     owner: np.ndarray    # (capacity,) training index whose unmerged term the row holds, or -1
     slot_of: np.ndarray  # (n_train,) row of training point i's unmerged term, or -1
     size: np.ndarray     # int64[1]: number of terms
-    cols: np.ndarray     # arange(capacity): column list of kernel requests
-    work: np.ndarray     # (capacity,) kernel values or dot products
+    work: np.ndarray     # (capacity,) dot products, exponents or partner scores
+    ZT: np.ndarray       # (n_features, capacity) Z's columns
+    row: np.ndarray      # (capacity,) kernel values of the last decision's point, or kappa
+    scores: np.ndarray   # (partners.ROWS, capacity) scratch of a partner search
+    index: np.ndarray    # (2, capacity) int64 scratch of a partner search
+    bits: np.ndarray     # (capacity,) int64 scratch of `kernel_row.exp_of`
 
 
 class Options(NamedTuple):
@@ -88,7 +93,9 @@ def new_model(n_train: int, n_features: int, capacity: int) -> Model:
     Z = np.zeros((capacity, n_features))
     return Model(Z, point_set(Z), np.zeros(capacity), np.zeros(capacity, np.int8),
                  np.full(capacity, -1, np.int64), np.full(n_train, -1, np.int64),
-                 np.zeros(1, np.int64), np.arange(capacity, dtype=np.int64), np.zeros(capacity))
+                 np.zeros(1, np.int64), np.zeros(capacity),
+                 np.zeros((n_features, capacity)), np.zeros(capacity), np.zeros((ROWS, capacity)),
+                 np.zeros((2, capacity), np.int64), np.zeros(capacity, np.int64))
 
 
 def new_log(rows: int) -> MergeLog:
@@ -99,10 +106,17 @@ def new_log(rows: int) -> MergeLog:
 def decision(spec, X, i, model):
     """f(x_i) = sum_j beta_j k(x_i, z_j) for row i of the PointSet X."""
     size = model.size[0]
-    kernel_values(spec, X, i, model.points, model.cols, 0, size, model.work)
+    kernel_row(spec, X, i, model.ZT, model.points.sq_norms, size, model.work, model.row,
+               model.bits)
+    return _weighted_sum(model.beta, model.row, size)
+
+
+@njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
+def _weighted_sum(beta, values, size):
+    """sum_j beta_j values_j for j < size (reassociated, so that it vectorises)."""
     f = 0.0
     for j in range(size):
-        f += model.beta[j] * model.work[j]
+        f += beta[j] * values[j]
     return f
 
 
@@ -125,8 +139,10 @@ def add_term(model, X, i, coef, label, accumulate):
     row = model.size[0]
     rows = X.rows
     model.Z[row, :] = 0.0
+    model.ZT[:, row] = 0.0
     for k in range(rows.indptr[i], rows.indptr[i + 1]):
-        model.Z[row, k - rows.indptr[i] if rows.dense else rows.indices[k]] = rows.data[k]
+        feature = k - rows.indptr[i] if rows.dense else rows.indices[k]
+        model.Z[row, feature] = model.ZT[feature, row] = rows.data[k]
     model.points.sq_norms[row] = X.sq_norms[i]
     model.beta[row], model.label[row], model.owner[row] = coef, label, i
     model.slot_of[i] = row
@@ -149,6 +165,7 @@ def _delete(model, row):
     last = model.size[0] - 1
     if row != last:
         model.Z[row, :] = model.Z[last, :]
+        model.ZT[:, row] = model.ZT[:, last]
         model.points.sq_norms[row] = model.points.sq_norms[last]
         model.beta[row], model.label[row] = model.beta[last], model.label[last]
         model.owner[row] = model.owner[last]
@@ -172,42 +189,22 @@ def _candidate(beta, label, rule, m, j):
 def _partner(model, opt, gamma, m, u):
     """The partner row of m (-1 if m has no candidate); model.work holds c_j = gamma ||z_m -
     z_j||^2 afterwards."""
-    size, c, beta, label = model.size[0], model.work, model.beta, model.label
-    dot_products(model.points, m, model.points, model.cols, 0, size, c)
+    size, c, beta, label, idx = model.size[0], model.work, model.beta, model.label, model.index[0]
+    column_dots(model.points, m, model.ZT, size, c)
     sq = model.points.sq_norms
     count = 0
     for j in range(size):
         c[j] = -rbf_exponent(gamma, c[j], sq[m], sq[j])
-        count += _candidate(beta, label, opt.rule, m, j)
+        if _candidate(beta, label, opt.rule, m, j):
+            idx[count] = j
+            count += 1
     if count == 0:
         return -1
     if opt.rule == RANDOM:
-        pick = min(int(u * count), count - 1)
-        for j in range(size):
-            if _candidate(beta, label, opt.rule, m, j):
-                if pick == 0:
-                    return j
-                pick -= 1
-    best, best_wd = -1, np.inf
-    for j in range(size):
-        if _candidate(beta, label, opt.rule, m, j) and wd_lower_bound(
-                beta[m], beta[j], c[j]) < best_wd:
-            wd = best_merge(beta[m], beta[j], c[j], opt.eps_search, opt.endpoint_check,
-                            opt.table).wd
-            if wd < best_wd:
-                best, best_wd = j, wd
-    return best
-
-
-@njit(cache=True)
-def wd_lower_bound(beta_m, beta_n, c):
-    """A lower bound of WD over every h, less a rounding margin: partners above the best WD so
-    far are skipped without a search. One of (1 - h)^2, h^2 is at least 1/4, so
-    |beta_z| <= max(|beta_m|, |beta_n|) + min(|beta_m|, |beta_n|) exp(-c / 4)."""
-    a, b = abs(beta_m), abs(beta_n)
-    top = max(a, b) + min(a, b) * math.exp(-0.25 * c)
-    scale = beta_m * beta_m + beta_n * beta_n
-    return scale + 2.0 * beta_m * beta_n * math.exp(-c) - top * top - 1e-12 * scale
+        return idx[min(int(u * count), count - 1)]
+    exp_of(c, -1.0, model.row, model.bits, size)
+    return best_partner(beta, m, c, model.row, idx, count, opt.table, opt.eps_search,
+                        opt.endpoint_check, model.scores, model.index[1], model.bits)
 
 
 @njit(cache=True)
@@ -259,6 +256,7 @@ def maintain(model, spec, opt, u, iteration, scale, log):
          model.owner[n])
     h = merged.h
     model.Z[m, :] = h * model.Z[m, :] + (1.0 - h) * model.Z[n, :]
+    model.ZT[:, m] = model.Z[m, :]
     sq = 0.0
     for k in range(model.Z.shape[1]):
         sq += model.Z[m, k] * model.Z[m, k]
