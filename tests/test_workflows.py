@@ -2,6 +2,7 @@
 and unknown names fail clearly; claims are judged as stated; a workflow runs end to end into a
 temporary store, and one interrupted or missing a run is completed by running it again."""
 
+import math
 import os
 import signal
 import subprocess
@@ -79,7 +80,9 @@ def test_the_medium_scale_keeps_the_papers_solvers_and_datasets_or_says_why_and_
                      for scale in ("medium", "paper"))
     description = yaml.safe_load(workflow.path.read_text())["scales"]["medium"]["description"]
     left_out = swept(paper) - swept(medium)  # only where the description says why
-    assert swept(medium) <= swept(paper) and len(medium) <= len(paper)
+    # no more runs per seed than the paper scale: more seeds only where a claim needs 6 blocks
+    per_seed = [len(batch) / len(distinct(batch, "seed")) for batch in (medium, paper)]
+    assert swept(medium) <= swept(paper) and per_seed[0] <= per_seed[1]
     assert all(f"{d} is left out" in description for d in left_out), left_out
     assert f"({len(medium)} runs" in description
 
@@ -440,3 +443,29 @@ def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store
     assert ("workflow shootout has no finished run at scale quick in sqlite:///"
             in err) and "run 'svmlab workflow shootout --scale quick'" in err
     assert cli.main(["workflow", "table", "fw_papr", *uri]) == 2
+
+
+def distinct(batch: list[list[str]], key: str) -> set[str]:
+    """The values a block key takes among a sweep's jobs (a problem names its dataset)."""
+    names = ("dataset", "bsca_problem") if key == "dataset" else (key,)
+    return {o.split("=", 1)[1].removesuffix("_split") for job in batch for o in job
+            if o.split("=")[0].lstrip("+") in names}
+
+
+@pytest.mark.parametrize("name", spec.names())
+def test_every_decidable_claim_at_medium_scale_can_reach_its_confidence(name):
+    """A claim's blocks are the values its free block keys (those its sides do not fix) take in
+    the sweep: at medium scale there must be enough of them for the signed-rank interval to
+    attain the claims' confidence (6 for 95 %), or no verdict could be decided."""
+    workflow = spec.load(name)
+    batch = jobs(sweep_arguments(workflow, "medium", "sqlite:///x.db"))
+    fewest = claims.signed_rank_blocks()
+    short = []
+    for claim in workflow.claims:
+        if claim.untestable:
+            continue
+        blocks = math.prod(max(1, len(distinct(batch, key))) for key in claim.blocks
+                           if key not in claim.value)
+        if blocks < fewest:
+            short.append((claim.claim, blocks))
+    assert not short, f"fewer than {fewest} blocks at medium scale: {short}"
