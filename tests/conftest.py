@@ -167,9 +167,30 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The slow tests first, in their order, then the rest: pytest-xdist's workers start the
-    longest tests early and the short ones fill in at the end, so the workers end together."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Each pytest-xdist worker starts with its share of the slow tests, then the rest.
+
+    pytest-xdist's worksteal scheduler gives worker i the i-th of n consecutive, equal slices of
+    the collection and lets an idle worker take the tail of a busy one's queue. Slow tests all
+    at the front would land in the first slice, one after another on one worker; here each
+    module's slow tests (which may share a module's server) go to the slice with the fewest so
+    far, each slice opens with its own, and the short tests fill every slice's tail, which is
+    what a worker that ran out takes over."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    modules: dict[str, list] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    shares: list[list] = [[] for _ in range(workers)]
+    for module in sorted(modules.values(), key=len, reverse=True):
+        min(shares, key=len).extend(module)
+    rest = [item for item in items if not item.get_closest_marker("slow")]
+    ordered = []
+    for i, share in enumerate(shares):
+        size = (len(items) - len(ordered)) // (workers - i)  # the scheduler's split
+        taken = max(0, size - len(share))
+        ordered += share + rest[:taken]
+        rest = rest[taken:]
+    items[:] = ordered + rest
 
 
 def pytest_configure(config):
