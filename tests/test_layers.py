@@ -86,7 +86,7 @@ ALLOWED_SVMLAB = {
     "lifecycle": {"errors", "masking"},
     "masking": set(),
     "recording": {"recording", "tracking", "estimator", "data", "lifecycle", "errors",
-                  "masking"},
+                  "masking", ""},  # "": the package itself (its version and source folder)
 }
 
 MODULES = list(_modules())

@@ -362,8 +362,8 @@ def run_trial(setup: Setup, trial) -> float:
 
     from svmlab.app.config.schema import build_estimator
     from svmlab.app.config.search_space import suggest
-    from svmlab.app.train import RunContext, config_record
     from svmlab.lifecycle import this_process
+    from svmlab.recording.config import config_record
     from svmlab.recording.run import open_run
     from svmlab.tracking.study import (PRUNED_AT_TAG, PRUNED_FOLD_TAG, PRUNED_ITERATION_TAG,
                                        STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG)
@@ -376,22 +376,19 @@ def run_trial(setup: Setup, trial) -> float:
     cfg, choices = setup.trial_config(values)
     estimator = build_estimator(cfg)
     metric, data = setup.args.metric, setup.dataset
-    context = RunContext(choices=choices, overrides=setup.trial_overrides(values),
-                         parent_run_id=setup.parent_run_id)
-    record = config_record(cfg, context, estimator)
-    record["tags"] |= {ROLE_TAG: "trial", STUDY_TAG: setup.name, TRIAL_TAG: trial.number}
+    tree = OmegaConf.to_container(cfg, resolve=True)
+    record = config_record(tree, setup.trial_overrides(values),
+                           choices.get("solver") or type(estimator).__name__)
+    record.tags |= {ROLE_TAG: "trial", STUDY_TAG: setup.name, TRIAL_TAG: trial.number}
     scores, pruned = [], {}
-    tracking = cfg.tracking
-    with open_run(tracking.uri, tracking.experiment, f"{setup.name}-trial{trial.number}",
-                  setup.parent_run_id, tracking.wait_s) as recording:
+    with open_run(tree["tracking"], f"{setup.name}-trial{trial.number}", record, data,
+                  setup.parent_run_id) as recording:
         trial.set_user_attr(RUN_ATTR, recording.run_id)
-        recording.log_config(**record)
-        recording.log_dataset(data)
         gaps = {}
         for k, (_, valid) in enumerate(setup.folds):
             fold, metrics, reports, iteration = fit_fold(setup, trial, recording, estimator, k)
             for step, value in reports:
-                recording.tracker.log_metrics({f"checkpoint_{metric}": value}, step=step)
+                recording.log({f"checkpoint_{metric}": value}, step)
             if fold is None:
                 pruned = {PRUNED_AT_TAG: reports[-1][0], PRUNED_FOLD_TAG: k,
                           PRUNED_ITERATION_TAG: iteration}
@@ -400,19 +397,18 @@ def run_trial(setup: Setup, trial) -> float:
             for name, value in metrics.items():
                 if (parsed := parse_metric(name)) and parsed.kind == "rel_gap":
                     gaps.setdefault(name, []).append(value)
-            recording.tracker.log_metrics({f"cv_{metric}": scores[-1]}, step=k)
+            recording.log({f"cv_{metric}": scores[-1]}, k)
             step = (k + 1) * CHECKPOINTS - 1  # the fold's end: after its checkpoints
             trial.report(float(np.mean(scores)), step)
             if k < len(setup.folds) - 1 and trial.should_prune():
                 pruned = {PRUNED_AT_TAG: step, PRUNED_FOLD_TAG: k}
                 break
-        recording.tracker.set_tags(pruned | {TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"})
         score = float(np.mean(scores)) if scores else float("nan")
-        if scores:
-            recording.tracker.log_metrics(
-                {f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
-                 "n_folds": len(scores)} | {f"max_{n}": max(v) for n, v in gaps.items()},
-                step=len(scores) - 1)
+        summary = ({f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
+                    "n_folds": len(scores)} | {f"max_{n}": max(v) for n, v in gaps.items()}
+                   if scores else {})
+        recording.log(summary, len(scores) - 1,
+                      pruned | {TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"})
     shown = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                       for k, v in values.items())
     where = (f"in fold {pruned[PRUNED_FOLD_TAG] + 1} at iteration {pruned[PRUNED_ITERATION_TAG]}"
