@@ -12,6 +12,7 @@ processes needs only the entry point, and starts its first job sooner.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -104,8 +105,7 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     estimator = checked_estimator(cfg, context.choices.get("dataset"))
     from svmlab import data
     from svmlab.recording.config import config_record, prelude, run_name
-    from svmlab.recording.results import certified_line
-    from svmlab.recording.run import open_run, timed
+    from svmlab.recording.run import finished_lines, timed, train
 
     tree = OmegaConf.to_container(cfg, resolve=True)
     tracking = tree["tracking"]
@@ -119,25 +119,15 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
         with timed(context.phases, "store"):
             prelude(tracking)
-    with open_run(tracking, context.run_name, record, dataset, context.parent_run_id,
-                  context.phases, context.shared) as recording:
-        context.run_id = recording.run_id
-        compile_s = recording.fit(
-            estimator, dataset.X_train, dataset.y_train, (dataset.X_test, dataset.y_test),
-            compile_lock=sweep.state_dir(context.sweep_dir) / "compile.lock"
-            if context.sweep_dir else None, launcher=context.launcher)
-        context.metrics = metrics = recording.log_fit(estimator, dataset, compile_s,
-                                                      model=tracking["log_model"],
-                                                      figure=tracking["log_figure"])
-
+    recording, context.metrics = train(
+        tracking, context.run_name, record, estimator, dataset, context.parent_run_id,
+        context.phases, context.shared, launcher=context.launcher,
+        compile_lock=context.shared / "compile.lock" if context.shared else None,
+        opened=functools.partial(setattr, context, "run_id"))
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
-        print(f"run {recording.run_id} FINISHED: {context.run_name}  "
-              f"test_accuracy={metrics['test_accuracy']:.4f}  fit_time_s={metrics['fit_time_s']:.3f}"
-              f"  n_iter={estimator.n_iter_}")
-        print(certified_line(estimator))
-        print(recording.tracker.ui_line)
         from svmlab.app.runs import next_line
 
+        print("\n".join(finished_lines(recording, context.run_name, context.metrics, estimator)))
         print(next_line(tracking["uri"], tracking["experiment"]))
     return recording.run_id
 

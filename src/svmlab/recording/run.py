@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from svmlab.lifecycle import run_interruptibly
-from svmlab.recording.results import fit_record, trace_record
+from svmlab.recording.results import certified_line, fit_record, trace_record
 from svmlab.recording.warm_up import warm_up
 from svmlab.tracking.record import TRACE_ARTIFACT, RunRecord, final_points
 from svmlab.tracking.tracker import Tracker
@@ -117,3 +117,32 @@ class Recording:
         with timed(self.phases, "store"):
             self.tracker.write(RunRecord(tags=tags or {},
                                          metrics=final_points(metrics or {}, step)))
+
+
+def train(tracking: dict, run_name: str, config: RunRecord, estimator, dataset,
+          parent_run_id: str | None = None, phases: dict | None = None,
+          shared: Path | None = None, compile_lock: Path | None = None,
+          launcher: dict | None = None, opened=None) -> tuple[Recording, dict[str, float]]:
+    """A training run (``svmlab train``, a sweep's job, a study's refit): the run opened with
+    its config and dataset (``open_run``), the fit on the training set (the test set traced
+    where the solver can), its record with the model and figure the tracking section asks
+    for; the Recording and the metrics. ``opened`` is told the run's id as soon as it exists."""
+    with open_run(tracking, run_name, config, dataset, parent_run_id, phases,
+                  shared) as recording:
+        if opened is not None:
+            opened(recording.run_id)
+        compile_s = recording.fit(estimator, dataset.X_train, dataset.y_train,
+                                  (dataset.X_test, dataset.y_test), compile_lock=compile_lock,
+                                  launcher=launcher)
+        metrics = recording.log_fit(estimator, dataset, compile_s, model=tracking["log_model"],
+                                    figure=tracking["log_figure"])
+    return recording, metrics
+
+
+def finished_lines(recording: Recording, run_name: str, metrics: dict, estimator) -> list[str]:
+    """What a finished training run says of itself: its line, its certified line, and where
+    the UI shows it."""
+    return [f"run {recording.run_id} FINISHED: {run_name}  "
+            f"test_accuracy={metrics['test_accuracy']:.4f}  "
+            f"fit_time_s={metrics['fit_time_s']:.3f}  n_iter={estimator.n_iter_}",
+            certified_line(estimator), recording.tracker.ui_line]
