@@ -150,3 +150,47 @@ def test_runs_record_the_same_names_and_values_as_the_kept_record(recorded):
     for name in kept:
         for part in kept[name]:
             assert recorded[name][part] == kept[name][part], (name, part)
+
+
+# -- what a run records, without a store ---------------------------------------------------------
+
+def test_a_fits_record_is_built_without_a_store():
+    """A fit's record (plain values): the trace as a table and its histories, the final metrics
+    at the last iteration, the fit's tags; a later fold's under names of its own, at step k."""
+    from svmlab.data import load
+    from svmlab.recording.results import fit_record
+    from svmlab.solvers.baselines import Liblinear
+    from svmlab.tracking.record import TRACE_ARTIFACT
+
+    dataset = load("breast_cancer", seed=0)
+    estimator = Liblinear(C=1.0).fit(dataset.X_train, dataset.y_train)
+    record, metrics = fit_record(estimator, dataset, compile_s=0.5, start_ms=1000)
+    assert list(record.tables) == [TRACE_ARTIFACT] and not record.params
+    assert record.tags["svmlab.converged"] in ("true", "false")
+    final = {p.key: p for p in record.metrics if not p.key.startswith("trace/")}
+    assert set(final) == set(metrics) and final["test_accuracy"].value == metrics["test_accuracy"]
+    assert {p.step for p in final.values()} == {estimator.n_iter_}
+    assert metrics["compile_time_s"] == estimator.compile_time_s_ + 0.5
+    history = [p for p in record.metrics if p.key.startswith("trace/")]
+    assert history and min(p.timestamp for p in history) >= 1000
+    fold, _ = fit_record(estimator, dataset, fold=2)
+    assert list(fold.tables) == ["trace/fold2.parquet"]
+    assert {p.step for p in fold.metrics} == {2}  # no histories for a later fold
+
+
+def test_the_config_record_is_built_from_plain_values():
+    from svmlab.recording.config import DIGEST_TAG, config_record, run_name
+
+    tree = {"seed": 3, "solver": {"C": 2.0, "tol": "1e-3"}, "kernel": {"name": "linear"},
+            "dataset": {"name": "breast_cancer", "n": 5, "y": "yes"},
+            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab"}}
+    record = config_record(tree, ["seed=3"], "liblinear", sweep_dir="/s", job_num=1)
+    assert record.params["solver.C"] == 2.0 and record.params["dataset.n"] == 5
+    assert record.tags["svmlab.job_num"] == 1 and len(record.tags[DIGEST_TAG]) == 64
+    assert run_name(record) == "liblinear-breast_cancer-linear-seed3"
+    moved = tree | {"tracking": {"uri": "sqlite:///b.db", "experiment": "svmlab"}}
+    assert config_record(moved, [], "liblinear").tags[DIGEST_TAG] == record.tags[DIGEST_TAG]
+    # as OmegaConf writes it: what YAML 1.1 would read as a boolean or a number is quoted
+    text = record.texts["config/config.yaml"]
+    assert "  'n': 5\n" in text and "  'y': 'yes'\n" in text and "  tol: '1e-3'\n" in text
+    assert record.texts["config/overrides.yaml"] == "- seed=3\n"

@@ -136,11 +136,23 @@ def installed_commit() -> str | None:
 
 
 def prelude(tracking: Mapping) -> None:
-    """Before a command's first run: say that a new SQLite store is about to be created (or
-    refuse a missing folder, unless ``new_folder``), and end the runs of the experiment whose
-    process is gone (the reap). ``tracking``: the config's tracking section."""
+    """Before a command's first run: ``announce`` and ``reap``. ``tracking``: the config's
+    tracking section."""
+    announce(tracking)
+    reap(tracking)
+
+
+def announce(tracking: Mapping) -> None:
+    """Say that a new SQLite store is about to be created (or refuse a missing folder, unless
+    ``new_folder``): before anything opens the store."""
     from svmlab.tracking.existing import announce_new_store
-    from svmlab.tracking.liveness import reap_on_start
 
     announce_new_store(tracking["uri"], tracking["new_folder"])
+
+
+def reap(tracking: Mapping) -> None:
+    """End the runs of the experiment whose process is gone (after a command's own runs that
+    continue, such as a study's parent, are this process's)."""
+    from svmlab.tracking.liveness import reap_on_start
+
     reap_on_start(tracking["uri"], tracking["experiment"], tracking["stale_after_s"])

@@ -269,14 +269,14 @@ def run_study(spec: StudySpec, configure: Configure, tree: dict,
               start_workers: Callable[[str, str], list] | None = None) -> bool:
     """Run the study of ``spec`` on the config ``tree`` (its seed, dataset, paths and store):
     its data and folds, its Optuna study, the trials that died queued again, its parent run
-    (nested under ``parent_run_id`` when given), the store's prelude, the trials this process
-    and the workers ``start_workers(study name, parent run id)`` starts (child processes,
-    waited for)
-    run, the summary; False when no trial completed. A worker of another process's study
-    (``worker_of``: its parent run) runs trials only. ConfigError and DataError say what is
-    wrong before anything is created; StorageError that the storage cannot be opened."""
+    (nested under ``parent_run_id`` when given) with the store's prelude around it, the trials
+    of this process and of the workers ``start_workers(study name, parent run id)`` starts
+    (child processes, waited for), the summary; False when no trial completed. A worker of
+    another process's study (``worker_of``: its parent run) runs trials only. ConfigError and
+    DataError say what is wrong before anything is created; StorageError that the storage
+    cannot be opened."""
     from svmlab.errors import SvmlabError
-    from svmlab.recording.config import prelude
+    from svmlab.recording.config import announce, reap
     from svmlab.tracking.store import ui_line
     from svmlab.tracking.study import StudyRun
 
@@ -296,7 +296,7 @@ def run_study(spec: StudySpec, configure: Configure, tree: dict,
         setup.parent_run_id = worker_of
         optimize(setup, study)
         return True
-    prelude(tracking)
+    announce(tracking)
     recover(study, tracking["uri"])
     # under `mlflow run` the study's parent run is nested under the project's run, and its
     # trials must not resume that run
@@ -305,6 +305,7 @@ def run_study(spec: StudySpec, configure: Configure, tree: dict,
     try:
         setup.parent_run_id = parent.open(study_params(spec), spec.storage,
                                           parent_run_id or project_run)
+        reap(tracking)  # the parent, reopened by this process, is not a dead process's
         workers = start_workers(spec.name, setup.parent_run_id) if start_workers else []
         try:
             optimize(setup, study)
