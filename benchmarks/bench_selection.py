@@ -28,11 +28,12 @@ import optuna
 from mlflow import MlflowClient
 
 from commands import timed
-from svmlab.app import tune, workflow_selection
+from svmlab.app import workflow_selection
 from svmlab.app.workflow import sweep_arguments
+from svmlab.tuning.study import best_trial
 from svmlab.workflows import spec
 
-#: the seconds at the end of each trial's line (``tune.run_trial``)
+#: the seconds at the end of each trial's line (``tuning.trial.run_trial``)
 TRIAL_SECONDS = re.compile(r"^trial \d+ COMPLETE: .*\(([0-9.]+) s\)$", re.MULTILINE)
 WORKFLOWS = Path(__file__).resolve().parents[1] / "src" / "svmlab" / "workflows"
 
@@ -44,21 +45,22 @@ def study(workflow, scale: str, dataset: str, warm: bool, folder: Path
     workflow = replace(workflow, select=replace(workflow.select, warm_start=warm))
     uri, storage = f"sqlite:///{folder / 'mlflow.db'}", f"sqlite:///{folder / 'optuna.db'}"
     arguments = sweep_arguments(workflow, scale, uri, "basic", None, [f"dataset={dataset}"])
-    args = workflow_selection.tune_args(workflow, scale, arguments, dataset, storage)
-    assert args.warm_start == warm, "the selecting solver cannot start from another fit"
-    command = [sys.executable, "-m", "svmlab.app.cli", "tune", "--trials", str(args.trials),
-               "--sampler", "grid", "--pruner", "none", "--validation", str(args.validation),
-               "--metric", args.metric, "--storage", storage, "--study", args.study,
-               "--no-refit", *(["--warm-start"] if warm else []), "--", *args.overrides]
+    chosen = workflow_selection.study(workflow, scale, arguments, dataset, storage)
+    assert chosen.warm_start == warm, "the selecting solver cannot start from another fit"
+    overrides = workflow_selection.study_overrides(workflow.select, arguments, dataset)
+    command = [sys.executable, "-m", "svmlab.app.cli", "tune", "--trials", str(chosen.trials),
+               "--sampler", "grid", "--pruner", "none", "--validation", str(chosen.validation),
+               "--metric", chosen.metric, "--storage", storage, "--study", chosen.name,
+               "--no-refit", *(["--warm-start"] if warm else []), "--", *overrides]
     wall, done = timed(command, folder, f"the {'warm' if warm else 'cold'} study of {dataset}")
     trials = sum(float(m) for m in TRIAL_SECONDS.findall(done.stdout))
     client = MlflowClient(uri)
     ids = [e.experiment_id for e in client.search_experiments()]
     fits = sum(r.data.metrics["fit_time_s"] for r in client.search_runs(
         ids, "tags.`svmlab.role` = 'trial'", max_results=1000))
-    loaded = optuna.load_study(study_name=args.study, storage=storage)
-    best = tune.best_trial(loaded, args.metric)
-    return wall, trials, fits, {**best.params, args.metric: round(best.value, 4)}
+    loaded = optuna.load_study(study_name=chosen.name, storage=storage)
+    best = best_trial(loaded, chosen.metric)
+    return wall, trials, fits, {**best.params, chosen.metric: round(best.value, 4)}
 
 
 def main() -> None:

@@ -2,9 +2,9 @@
 
     python benchmarks/bench_trace_logging.py [--rows 1000000] [--repeats 5]
 
-1. A trace of ``--rows`` rows (iteration, time_s and two objective-like columns) logged by
-   ``Tracker.log_trace`` into a fresh SQLite store: the Parquet artifact plus at most 1000
-   log-spaced rows per column through ``log_batch``. Target: under 1 s per 1,000,000 rows.
+1. A trace of ``--rows`` rows (iteration, time_s and two objective-like columns) written by
+   ``Tracker.write`` (its record: ``recording.results.trace_record``) into a fresh SQLite store:
+   the Parquet artifact plus at most 1000 log-spaced rows per column through ``log_batch``. Target: under 1 s per 1,000,000 rows.
 2. The same fit (NESVM, linear, on the embedded breast_cancer data, a fixed number of updates)
    with no callback and with a callback that sleeps 1 ms per trace row, as a store written
    during the fit would: ``fit_time_s_`` must not move (the callback runs off the solver's
@@ -25,6 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from svmlab.data import load
 from svmlab.solvers.nesvm import NESVM
+from svmlab.recording.results import trace_record
 from svmlab.tracking.queries import load_trace
 from svmlab.tracking.tracker import Tracker
 
@@ -41,7 +42,7 @@ def time_log_trace(folder: Path, columns: dict[str, np.ndarray], repeat: int) ->
     uri = f"sqlite:///{folder}/logging{repeat}.db"
     with Tracker(uri, "bench") as tracker:
         start = time.perf_counter()
-        tracker.log_trace(columns)
+        tracker.write(trace_record(columns, None, 0))
         elapsed = time.perf_counter() - start
     stored = load_trace(uri, tracker.run_id)
     assert len(stored) == len(columns["iteration"]), "trace rows lost"

@@ -20,7 +20,7 @@ from svmlab.app import cli
 from svmlab.app.launch.sweep import jobs_table
 from svmlab.app.workflow import analysis_request, experiment_name, outer_tags
 from svmlab.tracking import queries
-from svmlab.tracking.tracker import TRACE_ARTIFACT
+from svmlab.tracking.record import TRACE_ARTIFACT
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 from svmlab.tracking.workflows import OuterRun
 from svmlab.workflows import claims, spec

@@ -11,7 +11,7 @@ import svmlab
 from support.configs import composed
 from support.runs import runs, train
 from svmlab import lifecycle
-from svmlab.app import train as train_module
+from svmlab.recording import config as recorded_config
 from svmlab.recording.warm_up import COMPILING, SayCompiling
 from svmlab.tracking.store import ui_line
 
@@ -103,8 +103,8 @@ def test_an_installed_copy_names_the_commit_it_was_built_from(tmp_path, monkeypa
     (package / "__init__.py").write_text("")
     (package / "COMMIT").write_text("0123abc\n")
     monkeypatch.setattr(svmlab, "__file__", str(package / "__init__.py"))
-    train_module.git_commit.cache_clear()
+    recorded_config.git_commit.cache_clear()
     try:
-        assert train_module.git_commit() == "0123abc"  # no checkout there: the build's stamp
+        assert recorded_config.git_commit() == "0123abc"  # no checkout there: the build's stamp
     finally:
-        train_module.git_commit.cache_clear()
+        recorded_config.git_commit.cache_clear()

@@ -86,7 +86,9 @@ ALLOWED_SVMLAB = {
     "lifecycle": {"errors", "masking"},
     "masking": set(),
     "recording": {"recording", "tracking", "estimator", "data", "lifecycle", "errors",
-                  "masking"},
+                  "masking", ""},  # "": the package itself (its version and source folder)
+    "tuning": {"tuning", "recording", "tracking", "estimator", "data", "lifecycle", "errors",
+               "masking"},
 }
 
 MODULES = list(_modules())
@@ -158,6 +160,9 @@ def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.masking", {"numpy"})
     assert _violations("svmlab.masking", {"svmlab.errors"})
     assert not _violations("svmlab.recording.run", {"svmlab.masking"})
+    assert _violations("svmlab.tuning.study", {"svmlab.app.tune"})
+    assert _violations("svmlab.tuning.study", {"hydra.core"})
+    assert not _violations("svmlab.tuning.study", {"svmlab.recording.run", "optuna"})
 
 
 def test_the_command_line_reads_are_found(tmp_path):
@@ -169,7 +174,8 @@ def test_the_command_line_reads_are_found(tmp_path):
 
 def test_the_layers_are_visible_from_the_tree():
     packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
-    assert {"estimator", "numerics", "solvers", "tracking", "recording", "app"} <= packages
+    assert {"estimator", "numerics", "solvers", "tracking", "recording", "tuning",
+            "app"} <= packages
 
 
 @pytest.mark.parametrize("name", ["conf", "workflows", "notebooks"])

@@ -27,7 +27,7 @@ from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
 from support.waiting import wait_for
 from svmlab.app import cli
-from svmlab.app.tune import RETRY_ATTR, recover, storage_url
+from svmlab.tuning.study import RETRY_ATTR, recover, storage_url
 from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, SLURM_JOB_TAG,
                               SLURM_LIVE_STATES, iso_time, slurm_job_state)
 

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from support.runs import PROGRESS, parent_and_children, runs, train, train_process
 from svmlab.app.launch.sweep import read_outcomes
-from svmlab.app.train import config_digest
+from svmlab.recording.config import config_digest
 from svmlab.tracking.queries import load_trace
 
 
@@ -92,9 +92,13 @@ def test_config_digest_ignores_only_resume_the_store_address_and_the_reap_limit(
     moved = OmegaConf.merge(cfg, {"tracking": {"uri": "http://127.0.0.1:5000",
                                                "stale_after_s": 60.0, "log_figure": True},
                                   "resume": True})
-    assert config_digest(moved) == config_digest(cfg)
+
+    def digest(config) -> str:
+        return config_digest(OmegaConf.to_container(config))
+
+    assert digest(moved) == digest(cfg)
     for change in ({"solver": {"C": 2.0}}, {"seed": 1}, {"tracking": {"experiment": "other"}}):
-        assert config_digest(OmegaConf.merge(cfg, change)) != config_digest(cfg)
+        assert digest(OmegaConf.merge(cfg, change)) != digest(cfg)
 
 
 def test_resume_must_be_a_boolean(tmp_path, capsys):

@@ -63,6 +63,7 @@ def test_the_convergence_figure_has_one_panel_per_quantity_on_log_axes():
 def test_gap_histories_come_with_their_order_of_magnitude(store):
     from mlflow import MlflowClient
 
+    from svmlab.recording.results import trace_record
     from svmlab.tracking.tracker import Tracker
 
     columns = {"iteration": np.arange(4), "time_s": np.array([0.0, 0.1, 0.2, 0.3]),
@@ -70,7 +71,7 @@ def test_gap_histories_come_with_their_order_of_magnitude(store):
                "rel_gap_hinge_l2": np.array([np.nan, 0.5, 0.05, 0.005])}
     uri = f"sqlite:///{store}"
     with Tracker(uri, "histories") as tracker:
-        tracker.log_trace(columns)
+        tracker.write(trace_record(columns, None, 0))
     client = MlflowClient(uri)
 
     def history(key):
@@ -115,12 +116,14 @@ def test_runs_plot_draws_the_figure_of_a_run_from_its_trace(tmp_path, capsys):
     from mlflow import MlflowClient
 
     from svmlab.app import cli
+    from svmlab.recording.results import trace_record
     from svmlab.tracking.tracker import Tracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with Tracker(uri, "plots") as tracker:
-        tracker.log_trace({"iteration": np.arange(3), "time_s": np.array([0.0, 0.1, 0.2]),
-                           "objective_hinge_l2": np.array([3.0, 2.0, 1.5])})
+        tracker.write(trace_record({"iteration": np.arange(3),
+                                    "time_s": np.array([0.0, 0.1, 0.2]),
+                                    "objective_hinge_l2": np.array([3.0, 2.0, 1.5])}, None, 0))
     client = MlflowClient(uri)
     assert not [a for a in client.list_artifacts(tracker.run_id, "trace") if
                 a.path.endswith(".png")]

@@ -21,6 +21,8 @@ from support.servers import postgres_bin, postgres_cluster
 from svmlab.app import cli
 from svmlab.app.config import search_space
 from svmlab.app import tune as tune_module
+from svmlab.tuning import spec as tuning_spec
+from svmlab.tuning import trial as tuning_trial
 from svmlab.errors import ConfigError
 
 LOG_C = "solver.C=tag(log, interval(2^-5, 2^5))"
@@ -43,7 +45,7 @@ def test_sweep_overrides_become_distributions_and_the_rest_stays_fixed():
     assert space["kernel.gamma"] == FloatDistribution(0.1, 1.0)
     assert space["solver.max_iter"] == IntDistribution(100, 700, step=300)  # Hydra: stop excluded
     assert space["kernel"] == CategoricalDistribution(["linear", "rbf"])
-    assert search_space.grid({k: space[k] for k in ("solver.max_iter", "kernel", "solver.tol")}) \
+    assert tuning_spec.grid({k: space[k] for k in ("solver.max_iter", "kernel", "solver.tol")}) \
         == {"solver.max_iter": [100, 400, 700], "kernel": ["linear", "rbf"],
             "solver.tol": [1e-3, 1e-4]}
 
@@ -64,7 +66,7 @@ def test_empty_or_forbidden_spaces_are_refused(override, words):
 def test_the_grid_sampler_needs_a_finite_space():
     space, _ = search_space.parse([LOG_C])
     with pytest.raises(ConfigError, match="finite space"):
-        search_space.grid(space)
+        tuning_spec.grid(space)
 
 
 def test_a_preset_gives_its_search_space_and_the_command_line_adds_to_it():
@@ -72,10 +74,10 @@ def test_a_preset_gives_its_search_space_and_the_command_line_adds_to_it():
     tune_module.add_parser(parser.add_subparsers())
     args = parser.parse_args(["tune", "--sampler", "grid", "+experiment=fw_tune_c", "dataset=w1a",
                               "solver.eps=choice(1e-3, 1e-4)"])
-    setup = tune_module.prepare(args)
-    assert search_space.grid(setup.space) == {"solver.C": [2 ** k for k in range(13)],
-                                              "solver.eps": [1e-3, 1e-4]}
-    assert setup.name == "tune-mfw-w1a-rbf" and setup.cfg.tracking.experiment == "fw_tune_c"
+    spec, _, tree = tune_module.prepare(tune_module.spec_of(args.overrides, sampler=args.sampler))
+    assert tuning_spec.grid(spec.space) == {"solver.C": [2 ** k for k in range(13)],
+                                            "solver.eps": [1e-3, 1e-4]}
+    assert spec.name == "tune-mfw-w1a-rbf" and tree["tracking"]["experiment"] == "fw_tune_c"
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -106,7 +108,7 @@ def runs_of(folder: Path) -> list:
 
 
 def study_of(folder: Path, name: str = "s", storage: str | None = None) -> optuna.Study:
-    from svmlab.app.tune import storage_url
+    from svmlab.tuning.study import storage_url
 
     return optuna.load_study(study_name=name,
                              storage=storage_url(storage or f"sqlite:///{folder / 'optuna.db'}"))
@@ -125,7 +127,7 @@ def by_role(runs: list, role: str) -> list:
 ])
 def test_the_best_trial_has_the_best_score_and_among_ties_the_smallest_values(
         metric, scores, chosen):
-    from svmlab.app.tune import best_trial
+    from svmlab.tuning.study import best_trial
 
     study = optuna.create_study(direction="maximize")
     distribution = {"solver.C": FloatDistribution(0.5, 16)}
@@ -142,7 +144,7 @@ def test_the_best_trial_has_the_best_score_and_among_ties_the_smallest_values(
 def test_the_summary_says_why_a_pruned_score_can_beat_the_best_final_score():
     """A pruned trial's score is on fewer folds (here one of five): the note says it is not
     comparable, and names the pruned score above the best final one."""
-    from svmlab.app.tune import best_trial, pruning_note
+    from svmlab.tuning.study import best_trial, pruning_note
 
     study = optuna.create_study(direction="maximize")
     distribution = {"solver.C": FloatDistribution(0.5, 16)}
@@ -309,13 +311,15 @@ def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store, capsys
     args = parser.parse_args(tune_args(tmp_path, "--cv", "2", "solver=bsgd", "kernel=rbf",
                                        "solver.epochs=5", "solver.budget=20",
                                        "kernel.gamma=tag(log, interval(1e-3, 1e3))"))
-    setup = tune_module.prepare(args)
-    tune_module.load_folds(setup)
+    spec, configure, tree = tune_module.prepare(tune_module.spec_of(
+        args.overrides, name=args.study, cv=args.cv, storage=args.storage))
+    setup = tuning_trial.Setup(spec, configure, tree)
+    tuning_trial.load_folds(setup)
     study = optuna.create_study(direction="maximize",
                                 pruner=optuna.pruners.MedianPruner(n_startup_trials=1))
     study.enqueue_trial({"kernel.gamma": 0.03})
     study.enqueue_trial({"kernel.gamma": 1e3})
-    study.optimize(lambda trial: tune_module.run_trial(setup, trial), n_trials=2)
+    study.optimize(lambda trial: tuning_trial.run_trial(setup, trial), n_trials=2)
 
     sound, hopeless = study.trials
     assert (sound.state, hopeless.state) == (TrialState.COMPLETE, TrialState.PRUNED)
@@ -380,7 +384,9 @@ def test_a_warm_started_grid_runs_in_increasing_c_tags_its_fits_and_selects_the_
     assert tune(tmp_path, "--warm-start", *grid, study="warm") == 0
     cold, warm = study_of(tmp_path, "cold"), study_of(tmp_path, "warm")
     assert [t.params["solver.C"] for t in warm.trials] == [1.0, 4.0, 16.0]
-    best = {s.study_name: tune_module.best_trial(s, "accuracy").params for s in (cold, warm)}
+    from svmlab.tuning.study import best_trial
+
+    best = {s.study_name: best_trial(s, "accuracy").params for s in (cold, warm)}
     assert best["warm"] == best["cold"]
     trials = by_role(runs_of(tmp_path), "trial")
     tags = {(r.data.tags["svmlab.study"], float(r.data.params["solver.C"])):

@@ -106,11 +106,11 @@ def test_a_selection_warm_starts_where_its_solver_can_unless_its_block_says_not(
         workflow = spec.load(str(workflows / f"{name}.yaml"))
         assert workflow.select.warm_start is warm
         arguments = sweep_arguments(workflow, "quick", f"sqlite:///{tmp_path / 'm.db'}", "basic")
-        args = workflow_selection.tune_args(workflow, "quick", arguments, "w1a", storage)
-        assert args.warm_start is warm
+        study = workflow_selection.study(workflow, "quick", arguments, "w1a", storage)
+        assert study.warm_start is warm
     warmed = replace(workflow, select=replace(workflow.select, warm_start=True))
-    assert workflow_selection.tune_args(warmed, "quick", arguments, "w1a", storage).study != \
-        args.study  # a warm grid is another study
+    assert workflow_selection.study(warmed, "quick", arguments, "w1a", storage).name != \
+        study.name  # a warm grid is another study
     content = yaml.safe_load((workflows / "fw_paper.yaml").read_text())
     content["select"]["warm_start"] = "yes"
     with pytest.raises(spec.WorkflowError, match=r"select.warm_start: true .* or false"):

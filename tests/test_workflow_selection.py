@@ -19,7 +19,8 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from support.configs import composed
 from support.runs import SUPPORT_CONF
 from svmlab import data
-from svmlab.app import cli, tune, workflow_selection
+from svmlab.app import cli, workflow_selection
+from svmlab.tuning import trial as tuning_trial
 from svmlab.app.config.schema import build_estimator
 from svmlab.app.workflow import sweep_arguments
 from svmlab.workflows import spec
@@ -66,7 +67,7 @@ def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_st
     arguments = sweep_arguments(workflow, "quick", uri, "basic", None, extra(tmp_path))
     assert workflow_selection.datasets(arguments) == ["breast_cancer", "synthetic_gaussian"]
 
-    real, started = tune.fit_fold, []
+    real, started = tuning_trial.fit_fold, []
 
     def ctrl_c_in_the_second_fit(setup, trial, recording, estimator, k):
         started.append(trial.number)
@@ -74,7 +75,7 @@ def test_the_best_validation_score_is_selected_per_dataset_and_an_interrupted_st
             raise KeyboardInterrupt
         return real(setup, trial, recording, estimator, k)
 
-    monkeypatch.setattr(tune, "fit_fold", ctrl_c_in_the_second_fit)
+    monkeypatch.setattr(tuning_trial, "fit_fold", ctrl_c_in_the_second_fit)
     assert cli.main(["workflow", str(SELECT), "--launcher", "basic", "--tracking-uri", uri,
                      "--storage", storage, *extra(tmp_path)]) == 130
     [outer], [killed] = runs_of(store, "workflow"), runs_of(store, "study")
@@ -128,12 +129,12 @@ def test_a_scales_select_grid_replaces_the_values_at_that_scale_only(tmp_path):
     assert workflow.at_scale("paper").select == replace(
         workflow.select, grid={"solver.C": "choice(2^-6, 2^2)"})
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
-    args = {scale: workflow_selection.tune_args(workflow.at_scale(scale), scale, sweep_arguments(
+    args = {scale: workflow_selection.study(workflow.at_scale(scale), scale, sweep_arguments(
         workflow, scale, "sqlite:///x.db", "basic", None, extra(tmp_path)), "breast_cancer",
         storage) for scale in ("quick", "paper")}
     assert (args["quick"].trials, args["paper"].trials) == (3, 2)
-    assert args["quick"].overrides[-1] == "solver.C=choice(2^-12, 2^-6, 2^2)"
-    assert args["paper"].overrides[-1] == "solver.C=choice(2^-6, 2^2)"
+    assert args["quick"].space["solver.C"].choices == (2 ** -12, 2 ** -6, 2 ** 2)
+    assert args["paper"].space["solver.C"].choices == (2 ** -6, 2 ** 2)
 
     content["scales"]["paper"]["select_grid"] = {"solver.gamma": "choice(1, 2)"}
     with pytest.raises(spec.WorkflowError, match=r"scales.paper.select_grid: other values of "

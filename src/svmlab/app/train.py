@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -28,7 +25,6 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-import svmlab
 from svmlab.app.launch import sweep
 from svmlab.app.config.schema import (checked_estimator, composition_error_line,
                                       register_configs, unknown_key_hints)
@@ -39,7 +35,6 @@ from svmlab.errors import ConfigError, MissingExtra, SvmlabError, require_extra
 warnings.filterwarnings("ignore",
                         message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore")
 
-DIGEST_TAG = "svmlab.config_sha256"  # identifies a run's exact resolved config (resume)
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM, a sweep's launcher gone: as a shell reports SIGINT
 
 
@@ -87,60 +82,6 @@ class RunContext:
         )
 
 
-@functools.cache
-def git_commit() -> str | None:
-    """The commit of the svmlab source: of the git checkout svmlab runs from, else the one an
-    installed copy was built from (:func:`installed_commit`); None when neither is known.
-
-    ``+dirty`` marks uncommitted changes. Asked once per process (the code a process runs does
-    not change once imported), not once per job of a sweep.
-    """
-    source = Path(svmlab.__file__).resolve()
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(source.parent), *args], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-
-    try:
-        git("ls-files", "--error-unmatch", source.name)
-        commit, status = git("rev-parse", "HEAD"), git("status", "--porcelain")
-    except (OSError, subprocess.SubprocessError):
-        return installed_commit()
-    return commit + ("+dirty" if status else "")
-
-
-def installed_commit() -> str | None:
-    """The commit an installed copy was built from: ``svmlab/COMMIT``, written by the build
-    (setup.py), else the commit pip recorded for an install from a repository URL
-    (``direct_url.json``)."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    stamp = Path(svmlab.__file__).with_name("COMMIT")
-    if stamp.is_file():
-        return stamp.read_text().strip() or None
-    try:
-        recorded = json.loads(distribution("svmlab").read_text("direct_url.json") or "{}")
-    except (PackageNotFoundError, ValueError):
-        return None
-    return recorded.get("vcs_info", {}).get("commit_id")
-
-
-def config_digest(cfg: DictConfig) -> str:
-    """sha256 of the resolved config, without ``resume`` and the tracking keys that say how the
-    store is used (``uri``, ``stale_after_s``, ``new_folder``, ``wait_s``, ``log_figure``).
-
-    Two runs with the same digest computed the same thing and were filed in the same
-    experiment; where the store lives (the URI), whether a sweep resumes, when a silent run
-    counts as dead, how long a store is waited for and whether the convergence figure was drawn
-    (`svmlab runs plot` draws it any time) do not count.
-    """
-    tree = OmegaConf.to_container(cfg, resolve=True)
-    tree.pop("resume", None)
-    for key in ("uri", "stale_after_s", "new_folder", "wait_s", "log_figure"):
-        tree["tracking"].pop(key, None)
-    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def finished_before(cfg: DictConfig, shared: Path | None = None) -> str | None:
     """With ``+resume=true``: the id of a FINISHED run of this exact config, else None
     (``shared``: the state folder of the sweep whose job asks)."""
@@ -149,37 +90,13 @@ def finished_before(cfg: DictConfig, shared: Path | None = None) -> str | None:
         raise ConfigError(f"resume must be true or false; got {resume!r}")
     if not resume:
         return None
+    from svmlab.recording.config import DIGEST_TAG, config_digest
     from svmlab.tracking.patience import Patience
     from svmlab.tracking.queries import find_finished_run
 
     return Patience(cfg.tracking.uri, cfg.tracking.wait_s, shared=shared)(
         find_finished_run, cfg.tracking.uri, cfg.tracking.experiment,
-        {DIGEST_TAG: config_digest(cfg)})
-
-
-def run_tags(cfg: DictConfig, context: RunContext, estimator) -> dict:
-    return {
-        "solver": context.choices.get("solver") or type(estimator).__name__,
-        "dataset": cfg.dataset.name,
-        "kernel": cfg.kernel.name,
-        "seed": cfg.seed,
-        "svmlab.version": svmlab.__version__,
-        "svmlab.git_commit": git_commit(),
-        "svmlab.sweep_dir": context.sweep_dir,
-        "svmlab.job_num": context.job_num,
-        DIGEST_TAG: config_digest(cfg),
-    }
-
-
-def config_record(cfg: DictConfig, context: RunContext, estimator) -> dict:
-    """What a run records before its fit: the flattened config as params, the run's tags, and
-    the config and its overrides as texts (``Recording.log_config``)."""
-    from svmlab.tracking.tracker import flatten
-
-    return {"params": flatten(OmegaConf.to_container(cfg, resolve=True)),
-            "tags": run_tags(cfg, context, estimator),
-            "texts": {"config/config.yaml": OmegaConf.to_yaml(cfg, resolve=True),
-                      "config/overrides.yaml": OmegaConf.to_yaml(context.overrides)}}
+        {DIGEST_TAG: config_digest(OmegaConf.to_container(cfg, resolve=True))})
 
 
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
@@ -187,49 +104,31 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
     context = context or RunContext()
     estimator = checked_estimator(cfg, context.choices.get("dataset"))
     from svmlab import data
+    from svmlab.recording.config import config_record, prelude, run_name
+    from svmlab.recording.run import finished_lines, timed, train
 
-    dataset_params = OmegaConf.to_container(cfg.dataset, resolve=True)
-    from svmlab.recording.results import certified_line
-    from svmlab.recording.run import open_run, timed
-
-    record = config_record(cfg, context, estimator)
-    tags = record["tags"]
-    run_name = cfg.tracking.run_name or f"{tags['solver']}-{tags['dataset']}-{tags['kernel']}-seed{cfg.seed}"
-    context.run_name = run_name
-
+    tree = OmegaConf.to_container(cfg, resolve=True)
+    tracking = tree["tracking"]
+    record = config_record(tree, context.overrides,
+                           context.choices.get("solver") or type(estimator).__name__,
+                           context.sweep_dir, context.job_num)
+    context.run_name = tracking["run_name"] or run_name(record)
     with timed(context.phases, "data"):  # a dataset that cannot be had creates no run
-        dataset = data.load(**dataset_params, seed=cfg.seed, data_dir=cfg.paths.data_dir,
+        dataset = data.load(**tree["dataset"], seed=cfg.seed, data_dir=cfg.paths.data_dir,
                             cache_dir=cfg.paths.cache_dir)
-    tracking = cfg.tracking
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
-        from svmlab.tracking.existing import announce_new_store
-        from svmlab.tracking.liveness import reap_on_start
-
         with timed(context.phases, "store"):
-            announce_new_store(tracking.uri, tracking.new_folder)
-            reap_on_start(tracking.uri, tracking.experiment, tracking.stale_after_s)
-    with open_run(tracking.uri, tracking.experiment, run_name, context.parent_run_id,
-                  tracking.wait_s, context.phases, context.shared) as recording:
-        context.run_id = recording.run_id
-        recording.log_config(**record)
-        recording.log_dataset(dataset)
-        compile_s = recording.fit(
-            estimator, dataset.X_train, dataset.y_train, (dataset.X_test, dataset.y_test),
-            compile_lock=sweep.state_dir(context.sweep_dir) / "compile.lock"
-            if context.sweep_dir else None, launcher=context.launcher)
-        context.metrics = metrics = recording.log_fit(estimator, dataset, compile_s,
-                                                      model=tracking.log_model,
-                                                      figure=tracking.log_figure)
-
+            prelude(tracking)
+    recording, context.metrics = train(
+        tracking, context.run_name, record, estimator, dataset, context.parent_run_id,
+        context.phases, context.shared, launcher=context.launcher,
+        compile_lock=context.shared / "compile.lock" if context.shared else None,
+        opened=functools.partial(setattr, context, "run_id"))
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
-        print(f"run {recording.run_id} FINISHED: {run_name}  "
-              f"test_accuracy={metrics['test_accuracy']:.4f}  fit_time_s={metrics['fit_time_s']:.3f}"
-              f"  n_iter={estimator.n_iter_}")
-        print(certified_line(estimator))
-        print(recording.tracker.ui_line)
         from svmlab.app.runs import next_line
 
-        print(next_line(tracking.uri, tracking.experiment))
+        print("\n".join(finished_lines(recording, context.run_name, context.metrics, estimator)))
+        print(next_line(tracking["uri"], tracking["experiment"]))
     return recording.run_id
 
 

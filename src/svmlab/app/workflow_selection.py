@@ -1,11 +1,12 @@
 """The selection step of a workflow (its ``select`` block), run before the sweep.
 
-For each dataset of the sweep, one ``svmlab tune`` study (run in this process, its parent run
-nested under the workflow's outer run) trains every point of the grid once, with Optuna's grid
+For each dataset of the sweep, one study (``tuning.spec.StudySpec``, run in this process by
+``app.tune.run`` as ``svmlab tune`` runs its own, its parent run nested under the workflow's
+outer run) trains every point of the grid once, with Optuna's grid
 sampler and no pruner, on one seeded stratified hold-out split of the training set, with the
 sweep's config and the selecting overrides (``solver=cvm``); unless the block says ``warm_start:
 false``, in increasing C, each fit starting from the previous solution where the solver can
-(``svmlab tune --warm-start``: the scores are a selection's result, its times are not). The
+(a warm-started study: the scores are a selection's result, its times are not). The
 dataset's sweep then trains with the values of the best validation score; ties go to the
 smallest values, in the order of the grid's keys.
 
@@ -19,7 +20,7 @@ twice (Optuna's grid sampler re-runs unfinished points once every point has star
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import hashlib
 import math
 import time
@@ -31,6 +32,7 @@ from svmlab.app import tune
 from svmlab.app.config import search_space
 from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.errors import ConfigError
+from svmlab.tuning.spec import PATH_KEY, StudySpec, grid
 from svmlab.workflows.spec import Select, Workflow
 
 #: overrides of the sweep that a study does not take: where and how the sweep runs
@@ -86,24 +88,21 @@ def study_overrides(select: Select, arguments: list[str], dataset: str) -> list[
     return fixed + [f"{key}={values}" for key, values in select.grid.items()]
 
 
-def tune_args(workflow: Workflow, scale: str, arguments: list[str], dataset: str,
-              storage: str) -> argparse.Namespace:
-    """``svmlab tune``'s arguments for the dataset's study, through its own parser."""
+def study(workflow: Workflow, scale: str, arguments: list[str], dataset: str,
+          storage: str) -> StudySpec:
+    """The dataset's study: every point of the grid once, on one hold-out split, no refit."""
     select = workflow.select
     overrides = study_overrides(select, arguments, dataset)
     identity = [o for o in overrides if not o.startswith("tracking.uri=")]
-    warm = ["--warm-start"] if select.warm_start and _warm_startable(overrides) else []
+    warm = select.warm_start and _warm_startable(overrides)
     digest = hashlib.sha256("\n".join(
-        [*identity, str(select.validation), select.metric, *warm]).encode()).hexdigest()[:8]
-    space, _ = search_space.parse(overrides)
-    trials = math.prod(len(values) for values in search_space.grid(space).values())
-    parser = argparse.ArgumentParser()
-    tune.add_parser(parser.add_subparsers())
-    return parser.parse_args([
-        "tune", "--trials", str(trials), "--sampler", "grid", "--pruner", "none",
-        "--validation", str(select.validation), "--metric", select.metric,
-        "--storage", storage, "--study", f"workflow-{workflow.name}-{scale}-select-{dataset}-"
-        f"{digest}", "--no-refit", *warm, "--", *overrides])
+        [*identity, str(select.validation), select.metric, *(["--warm-start"] if warm else [])]
+    ).encode()).hexdigest()[:8]
+    spec = tune.spec_of(
+        overrides, name=f"workflow-{workflow.name}-{scale}-select-{dataset}-{digest}",
+        metric=select.metric, validation=select.validation, sampler="grid", pruner="none",
+        storage=storage, warm_start=warm, refit=False)
+    return dataclasses.replace(spec, trials=math.prod(map(len, grid(spec.space).values())))
 
 
 def _warm_startable(overrides: list[str]) -> bool:
@@ -111,7 +110,7 @@ def _warm_startable(overrides: list[str]) -> bool:
     from svmlab.app.config.schema import build_estimator
 
     space, fixed = search_space.parse(overrides)
-    if tune.PATH_KEY not in space:
+    if PATH_KEY not in space:
         return False
     cfg, _ = tune.trial_config(tuple(fixed), search_space.endpoints(space)[0])
     return build_estimator(cfg).warm_startable
@@ -120,14 +119,15 @@ def _warm_startable(overrides: list[str]) -> bool:
 def check(workflow: Workflow, scale: str, arguments: list[str], storage: str) -> None:
     """Refuse a selection that cannot run (an empty or infinite grid, a parameter the solver does
     not have, an unknown metric or dataset) before any run is created: ConfigError, DataError."""
-    args = tune_args(workflow, scale, arguments, datasets(arguments)[0], storage)
-    tune.prepare(args)
+    tune.prepare(study(workflow, scale, arguments, datasets(arguments)[0], storage))
 
 
-def best(study, metric: str) -> tuple[dict, float]:
-    """The values and the score of the study's best trial (``tune.best_trial``: ties go to the
+def best(found, metric: str) -> tuple[dict, float]:
+    """The values and the score of the study's best trial (``best_trial``: ties go to the
     smallest values)."""
-    chosen = tune.best_trial(study, metric)
+    from svmlab.tuning.study import best_trial
+
+    chosen = best_trial(found, metric)
     return dict(chosen.params), float(chosen.value)
 
 
@@ -142,21 +142,20 @@ def run(workflow: Workflow, scale: str, arguments: list[str], storage: str,
     for number, dataset in enumerate(names):
         print(f"select {dataset}: dataset {number + 1} of {len(names)}"
               + time_left(started, number, len(names)), flush=True)
-        args = tune_args(workflow, scale, arguments, dataset, storage)
-        args.command_name = "svmlab workflow"
-        uri = override_value(args.overrides, "tracking.uri")
-        experiment = override_value(args.overrides, "tracking.experiment")
-        done = StudyRun(uri, experiment, args.study).finished()
-        study = _load(args.study, storage) if done else None
-        if study is None:
-            status = tune.run_tune(args, parent_run_id=outer_run_id)
+        spec = study(workflow, scale, arguments, dataset, storage)
+        uri = override_value(list(spec.fixed), "tracking.uri")
+        experiment = override_value(list(spec.fixed), "tracking.experiment")
+        done = StudyRun(uri, experiment, spec.name).finished()
+        found = _load(spec.name, storage) if done else None
+        if found is None:
+            status = tune.run(spec, parent_run_id=outer_run_id, command="svmlab workflow")
             if status:
                 return chosen, status
-            study = _load(args.study, storage)
+            found = _load(spec.name, storage)
         else:
-            print(f"select {dataset}: study {args.study} finished before", flush=True)
-        values, score = best(study, workflow.select.metric)
-        chosen.append(Selected(dataset, values, score, args.study))
+            print(f"select {dataset}: study {spec.name} finished before", flush=True)
+        values, score = best(found, workflow.select.metric)
+        chosen.append(Selected(dataset, values, score, spec.name))
     return chosen, 0
 
 
@@ -165,8 +164,10 @@ def _load(name: str, storage: str):
     import optuna
     from optuna.trial import TrialState
 
+    from svmlab.tuning.study import storage_url
+
     try:
-        study = optuna.load_study(study_name=name, storage=tune.storage_url(storage))
+        found = optuna.load_study(study_name=name, storage=storage_url(storage))
     except KeyError:  # not in this storage
         return None
-    return study if study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) else None
+    return found if found.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) else None

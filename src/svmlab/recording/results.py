@@ -1,5 +1,6 @@
-"""What a fitted solver says of itself on a dataset: the final metrics (accuracies, timings,
-objectives, sizes, the certificate), the tags of its fit and its certified line."""
+"""What a fitted solver says of itself on a dataset: its record (the trace, the solver's own
+records, the final metrics: accuracies, timings, objectives, sizes, the certificate; the tags of
+its fit), built without a store, and its certified line."""
 
 from __future__ import annotations
 
@@ -10,6 +11,35 @@ import numpy as np
 
 from svmlab.errors import TrainingError
 from svmlab.estimator.trace import certified_gap
+from svmlab.tracking.record import TRACE_ARTIFACT, RunRecord, final_points, trace_points
+
+
+def fit_record(estimator, dataset, compile_s: float = 0.0, fold: int | None = None,
+               start_ms: int = 0) -> tuple[RunRecord, dict[str, float]]:
+    """The record of a fit (its trace and records, its final metrics on ``dataset`` with the
+    warm-up's ``compile_s``, its tags) and the metrics. A fold (``fold=k``, one of a trial's
+    fits) has its final metrics at step k rather than at its last iteration, and its trace and
+    records after the first fold's under names of their own. ``start_ms``: the fit's start,
+    the time of its trace's first row."""
+    record = trace_record(estimator.trace_.columns(), fold, start_ms)
+    for name, columns in estimator.records_.items():  # e.g. a budget's merges
+        record.tables[f"records/fold{fold}/{name}.parquet" if fold
+                      else f"records/{name}.parquet"] = columns
+    metrics = evaluate(estimator, dataset)
+    metrics["compile_time_s"] += compile_s
+    record.tags = fit_tags(estimator)
+    step = int(estimator.n_iter_) if fold is None else fold
+    record.metrics = final_points(metrics, step) + record.metrics
+    return record, metrics
+
+
+def trace_record(trace: dict, fold: int | None, start_ms: int) -> RunRecord:
+    """A trace (checked finite) as ``trace/trace.parquet`` and its metric histories, or as
+    ``trace/fold<k>.parquet`` for a later fold."""
+    check_trace_finite(trace)
+    if fold:
+        return RunRecord(tables={f"trace/fold{fold}.parquet": trace})
+    return RunRecord(tables={TRACE_ARTIFACT: trace}, metrics=trace_points(trace, start_ms))
 
 
 def evaluate(estimator, dataset) -> dict[str, float]:

@@ -1,7 +1,9 @@
 """One recorded fit: the run, its config, its dataset, the warm-up, the fit, what it logged.
 
-The one recipe of a ``svmlab train`` run, a tune trial (one fit per fold) and a study's refit.
-Each step adds its wall seconds to ``phases`` (store, data, compile, fit, evaluate, model,
+The one recipe of a ``svmlab train`` run, a tune trial (one fit per fold) and a study's refit:
+``open_run`` opens the run with its config and dataset on record, ``Recording.fit`` fits, and
+``Recording.log_fit`` builds the fit's record (``results.fit_record``) and writes it in one
+call. Each step adds its wall seconds to ``phases`` (store, data, compile, fit, evaluate,
 figure), which a sweep's job reports.
 """
 
@@ -14,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from svmlab.lifecycle import run_interruptibly
-from svmlab.recording.results import check_trace_finite, evaluate, fit_tags
+from svmlab.recording.results import certified_line, fit_record, trace_record
 from svmlab.recording.warm_up import warm_up
-from svmlab.tracking.patience import WAIT_S
-from svmlab.tracking.tracker import TRACE_ARTIFACT, Tracker, final_metrics
+from svmlab.tracking.record import TRACE_ARTIFACT, RunRecord, final_points
+from svmlab.tracking.tracker import Tracker
 
 
 @contextlib.contextmanager
@@ -31,17 +33,24 @@ def timed(phases: dict, name: str):
 
 
 @contextlib.contextmanager
-def open_run(uri: str | None, experiment: str, run_name: str, parent_run_id: str | None = None,
-             wait_s: float = WAIT_S, phases: dict | None = None,
+def open_run(tracking: dict, run_name: str, config: RunRecord, dataset=None,
+             parent_run_id: str | None = None, phases: dict | None = None,
              shared: Path | None = None) -> Iterator[Recording]:
-    """An MLflow run (``Tracker``: it ends FINISHED, FAILED or KILLED) and its Recording;
+    """An MLflow run (``Tracker``: it ends FINISHED, FAILED or KILLED) with its config on
+    record (a failed run keeps it) and ``dataset`` as its input, and its Recording.
+    ``tracking``: the config's tracking section (``uri``, ``experiment``, ``wait_s``);
     ``shared``: the state folder of its sweep (one wait for the store, ``Tracker``)."""
     phases = {} if phases is None else phases
     with contextlib.ExitStack() as run_open:
         with timed(phases, "store"):
-            tracker = run_open.enter_context(Tracker(uri, experiment, run_name,
-                                                     parent_run_id=parent_run_id, wait_s=wait_s,
-                                                     shared=shared))
+            tracker = run_open.enter_context(Tracker(
+                tracking["uri"], tracking["experiment"], run_name, parent_run_id=parent_run_id,
+                wait_s=tracking["wait_s"], shared=shared))
+            if dataset is not None:
+                tracker.log_dataset(dataset)
+                if dataset.unverified:  # how a file used anyway differs from the official one
+                    config.tags = config.tags | {"svmlab.data_unverified": dataset.unverified}
+            tracker.write(config)
         yield Recording(tracker, phases)
         ending = time.perf_counter()
     phases["store"] += time.perf_counter() - ending  # the staged files and the run's end
@@ -53,34 +62,13 @@ def still_training(run_name: str, seconds: float) -> None:
 
 
 class Recording:
-    """The steps of one run's record, on its open Tracker.
-
-    A fold (``fold=k``) is one of several fits of a run (a trial's cross-validation): its final
-    metrics are logged at step k rather than at its last iteration, and its trace and records
-    after the first fold's under their own names.
-    """
+    """The steps of one run's record, on its open Tracker: fits, and what each said."""
 
     def __init__(self, tracker: Tracker, phases: dict):
         self.tracker = tracker
         self.run_id: str = tracker.run_id
         self.phases = phases
-        self._fit_start_ms: int | None = None
-
-    def log_config(self, params: dict, tags: dict, texts: dict[str, str]) -> None:
-        """The config, on record before the fit (a failed run keeps it): params, tags, and
-        texts by artifact path (``config/config.yaml``)."""
-        with timed(self.phases, "store"):
-            self.tracker.log_batch(params=params, tags=tags)
-            for path, text in texts.items():
-                self.tracker.stage_text(text, path)
-
-    def log_dataset(self, dataset) -> None:
-        """The dataset as the run's input (and how a file used anyway differs from the
-        official one)."""
-        with timed(self.phases, "store"):
-            self.tracker.log_dataset(dataset)
-            if dataset.unverified:
-                self.tracker.set_tags({"svmlab.data_unverified": dataset.unverified})
+        self._fit_start_ms = int(time.time() * 1000)
 
     def fit(self, estimator, X, y, eval_set=None, callback=None, compile_lock=None,
             launcher: dict | None = None, start=None) -> float:
@@ -101,47 +89,60 @@ class Recording:
 
     def log_fit(self, estimator, dataset, compile_s: float = 0.0, fold: int | None = None,
                 model: bool = False, figure: bool = False) -> dict[str, float]:
-        """Everything a fitted estimator says: its trace, its records, its final metrics on
-        ``dataset`` (``evaluate``, with the warm-up's ``compile_s``), its fit tags, and where
-        asked its model and convergence figure; the metrics."""
-        trace = estimator.trace_.columns()  # joined once for the checks, the store, the plot
-        records = estimator.records_  # e.g. a budget's merges
-        with timed(self.phases, "store"):
-            histories = self._stage_trace(trace, fold)
-            for name, columns in records.items():
-                self.tracker.stage_columns(columns, f"records/{name}.parquet" if not fold
-                                           else f"records/fold{fold}/{name}.parquet")
+        """Everything a fitted estimator says (``fit_record``: its trace, its records, its
+        final metrics on ``dataset``, its fit tags) and where asked its model and convergence
+        figure, written in one call; the metrics."""
         with timed(self.phases, "evaluate"):
-            metrics = evaluate(estimator, dataset)
-            metrics["compile_time_s"] += compile_s
-        step = int(estimator.n_iter_) if fold is None else fold
-        with timed(self.phases, "store"):
-            self.tracker.log_batch(tags=fit_tags(estimator),
-                                   metrics=final_metrics(metrics, step=step) + histories)
-            self.tracker.upload_staged()
+            record, metrics = fit_record(estimator, dataset, compile_s, fold, self._fit_start_ms)
         if model:
-            with timed(self.phases, "model"):
-                self.tracker.log_model(estimator, dataset.X_train[:5])
+            record.model = estimator, dataset.X_train[:5]
         if figure:  # `svmlab runs plot` draws it later otherwise
             from svmlab.tracking.figures import CONVERGENCE_FIGURE, convergence_figure
 
             with timed(self.phases, "figure"):
-                self.tracker.stage_figure(convergence_figure(trace, self.tracker.run_name),
-                                          CONVERGENCE_FIGURE)
+                record.figures[CONVERGENCE_FIGURE] = convergence_figure(
+                    record.tables[TRACE_ARTIFACT], self.tracker.run_name)
+        with timed(self.phases, "store"):
+            self.tracker.write(record)
         return metrics
 
     def log_trace(self, trace: dict, fold: int | None = None) -> None:
         """The trace of a fit that did not end (a fold pruned mid-fit: its rows so far)."""
         with timed(self.phases, "store"):
-            self.tracker.log_batch(metrics=self._stage_trace(trace, fold))
-            self.tracker.upload_staged()
+            self.tracker.write(trace_record(trace, fold, self._fit_start_ms))
 
-    def _stage_trace(self, trace: dict, fold: int | None) -> list:
-        """Stage the trace (checked finite): ``trace/trace.parquet`` and its metric histories,
-        or ``trace/fold<k>.parquet`` for a later fold; the histories."""
-        check_trace_finite(trace)
-        if fold:
-            self.tracker.stage_columns(trace, f"trace/fold{fold}.parquet")
-            return []
-        self.tracker.stage_columns(trace, TRACE_ARTIFACT)
-        return self.tracker.trace_metrics(trace, self._fit_start_ms)
+    def log(self, metrics: dict[str, float] | None = None, step: int = 0,
+            tags: dict | None = None) -> None:
+        """More of the run's record: final ``metrics`` at ``step``, ``tags``."""
+        with timed(self.phases, "store"):
+            self.tracker.write(RunRecord(tags=tags or {},
+                                         metrics=final_points(metrics or {}, step)))
+
+
+def train(tracking: dict, run_name: str, config: RunRecord, estimator, dataset,
+          parent_run_id: str | None = None, phases: dict | None = None,
+          shared: Path | None = None, compile_lock: Path | None = None,
+          launcher: dict | None = None, opened=None) -> tuple[Recording, dict[str, float]]:
+    """A training run (``svmlab train``, a sweep's job, a study's refit): the run opened with
+    its config and dataset (``open_run``), the fit on the training set (the test set traced
+    where the solver can), its record with the model and figure the tracking section asks
+    for; the Recording and the metrics. ``opened`` is told the run's id as soon as it exists."""
+    with open_run(tracking, run_name, config, dataset, parent_run_id, phases,
+                  shared) as recording:
+        if opened is not None:
+            opened(recording.run_id)
+        compile_s = recording.fit(estimator, dataset.X_train, dataset.y_train,
+                                  (dataset.X_test, dataset.y_test), compile_lock=compile_lock,
+                                  launcher=launcher)
+        metrics = recording.log_fit(estimator, dataset, compile_s, model=tracking["log_model"],
+                                    figure=tracking["log_figure"])
+    return recording, metrics
+
+
+def finished_lines(recording: Recording, run_name: str, metrics: dict, estimator) -> list[str]:
+    """What a finished training run says of itself: its line, its certified line, and where
+    the UI shows it."""
+    return [f"run {recording.run_id} FINISHED: {run_name}  "
+            f"test_accuracy={metrics['test_accuracy']:.4f}  "
+            f"fit_time_s={metrics['fit_time_s']:.3f}  n_iter={estimator.n_iter_}",
+            certified_line(estimator), recording.tracker.ui_line]

@@ -30,7 +30,7 @@ def panel_keys(columns: dict) -> list[str]:
 def drawn_rows(iterations: np.ndarray) -> np.ndarray:
     """Indices of at most MAX_POINTS rows: log-spaced in the iteration (the fast start) and
     evenly spaced (the long tail), the first and the last among them."""
-    from svmlab.tracking.tracker import history_rows
+    from svmlab.tracking.record import history_rows
 
     n = len(iterations)
     if n <= MAX_POINTS:

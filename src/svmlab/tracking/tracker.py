@@ -8,15 +8,15 @@ unreachable (``svmlab.tracking.patience``, ``wait_s``). A run whose process dies
 it (SIGKILL, a lost machine) is found by its host, pid and heartbeat tags and ended by the reap
 (``svmlab.tracking.liveness``).
 
-Everything goes through MLflow's public API, in few calls: params, tags and metrics in one
-``log_batch`` each time (as many as MLflow's limits per call allow), artifacts staged in a local
-folder and written together by :meth:`Tracker.upload_staged` (what is staged when a run fails is
-written as it ends). The convergence trace is written after the fit, off the solver's clock:
-the whole trace as the artifact ``trace/trace.parquet``, and at most
-``MAX_HISTORY_POINTS`` rows of it (log-spaced in the iteration, the first and the last always
-among them) as metric histories ``trace/<column>`` written with ``log_batch``; a history's step is
-the iteration and its timestamp the fit's start plus the solver's elapsed time, so the UI's
-relative-time axis is solver time.
+Everything goes through MLflow's public API, in few calls: a run's record
+(``svmlab.tracking.record.RunRecord``, built without MLflow) is written by :meth:`Tracker.write`,
+its params, tags and metrics in one ``log_batch`` each time (as many as MLflow's limits per call
+allow), its artifacts staged in a local folder and written together (what is staged when a run
+fails is written as it ends). The convergence trace is written after the fit, off the solver's
+clock: the whole trace as the artifact ``trace/trace.parquet``, and log-spaced rows of it as
+metric histories (``svmlab.tracking.record.trace_points``); a history's step is the iteration
+and its timestamp the fit's start plus the solver's elapsed time, so the UI's relative-time
+axis is solver time.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -34,23 +33,19 @@ from pathlib import Path
 from typing import Any
 
 import mlflow
-import numpy as np
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.data.code_dataset_source import CodeDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
-from svmlab.estimator.trace import certified_gap
 from svmlab.lifecycle import DeferredSignals, start_tags
 from svmlab.masking import mask
 from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
+from svmlab.tracking.record import RunRecord, final_points
 from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line
 
-TRACE_PREFIX = "trace/"
-TRACE_ARTIFACT = "trace/trace.parquet"
-MAX_HISTORY_POINTS = 250  # rows of a trace kept as metric histories (a chart shows no more)
 MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call (params, tags and metrics)
 MAX_PARAMS = 100  # and on params per call (tags likewise)
 
@@ -64,39 +59,6 @@ def _store_write(method):
             return method(self, *args, **kwargs)
 
     return held_method
-
-
-def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Every leaf of a nested mapping under its dotted key (lists keep their JSON form)."""
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat |= flatten(value, dotted + ".")
-        else:
-            flat[dotted] = json.dumps(value) if isinstance(value, (list, dict)) else value
-    return flat
-
-
-def final_metrics(metrics: Mapping[str, float], step: int = 0) -> list[Metric]:
-    """Final values as MLflow metrics, stamped now, at ``step`` (e.g. the last iteration)."""
-    now = int(time.time() * 1000)
-    return [Metric(k, float(v), now, step) for k, v in metrics.items()]
-
-
-def history_rows(iterations: np.ndarray, max_points: int = MAX_HISTORY_POINTS) -> np.ndarray:
-    """Indices of at most ``max_points`` rows of a trace, log-spaced in the iteration.
-
-    The rows nearest to (at or after) log-spaced targets between the first and the last
-    iteration; the first and the last row are always included.
-    """
-    n = len(iterations)
-    if n <= max_points:
-        return np.arange(n)
-    first, last = float(iterations[0]), float(iterations[-1])
-    targets = first - 1.0 + np.geomspace(1.0, last - first + 1.0, max_points - 1)
-    rows = np.searchsorted(iterations, targets, side="left")
-    return np.unique(np.concatenate([[0], np.minimum(rows, n - 1), [n - 1]]))
 
 
 class _SplitDataset(MetaDataset):
@@ -159,7 +121,6 @@ class Tracker:
         self.parent_run_id = parent_run_id
         self.run_id: str | None = None
         self.experiment_id: str | None = None
-        self._start_ms = 0
         self._signals = DeferredSignals()
         self._heartbeat: RunHeartbeat | None = None
 
@@ -189,7 +150,6 @@ class Tracker:
                                 f"{self.run_id} (`mlflow run --experiment-name NAME` chooses "
                                 f"another experiment)")
             self.client.set_tag(project_run, "svmlab.run_id", self.run_id)
-        self._start_ms = int(time.time() * 1000)
         self._staging = tempfile.TemporaryDirectory(prefix="svmlab-artifacts-")
         self._heartbeat = RunHeartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()
@@ -261,41 +221,32 @@ class Tracker:
         self.log_batch(tags=tags)
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
-        self.log_batch(metrics=final_metrics(metrics, step))
+        self.log_batch(metrics=[Metric(*p) for p in final_points(metrics, step)])
 
     @_store_write
     def log_dataset(self, dataset) -> None:
         self.patience(again_if_duplicate,
                       lambda: mlflow.log_input(_SplitDataset(dataset), context="training"))
 
-    @_store_write
-    def log_text(self, text: str, artifact_file: str) -> None:
-        """``text`` (its secrets masked) as the artifact ``artifact_file``."""
-        self.client.log_text(self.run_id, mask(text), artifact_file)
-
     def _staged_path(self, artifact_file: str) -> Path:
         path = Path(self._staging.name) / artifact_file
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
-    def stage_text(self, text: str, artifact_file: str) -> None:
-        """``text`` (its secrets masked) as the artifact ``artifact_file``, written by the next
-        `upload_staged`."""
-        self._staged_path(artifact_file).write_text(mask(text))
-
-    def stage_columns(self, columns: Mapping[str, np.ndarray], artifact_file: str
-                      ) -> pd.DataFrame:
-        """Equal-length columns as the Parquet artifact ``artifact_file`` (a trace, or a
-        solver's record of events such as a budgeted solver's merges), written by the next
-        `upload_staged`; returns the frame."""
-        frame = pd.DataFrame(dict(columns))
-        frame.to_parquet(self._staged_path(artifact_file), index=False)
-        return frame
-
-    def stage_figure(self, figure, artifact_file: str) -> None:
-        """A matplotlib figure as the image ``artifact_file``, written by the next
-        `upload_staged`."""
-        figure.savefig(self._staged_path(artifact_file))
+    def write(self, record: RunRecord) -> None:
+        """A run's record in one go: its params, tags and metrics (``log_batch``), its tables
+        (Parquet), texts (their secrets masked) and figures written together with what was
+        staged before, then its model."""
+        for path, columns in record.tables.items():
+            pd.DataFrame(dict(columns)).to_parquet(self._staged_path(path), index=False)
+        for path, text in record.texts.items():
+            self._staged_path(path).write_text(mask(text))
+        for path, figure in record.figures.items():
+            figure.savefig(self._staged_path(path))
+        self.log_batch(record.params, record.tags, [Metric(*p) for p in record.metrics])
+        self.upload_staged()
+        if record.model is not None:
+            self.log_model(*record.model)
 
     @_store_write
     def upload_staged(self) -> None:
@@ -309,47 +260,6 @@ class Tracker:
     @_store_write
     def log_artifacts(self, folder: str | os.PathLike, artifact_path: str | None = None) -> None:
         self.client.log_artifacts(self.run_id, str(folder), artifact_path)
-
-    def log_trace(self, columns: Mapping[str, np.ndarray], start_ms: int | None = None) -> None:
-        """The convergence trace, written at once: the whole of it as ``trace/trace.parquet``
-        and its metric histories (`trace_metrics`)."""
-        self.stage_columns(columns, TRACE_ARTIFACT)
-        self.upload_staged()
-        self.log_batch(metrics=self.trace_metrics(columns, start_ms))
-
-    def trace_metrics(self, columns: Mapping[str, np.ndarray], start_ms: int | None = None
-                      ) -> list[Metric]:
-        """At most MAX_HISTORY_POINTS log-spaced rows of a trace as the histories
-        ``trace/<column>``, and each gap column's order of magnitude as ``trace/log10_<column>``.
-
-        ``columns`` holds 'iteration', 'time_s' (solver seconds) and any float columns;
-        ``start_ms`` is the wall-clock time of the fit's start (default: the run's start). A gap
-        falls by orders of magnitude, so on the UI's linear axis its first values hide the rest;
-        its log10 (rows where it is positive) shows the convergence as the papers draw it.
-        """
-        base_ms = self._start_ms if start_ms is None else start_ms
-        kept = history_rows(np.asarray(columns["iteration"]))
-        steps = np.asarray(columns["iteration"])[kept].astype(np.int64)
-        stamps = base_ms + np.round(1000.0 * np.asarray(columns["time_s"])[kept]).astype(np.int64)
-        metrics = []
-        for key, column in columns.items():
-            if key == "iteration":
-                continue
-            values = np.asarray(column, dtype=np.float64)[kept]
-            metrics += [Metric(TRACE_PREFIX + key, float(v), int(t), int(k))
-                        for v, t, k in zip(values, stamps, steps)]
-            if certified_gap(key) or key.endswith("_gap"):
-                positive = values > 0  # NaN: the gap was not computed at that row
-                metrics += [Metric(f"{TRACE_PREFIX}log10_{key}", float(v), int(t), int(k))
-                            for v, t, k in zip(np.log10(values[positive]), stamps[positive],
-                                               steps[positive])]
-        return metrics
-
-    def log_columns(self, columns: Mapping[str, np.ndarray], artifact_file: str) -> pd.DataFrame:
-        """`stage_columns`, written at once."""
-        frame = self.stage_columns(columns, artifact_file)
-        self.upload_staged()
-        return frame
 
     @_store_write
     def log_model(self, estimator, X_example, name: str = "model") -> None:

@@ -98,21 +98,6 @@ def distribution(override: Override) -> BaseDistribution:
     return CategoricalDistribution(values)
 
 
-def grid(space: dict[str, BaseDistribution]) -> dict[str, list]:
-    """Every value of each distribution, for Optuna's GridSampler (finite spaces only)."""
-    values = {}
-    for key, dist in space.items():
-        if isinstance(dist, CategoricalDistribution):
-            values[key] = list(dist.choices)
-        elif dist.step is not None and not dist.log:
-            n = int(round((dist.high - dist.low) / dist.step)) + 1
-            values[key] = [type(dist.low)(dist.low + i * dist.step) for i in range(n)]
-        else:
-            raise ConfigError(f"--sampler grid needs a finite space: give {key} as choice(...) "
-                              f"or range(...), not interval(...)")
-    return values
-
-
 def endpoints(space: dict[str, BaseDistribution]) -> list[dict]:
     """Two corners of the space (every low end, every high end): configs checked before the
     study starts, so a value the solver refuses fails at once and not in a trial."""
@@ -122,15 +107,6 @@ def endpoints(space: dict[str, BaseDistribution]) -> list[dict]:
         return dist.high if last else dist.low
 
     return [{key: end(dist, last) for key, dist in space.items()} for last in (False, True)]
-
-
-def suggest(trial, key: str, dist: BaseDistribution):
-    """The trial's value of ``key``, sampled from ``dist``."""
-    if isinstance(dist, CategoricalDistribution):
-        return trial.suggest_categorical(key, dist.choices)
-    if isinstance(dist, IntDistribution):
-        return trial.suggest_int(key, dist.low, dist.high, step=dist.step, log=dist.log)
-    return trial.suggest_float(key, dist.low, dist.high, step=dist.step, log=dist.log)
 
 
 def as_override(key: str, value) -> str:

@@ -267,8 +267,7 @@ class SweepCallback(Callback):
         total = check_jobs(config)  # before the store, the parent run or a folder exists
         quiet_resource_tracker()
         from svmlab.lifecycle import sigterm_interrupts, this_process
-        from svmlab.tracking.existing import announce_new_store
-        from svmlab.tracking.liveness import reap_on_start
+        from svmlab.recording.config import prelude
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
 
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
@@ -282,9 +281,7 @@ class SweepCallback(Callback):
                               f"{exc.strerror or exc}") from None
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
-        announce_new_store(config.tracking.uri, config.tracking.new_folder)
-        reap_on_start(config.tracking.uri, config.tracking.experiment,
-                      config.tracking.stale_after_s)
+        prelude(config.tracking)
         self.parent = ParentRun(
             config.tracking.uri, config.tracking.experiment, sweep_name(overrides),
             str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
