@@ -114,10 +114,7 @@ def check_chunk(config_name: str, hydra_overrides: list[str],
     from svmlab.app.config.schema import checked_estimator, composition_error_line
 
     if hydra_state is not None:
-        from svmlab.app.launch.workers import warm_in_background
-
         Singleton.set_state(hydra_state)
-        pid = warm_in_background()
     checked = []
     launching = HydraConfig.instance().cfg  # the job's own while it is checked, as it will run
     for num, job in jobs:
@@ -140,7 +137,11 @@ def check_chunk(config_name: str, hydra_overrides: list[str],
         finally:
             HydraConfig.instance().cfg = launching
         checked.append((num, problem, dataset))
-    return checked if hydra_state is None else (pid, checked)
+    if hydra_state is None:
+        return checked
+    from svmlab.app.launch.workers import warm_in_background
+
+    return warm_in_background(), checked
 
 
 def unchecked(batch) -> list:

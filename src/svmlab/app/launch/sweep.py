@@ -14,6 +14,8 @@
   the parent run is nested under in ``SVMLAB_PARENT_RUN_ID``: only the launching process reads
   it. A sweep that cannot start exits with status 2 (3: the store's fault) and leaves no parent
   run RUNNING.
+- ``on_job_start`` (wherever the job runs): waits for the worker's imports of the training path
+  (``svmlab.app.launch.workers``).
 - ``on_job_end`` (wherever the job ran): writes the job's outcome to
   ``<sweep dir>/.svmlab/jobs/<job number>.json`` and prints one progress line.
 - ``on_multirun_end`` (the launching process): counts the outcomes, logs them to the parent run
@@ -322,6 +324,11 @@ class SweepCallback(Callback):
         made = {STATE_DIR, "multirun.yaml"}  # what a start writes; a job's folder is a number
         if sweep_dir.is_dir() and all(p.name in made for p in sweep_dir.iterdir()):
             remove_dated_folder(sweep_dir, "hydra.sweep.dir", config.hydra.overrides.hydra)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from svmlab.app.launch.workers import wait_until_warm
+
+        wait_until_warm()  # a worker's imports of the training path (joblib), before the job's
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()

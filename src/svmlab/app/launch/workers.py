@@ -5,13 +5,15 @@ and each worker then imports the training path (MLflow, scikit-learn, numba: abo
 first job. Here the sweep's checks (``svmlab.app.launch.preflight``) run in the same workers
 instead of one by one in the launching process: :func:`parallel` asks joblib for them with the
 arguments the launcher will pass (its config, as ``hydra_joblib_launcher._core`` prepares it),
-so that joblib hands the launcher the same, reusable pool. A worker's first task also starts
-importing the training path in a thread, which goes on while the launching process creates
-the sweep's store and parent run. Hydra's launcher is used as it is.
+so that joblib hands the launcher the same, reusable pool. A worker's first task, once its
+checks are done, starts importing the training path in a thread, which goes on while the
+launching process creates the sweep's store and parent run; a job waits for that thread before
+it starts (``SweepCallback.on_job_start``). Hydra's launcher is used as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
@@ -58,6 +60,14 @@ def warm_in_background() -> int:
     return os.getpid()
 
 
+def wait_until_warm() -> None:
+    """Let the import thread of this process finish before a job imports anything: two
+    threads importing the same packages at once may wait on each other."""
+    for thread in _WARMING:
+        thread.join()
+
+
 def _import_training_path() -> None:
-    for module in TRAINING_PATH:
-        importlib.import_module(module)
+    with contextlib.suppress(Exception):  # a job imports what failed here, and reports it
+        for module in TRAINING_PATH:
+            importlib.import_module(module)
