@@ -228,11 +228,12 @@ def workflow_main(args, data_dir: str) -> None:
         walls[launcher] = wall
         first = min(o["started_at"] for o in outcomes)
         last = max(o["started_at"] + o["time_s"] for o in outcomes)
+        checks = state.get("checks_s", float("nan"))  # nan: a version that did not record it
         print(f"{launcher:7s} {len(outcomes)} jobs, command {wall:6.1f} s: start "
-              f"{first - state['command_start']:.1f} s (checks {state['checks_s']:.1f} s, "
-              f"{1000 * state['checks_s'] / len(outcomes):.0f} ms a job, in "
-              f"{len(state['checked_in']) or 'no'} workers), jobs {last - first:.1f} s, end "
-              f"{state['command_end'] - last:.1f} s; gap between a worker's jobs: median "
+              f"{first - state['command_start']:.1f} s (checks {checks:.1f} s, "
+              f"{1000 * checks / len(outcomes):.0f} ms a job, in "
+              f"{len(state.get('checked_in', [])) or 'no'} workers), jobs {last - first:.1f} s, "
+              f"end {state['command_end'] - last:.1f} s; gap between a worker's jobs: median "
               f"{statistics.median(worker_gaps(outcomes)):.3f} s; each worker's first job: "
               + ", ".join(f"{o['time_s']:.1f} s" for o in first_jobs(outcomes)), flush=True)
     speedup = walls["basic"] / walls["joblib"]
