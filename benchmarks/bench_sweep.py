@@ -39,6 +39,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from commands import timed
@@ -169,7 +170,7 @@ def worker_gaps(outcomes: list[dict]) -> list[float]:
     gaps = []
     for jobs in by_pid.values():
         jobs.sort(key=lambda o: o["started_at"])
-        gaps += [b["started_at"] - a["started_at"] - a["time_s"] for a, b in zip(jobs, jobs[1:])]
+        gaps += [b["started_at"] - a["started_at"] - a["time_s"] for a, b in pairwise(jobs)]
     return gaps
 
 
@@ -207,12 +208,12 @@ def launcher_costs(arguments: list[str], samples: int = 12) -> dict[str, float]:
         HydraConfig.instance().set_config(config)
         hydra_overrides = list(config.hydra.overrides.hydra)
         for num, job in list(enumerate(job_overrides(config)))[:samples]:
-            steps = {"check": lambda: check_chunk("config", hydra_overrides, [(num, job)]),
-                     "hydra_compose": lambda: loader.load_sweep_config(config, list(job)),
-                     "pickle": lambda: dumps((loader, config, Singleton.get_state()))}
-            for name, step in steps.items():
+            steps = {"check": (check_chunk, "config", hydra_overrides, [(num, job)]),
+                     "hydra_compose": (loader.load_sweep_config, config, list(job)),
+                     "pickle": (dumps, (loader, config, Singleton.get_state()))}
+            for name, (step, *values) in steps.items():
                 start = time.process_time()
-                step()
+                step(*values)
                 costs[name].append(1000 * (time.process_time() - start))
     return {name: statistics.median(ms) for name, ms in costs.items()}
 

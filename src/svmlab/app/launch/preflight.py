@@ -77,15 +77,17 @@ def check_jobs(config: DictConfig) -> tuple[int | None, list[int]]:
         state = Singleton.get_state()  # Hydra's: the config loader and the registered schemas
         count = min(len(numbered), effective_n_jobs(pool.n_jobs) * CHUNKS_PER_WORKER)
         chunks = [numbered[i::count] for i in range(count)]
-        done = pool(delayed(check_chunk)(name, hydra_overrides, chunk, state) for chunk in chunks)
+        done = pool(delayed(check_in_worker)(name, hydra_overrides, chunk, state)
+                    for chunk in chunks)
         pids = {pid for pid, _ in done}
         checked = [c for _, chunk in done for c in chunk]
     problems: dict[str, list[tuple[int, list[str]]]] = {}
     datasets: dict[str, list[tuple[int, list[str]]]] = {}
     for num, problem, dataset in sorted(checked, key=lambda c: c[0]):
-        hit = (num, jobs[num])
-        (problems.setdefault(problem, []) if problem else datasets.setdefault(dataset, [])
-         ).append(hit)
+        if problem:
+            problems.setdefault(problem, []).append((num, jobs[num]))
+        else:
+            datasets.setdefault(dataset, []).append((num, jobs[num]))
     from svmlab import data
 
     for dataset, hit in datasets.items():
@@ -96,25 +98,34 @@ def check_jobs(config: DictConfig) -> tuple[int | None, list[int]]:
     if problems:
         raise ConfigError("\n".join(f"{problem} ({_jobs(hit)})"
                                     for problem, hit in problems.items()))
+    _CHECKED.clear()
     _CHECKED.update(tuple(job) for job in jobs)
     return len(jobs), sorted(pids)
 
 
+def check_in_worker(config_name: str, hydra_overrides: list[str],
+                    jobs: list[tuple[int, list[str]]], hydra_state: dict) -> tuple[int, list]:
+    """:func:`check_chunk` in a worker process, with Hydra's state in the launching process
+    (``hydra_state``): (the worker's pid, the list). The worker then starts importing the
+    training path for the jobs it will run."""
+    from hydra.core.singleton import Singleton
+
+    from svmlab.app.launch.workers import warm_in_background
+
+    Singleton.set_state(hydra_state)
+    checked = check_chunk(config_name, hydra_overrides, jobs)
+    return warm_in_background(), checked
+
+
 def check_chunk(config_name: str, hydra_overrides: list[str],
-                jobs: list[tuple[int, list[str]]],
-                hydra_state: dict | None = None) -> list[tuple[int, str | None, str | None]]:
+                jobs: list[tuple[int, list[str]]]) -> list[tuple[int, str | None, str | None]]:
     """Compose and check ``jobs`` (numbered overrides): for each, its number and either the
-    problem that refuses it or its dataset (the parameters ``data.prepare`` takes, as JSON).
-    With ``hydra_state`` (Hydra's state in the launching process) in a worker process, which
-    then starts importing the training path for the jobs it will run: (its pid, the list)."""
+    problem that refuses it or its dataset (the parameters ``data.prepare`` takes, as JSON)."""
     from hydra import compose
     from hydra.core.hydra_config import HydraConfig
-    from hydra.core.singleton import Singleton
 
     from svmlab.app.config.schema import checked_estimator, composition_error_line
 
-    if hydra_state is not None:
-        Singleton.set_state(hydra_state)
     checked = []
     launching = HydraConfig.instance().cfg  # the job's own while it is checked, as it will run
     for num, job in jobs:
@@ -137,11 +148,7 @@ def check_chunk(config_name: str, hydra_overrides: list[str],
         finally:
             HydraConfig.instance().cfg = launching
         checked.append((num, problem, dataset))
-    if hydra_state is None:
-        return checked
-    from svmlab.app.launch.workers import warm_in_background
-
-    return warm_in_background(), checked
+    return checked
 
 
 def unchecked(batch) -> list:
