@@ -268,10 +268,10 @@ class SweepCallback(Callback):
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
+        quiet_resource_tracker()  # before the checks start the workers (joblib)
         checks = time.perf_counter()
         total, workers = check_jobs(config)  # before the store, the parent run or a folder exists
         checks = time.perf_counter() - checks
-        quiet_resource_tracker()
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.tracking.existing import announce_new_store
         from svmlab.tracking.liveness import reap_on_start
