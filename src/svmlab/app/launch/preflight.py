@@ -77,8 +77,8 @@ def check_jobs(config: DictConfig) -> tuple[int | None, list[int]]:
         state = Singleton.get_state()  # Hydra's: the config loader and the registered schemas
         count = min(len(numbered), effective_n_jobs(pool.n_jobs) * CHUNKS_PER_WORKER)
         chunks = [numbered[i::count] for i in range(count)]
-        done = pool(delayed(check_in_worker)(name, hydra_overrides, chunk, state)
-                    for chunk in chunks)
+        done = pool(delayed(check_in_worker)(name, hydra_overrides, chunk, state,
+                                             config.tracking.uri) for chunk in chunks)
         pids = {pid for pid, _ in done}
         checked = [c for _, chunk in done for c in chunk]
     problems: dict[str, list[tuple[int, list[str]]]] = {}
@@ -104,17 +104,18 @@ def check_jobs(config: DictConfig) -> tuple[int | None, list[int]]:
 
 
 def check_in_worker(config_name: str, hydra_overrides: list[str],
-                    jobs: list[tuple[int, list[str]]], hydra_state: dict) -> tuple[int, list]:
+                    jobs: list[tuple[int, list[str]]], hydra_state: dict,
+                    uri: str | None) -> tuple[int, list]:
     """:func:`check_chunk` in a worker process, with Hydra's state in the launching process
     (``hydra_state``): (the worker's pid, the list). The worker then starts importing the
-    training path for the jobs it will run."""
+    training path for the jobs it will run, and the code that opens their store (``uri``)."""
     from hydra.core.singleton import Singleton
 
     from svmlab.app.launch.workers import warm_in_background
 
     Singleton.set_state(hydra_state)
     checked = check_chunk(config_name, hydra_overrides, jobs)
-    return warm_in_background(), checked
+    return warm_in_background(uri), checked
 
 
 def check_chunk(config_name: str, hydra_overrides: list[str],

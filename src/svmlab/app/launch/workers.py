@@ -6,9 +6,10 @@ first job. Here the sweep's checks (``svmlab.app.launch.preflight``) run in the 
 instead of one by one in the launching process: :func:`parallel` asks joblib for them with the
 arguments the launcher will pass (its config, as ``hydra_joblib_launcher._core`` prepares it),
 so that joblib hands the launcher the same, reusable pool. A worker's first task, once its
-checks are done, starts importing the training path in a thread, which goes on while the
-launching process creates the sweep's store and parent run; a job waits for that thread before
-it starts (``SweepCallback.on_job_start``). Hydra's launcher is used as it is.
+checks are done, starts importing the training path and the store's code in a thread, which
+goes on while the launching process creates the sweep's store and parent run; a job waits for
+that thread before it starts (``SweepCallback.on_job_start``). Hydra's launcher is used as it
+is.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import threading
 
 from omegaconf import DictConfig, OmegaConf
 
-#: What a job imports before its fit: the recording pipeline (MLflow, scikit-learn) and every
-#: solver family (numba).
+#: What a job imports before its fit beside its solver (which its checks imported): the
+#: recording pipeline (MLflow, numba's warm-up) and the store queries.
 TRAINING_PATH = ("svmlab.recording.run", "svmlab.recording.results", "svmlab.tracking.patience",
-                 "svmlab.tracking.queries", "svmlab.solvers")
+                 "svmlab.tracking.queries")
 _WARMING: list[threading.Thread] = []  # this process's import thread, once started
 
 
@@ -51,11 +52,12 @@ def parallel(arguments: dict | None):
     return Parallel(**arguments)
 
 
-def warm_in_background() -> int:
-    """Start importing the training path in a thread of this process, once; its pid."""
+def warm_in_background(uri: str | None) -> int:
+    """Start importing the training path, and the code that opens the store at ``uri``, in a
+    thread of this process, once; its pid."""
     if not _WARMING:
-        _WARMING.append(threading.Thread(target=_import_training_path, daemon=True,
-                                         name="svmlab-warm-up"))
+        _WARMING.append(threading.Thread(target=_import_training_path, args=(uri,),
+                                         daemon=True, name="svmlab-warm-up"))
         _WARMING[0].start()
     return os.getpid()
 
@@ -67,7 +69,10 @@ def wait_until_warm() -> None:
         thread.join()
 
 
-def _import_training_path() -> None:
+def _import_training_path(uri: str | None) -> None:
     with contextlib.suppress(Exception):  # a job imports what failed here, and reports it
         for module in TRAINING_PATH:
             importlib.import_module(module)
+        from svmlab.tracking.store import load_store_code
+
+        load_store_code(uri)
