@@ -16,6 +16,19 @@ and config artifacts), the model, and the rest (the job's time less all of these
 set-up, the fit's thread). Beside them, the same 48 jobs in this one process without tracking
 (the data load, the warm-up, the fit and the evaluation only), which is what a job costs
 without MLflow.
+
+    python benchmarks/bench_sweep.py --workflow alm_paper --scale medium [--seeds 2]
+
+A workflow's own sweep instead: its preset and the scale's overrides as ``svmlab workflow``
+runs them (``svmlab.app.workflow.sweep_arguments``; ``--seeds K``: the scale's first K seeds
+only), with each launcher into a new SQLite store. Prints each command's wall time split into
+its start (to the first job: the checks of every job, the store, the parent run, the workers),
+its jobs and its end (the summary), the speed-up of joblib (target >= 1.8x), the gap between
+two jobs of one worker (Hydra's own per-job work: the job's config, folder and files), and the
+per-job serial cost in the launching process, CPU milliseconds measured here: composing and
+checking a job (done once, by the workers of a joblib sweep), Hydra's own composition of it
+(the sweeper's check before launching, no longer done; the basic launcher's, to run it) and
+joblib's pickling of the job's task.
 """
 
 from __future__ import annotations
@@ -25,6 +38,8 @@ import json
 import shutil
 import statistics
 import tempfile
+import time
+from itertools import pairwise
 from pathlib import Path
 
 from commands import timed
@@ -37,13 +52,22 @@ LAUNCHERS = {"basic": [], "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_
 
 def run_sweep(folder: Path, launcher: str, data_dir: str) -> tuple[float, list[dict]]:
     """Wall seconds of the command and the jobs' outcomes."""
-    sweep_dir = folder / "sweep"
-    command = [shutil.which("svmlab"), "train", *JOBS, *LAUNCHERS[launcher],
-               f"tracking.uri=sqlite:///{folder}/mlflow.db", f"paths.data_dir={data_dir}",
-               f"hydra.sweep.dir={sweep_dir}"]
-    wall, _ = timed(command, folder, f"{launcher} sweep")
-    outcomes = [json.loads(p.read_text()) for p in (sweep_dir / ".svmlab/jobs").glob("*.json")]
+    arguments = [*JOBS, *LAUNCHERS[launcher], f"tracking.uri=sqlite:///{folder}/mlflow.db",
+                 f"paths.data_dir={data_dir}", f"hydra.sweep.dir={folder}/sweep"]
+    wall, outcomes, _ = sweep_command(folder, arguments, f"{launcher} sweep")
     return wall, outcomes
+
+
+def sweep_command(folder: Path, arguments: list[str], what: str) -> tuple[float, list[dict], dict]:
+    """Wall seconds of ``svmlab train -m`` with ``arguments`` (whose hydra.sweep.dir is
+    ``folder/sweep``), the jobs' outcomes and the sweep's state (``sweep.json``), with the
+    command's start and end (``time.time()``) as ``command_start`` and ``command_end``."""
+    state_dir = folder / "sweep" / ".svmlab"
+    start = time.time()
+    wall, _ = timed([shutil.which("svmlab"), "train", *arguments], folder, what)
+    outcomes = [json.loads(p.read_text()) for p in (state_dir / "jobs").glob("*.json")]
+    state = json.loads((state_dir / "sweep.json").read_text())
+    return wall, outcomes, state | {"command_start": start, "command_end": start + wall}
 
 
 def warm_jobs(outcomes: list[dict]) -> list[dict]:
@@ -117,12 +141,122 @@ def median_row(name: str, jobs: list[dict[str, float]]) -> str:
     return f"| {name} | {len(jobs)} | " + " | ".join(cells) + " |"
 
 
+def workflow_arguments(name: str, scale: str, seeds: int | None, launcher: str, folder: Path,
+                       data_dir: str) -> list[str]:
+    """The sweep of workflow ``name`` at ``scale`` as ``svmlab workflow`` runs it, with
+    ``launcher`` (2 joblib workers), into ``folder`` (its store and sweep folder); ``seeds``:
+    the scale's first seeds only."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from svmlab.app.config.overrides import override_value
+    from svmlab.app.workflow import sweep_arguments
+    from svmlab.workflows.spec import load
+
+    workflow = load(name)
+    extra = [f"hydra.sweep.dir={folder}/sweep", f"paths.data_dir={data_dir}"]
+    if seeds is not None:
+        values = override_value(workflow.sweep_overrides(scale), "seed")
+        (seed,) = OverridesParser.create().parse_overrides([f"seed={values}"])
+        extra.append("seed=" + ",".join(str(s) for s in list(seed.sweep_iterator())[:seeds]))
+    return ["-m", *sweep_arguments(workflow, scale, f"sqlite:///{folder}/mlflow.db", launcher,
+                                   2 if launcher == "joblib" else None, extra)]
+
+
+def worker_gaps(outcomes: list[dict]) -> list[float]:
+    """Seconds between one job's end and the next job's start in the same worker process."""
+    by_pid: dict[int, list[dict]] = {}
+    for o in outcomes:
+        by_pid.setdefault(o["pid"], []).append(o)
+    gaps = []
+    for jobs in by_pid.values():
+        jobs.sort(key=lambda o: o["started_at"])
+        gaps += [b["started_at"] - a["started_at"] - a["time_s"] for a, b in pairwise(jobs)]
+    return gaps
+
+
+def first_jobs(outcomes: list[dict]) -> list[dict]:
+    """Each worker process's first job."""
+    firsts: dict[int, dict] = {}
+    for o in sorted(outcomes, key=lambda o: o["started_at"]):
+        firsts.setdefault(o["pid"], o)
+    return list(firsts.values())
+
+
+def launcher_costs(arguments: list[str], samples: int = 12) -> dict[str, float]:
+    """CPU milliseconds per job of what the launching process of a sweep with ``arguments``
+    does for every job, medians over its first ``samples`` jobs, measured in this process:
+    ``check`` (compose and check, ``preflight.check_chunk``), ``hydra_compose`` (Hydra's
+    ``load_sweep_config``: the basic sweeper's check before launching, the basic launcher's
+    composition to run a job) and ``pickle`` (the task joblib sends for a job: the config,
+    Hydra's config loader and state)."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.singleton import Singleton
+    from hydra.types import RunMode
+    from joblib.externals.loky.backend.reduction import dumps
+
+    from svmlab.app.config.schema import register_configs
+    from svmlab.app.launch.preflight import check_chunk, job_overrides
+
+    register_configs()
+    overrides = [a for a in arguments if a != "-m"]
+    costs: dict[str, list[float]] = {"check": [], "hydra_compose": [], "pickle": []}
+    with initialize_config_module("svmlab.conf", version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        config = loader.load_configuration("config", overrides, RunMode.MULTIRUN)
+        HydraConfig.instance().set_config(config)
+        hydra_overrides = list(config.hydra.overrides.hydra)
+        for num, job in list(enumerate(job_overrides(config)))[:samples]:
+            steps = {"check": (check_chunk, "config", hydra_overrides, [(num, job)]),
+                     "hydra_compose": (loader.load_sweep_config, config, list(job)),
+                     "pickle": (dumps, (loader, config, Singleton.get_state()))}
+            for name, (step, *values) in steps.items():
+                start = time.process_time()
+                step(*values)
+                costs[name].append(1000 * (time.process_time() - start))
+    return {name: statistics.median(ms) for name, ms in costs.items()}
+
+
+def workflow_main(args, data_dir: str) -> None:
+    """The ``--workflow`` mode (see the module docstring)."""
+    walls: dict[str, float] = {}
+    for launcher in LAUNCHERS:
+        with tempfile.TemporaryDirectory() as tmp:
+            arguments = workflow_arguments(args.workflow, args.scale, args.seeds, launcher,
+                                           Path(tmp), data_dir)
+            wall, outcomes, state = sweep_command(Path(tmp), arguments, f"{launcher} sweep")
+        walls[launcher] = wall
+        first = min(o["started_at"] for o in outcomes)
+        last = max(o["started_at"] + o["time_s"] for o in outcomes)
+        checks = state.get("checks_s", float("nan"))  # nan: a version that did not record it
+        print(f"{launcher:7s} {len(outcomes)} jobs, command {wall:6.1f} s: start "
+              f"{first - state['command_start']:.1f} s (checks {checks:.1f} s, "
+              f"{1000 * checks / len(outcomes):.0f} ms a job, in "
+              f"{len(state.get('checked_in', [])) or 'no'} workers), jobs {last - first:.1f} s, "
+              f"end {state['command_end'] - last:.1f} s; gap between a worker's jobs: median "
+              f"{statistics.median(worker_gaps(outcomes)):.3f} s; each worker's first job: "
+              + ", ".join(f"{o['time_s']:.1f} s" for o in first_jobs(outcomes)), flush=True)
+    speedup = walls["basic"] / walls["joblib"]
+    print(f"joblib speed-up over basic: {speedup:.2f}x (target >= 1.8x: "
+          f"{'met' if speedup >= 1.8 else 'NOT met'})")
+    costs = launcher_costs(arguments)
+    print("launching process, CPU ms per job (medians): "
+          + ", ".join(f"{name} {ms:.1f}" for name, ms in costs.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--data-dir", default=str(Path(__file__).parents[1] / "../shared/data/libsvm"))
+    parser.add_argument("--workflow", help="a workflow's own sweep (e.g. alm_paper)")
+    parser.add_argument("--scale", default="medium")
+    parser.add_argument("--seeds", type=int, help="the scale's first SEEDS seeds only")
     args = parser.parse_args()
     data_dir = str(Path(args.data_dir).resolve())
+    if args.workflow:
+        workflow_main(args, data_dir)
+        return
     walls: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
     warm: dict[str, list[dict]] = {name: [] for name in LAUNCHERS}
     fits: list[float] = []

@@ -1,5 +1,6 @@
 """Multirun sweeps: parent and child runs, failing jobs, progress, resume, parallel launchers."""
 
+import json
 import os
 import re
 import stat
@@ -275,3 +276,57 @@ def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():
 
     assert _again_if_duplicate(open_once_created, errors=(ValueError,)) == "opened"
     assert len(opened) == 2
+
+
+def test_a_sweep_composes_each_job_once_in_the_launching_process(store, monkeypatch):
+    """The sweep's checks compose every job (Hydra's compose API) and the basic launcher
+    composes each one again to run it; Hydra's sweeper does not compose them a third time."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    composed = []
+    load_sweep_config = ConfigLoaderImpl.load_sweep_config
+
+    def counted(self, master_config, sweep_overrides):
+        composed.append(" ".join(sweep_overrides))
+        return load_sweep_config(self, master_config, sweep_overrides)
+
+    monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config", counted)
+    train(store, "-m", "solver=liblinear", "seed=0,1,2", "tracking.log_model=false")
+    assert sorted(re.search(r"\bseed=(\d)", job)[1] for job in composed) == ["0", "1", "2"]
+    assert len(runs(store)) == 4  # the parent run and its three jobs
+
+
+def joblib_sweep(store, *overrides: str) -> tuple[int, str, str]:
+    """A 2-worker joblib sweep as a child process: (exit status, stdout, stderr)."""
+    proc = train_process(store, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                         "tracking.log_model=false", *overrides, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=600)
+    return proc.returncode, out, err
+
+
+def test_a_joblib_sweep_checks_its_jobs_in_the_worker_processes_that_run_them(store):
+    status, out, err = joblib_sweep(store, "solver=liblinear", "seed=0,1,2,3")
+    assert status == 0, out + err
+    assert "4 jobs: 4 finished, 0 failed" in out and "Warning" not in err, err
+    sweep_dir = store.parent / "multirun"
+    state = json.loads((sweep_dir / ".svmlab/sweep.json").read_text())
+    checked_in, launcher_pid = state["checked_in"], int(state["launcher"]["svmlab.pid"])
+    assert checked_in and launcher_pid not in checked_in  # the checks ran in workers
+    ran_in = {o["pid"] for o in read_outcomes(sweep_dir)}
+    assert ran_in & set(checked_in), (ran_in, checked_in)  # joblib kept the same pool
+
+
+def test_a_joblib_sweep_with_a_bad_value_creates_nothing(store):
+    """The jobs checked in the workers are refused as in the launching process: one line per
+    distinct problem, status 2, no run and no folder."""
+    status, out, err = joblib_sweep(store, "solver=alm_gap,liblinear", "solver.C=-1",
+                                    "seed=0,1")
+    assert status == 2
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert all(line.startswith("svmlab: error: cannot start the sweep: invalid solver "
+                               "parameter: The 'C' parameter of ") for line in lines)
+    assert lines[0].endswith("(2 jobs: #0, #1)") and lines[1].endswith("(2 jobs: #2, #3)")
+    assert out == ""
+    assert runs(store) == [] and not (store.parent / "multirun").exists()

@@ -145,3 +145,19 @@ def test_a_process_looks_an_experiment_up_once(tmp_path):
     assert ensure_experiment(uri, "once") == first
     assert list(tmp_path.iterdir()) == []
     assert ensure_experiment(uri, "another") != first  # another experiment is looked up
+
+
+@pytest.mark.parametrize(("uri", "imported"), [("sqlite:///mlflow.db", True),
+                                               ("http://127.0.0.1:5000", False)])
+def test_the_code_of_a_database_store_is_imported_ahead_for_a_database_only(uri, imported):
+    """What a sweep's worker imports before its first job opens the store."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from svmlab.tracking.store import load_store_code\n"
+            f"load_store_code({uri!r})\n"
+            "print('mlflow.store.tracking.sqlalchemy_store' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.strip() == str(imported), out.stderr

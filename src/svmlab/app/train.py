@@ -16,7 +16,6 @@ import functools
 import os
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,11 +28,6 @@ from svmlab.app.launch import sweep
 from svmlab.app.config.schema import (checked_estimator, composition_error_line,
                                       register_configs, unknown_key_hints)
 from svmlab.errors import ConfigError, MissingExtra, SvmlabError, require_extra
-
-# conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
-# keys are checked against that schema; Hydra 1.3 does that but warns on every composition.
-warnings.filterwarnings("ignore",
-                        message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore")
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM, a sweep's launcher gone: as a shell reports SIGINT
 

@@ -174,6 +174,13 @@ def absolute_uri(uri: str | None) -> str:
     return uri
 
 
+def load_store_code(uri: str | None) -> None:
+    """Import the code that opens a database store (MLflow's SQL store: 1-2 s), so that a
+    process can import it ahead of its first run, e.g. in a thread; nothing for another store."""
+    if resolved_uri(uri).split(":", 1)[0].split("+")[0] in ("sqlite", "postgresql", "mysql"):
+        import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+
+
 SCHEMA_STILL_S = 10.0  # a schema whose creation shows no progress for this long is left alone
 # what a store says while another process creates its schema: a table made by the other first,
 # a migration the other moved on, a schema the other has not brought to its last version yet

@@ -7,11 +7,15 @@
   creates the store and the experiment once, ends the experiment's runs that were left RUNNING
   (``svmlab.tracking.liveness``), opens the sweep's parent run (overrides, launcher, number of
   jobs) and writes ``<sweep dir>/.svmlab/sweep.json``, from which every job learns its parent run id
-  and the launching process. A file, not an environment variable, because jobs may run in other
-  processes or on other machines (joblib, submitit); the sweep folder is the one thing Hydra
-  gives them all. A workflow names the run the parent run is nested under in
-  ``SVMLAB_PARENT_RUN_ID``: only the launching process reads it. A sweep that cannot start
-  exits with status 2 (3: the store's fault) and leaves no parent run RUNNING.
+  and the launching process (it also says how long the checks took, and in which worker
+  processes of the joblib launcher: ``benchmarks/bench_sweep.py`` reads it). A file, not an
+  environment variable, because jobs may run in other processes or on other machines (joblib,
+  submitit); the sweep folder is the one thing Hydra gives them all. A workflow names the run
+  the parent run is nested under in ``SVMLAB_PARENT_RUN_ID``: only the launching process reads
+  it. A sweep that cannot start exits with status 2 (3: the store's fault) and leaves no parent
+  run RUNNING.
+- ``on_job_start`` (wherever the job runs): waits for the worker's imports of the training path
+  (``svmlab.app.launch.workers``).
 - ``on_job_end`` (wherever the job ran): writes the job's outcome to
   ``<sweep dir>/.svmlab/jobs/<job number>.json`` and prints one progress line.
 - ``on_multirun_end`` (the launching process): counts the outcomes, logs them to the parent run
@@ -264,8 +268,10 @@ class SweepCallback(Callback):
 
     def _start(self, config: DictConfig) -> None:
         check_launcher_settings(config)
-        total = check_jobs(config)  # before the store, the parent run or a folder exists
-        quiet_resource_tracker()
+        quiet_resource_tracker()  # before the checks start the workers (joblib)
+        checks = time.perf_counter()
+        total, workers = check_jobs(config)  # before the store, the parent run or a folder exists
+        checks = time.perf_counter() - checks
         from svmlab.lifecycle import sigterm_interrupts, this_process
         from svmlab.recording.config import prelude
         from svmlab.tracking.sweeps import PARENT_ENV, ParentRun
@@ -290,7 +296,7 @@ class SweepCallback(Callback):
             wait_s=config.tracking.wait_s, shared=state)
         (state / "sweep.json").write_text(json.dumps(
             {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process(),
-             "started_at": time.time()}))
+             "started_at": time.time(), "checks_s": checks, "checked_in": workers}))
         print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
               f"parent run {self.parent.run_id}", flush=True)
         self.started = time.perf_counter()
@@ -315,6 +321,11 @@ class SweepCallback(Callback):
         made = {STATE_DIR, "multirun.yaml"}  # what a start writes; a job's folder is a number
         if sweep_dir.is_dir() and all(p.name in made for p in sweep_dir.iterdir()):
             remove_dated_folder(sweep_dir, "hydra.sweep.dir", config.hydra.overrides.hydra)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from svmlab.app.launch.workers import wait_until_warm
+
+        wait_until_warm()  # a worker's imports of the training path (joblib), before the job's
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
