@@ -79,14 +79,16 @@ ALLOWED_THIRD_PARTY = {
     "numerics": {"numpy", "scipy", "numba", "llvmlite"},
     "lifecycle": {"psutil"},
     "masking": set(),
+    "vocabulary": set(),
 }
 ALLOWED_SVMLAB = {
     "estimator": {"estimator", "errors", "masking"},
     "numerics": {"numerics", "errors", "masking"},
-    "lifecycle": {"errors", "masking"},
+    "lifecycle": {"errors", "masking", "vocabulary"},
     "masking": set(),
+    "vocabulary": set(),
     "recording": {"recording", "tracking", "estimator", "data", "lifecycle", "errors",
-                  "masking"},
+                  "masking", "vocabulary"},
 }
 
 MODULES = list(_modules())

@@ -34,6 +34,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from svmlab import vocabulary
 from svmlab.errors import SvmlabError
 from svmlab.estimator.formulations import metric_name
 
@@ -43,9 +44,10 @@ PATTERN = re.compile(r"^(time|iters)_to_(gap|obj|acc)_(.+)$")
 #: What each target is, in words.
 TARGETS = {"gap": "a certified relative gap of", "obj": "a relative distance to the optimum of",
            "acc": "a test accuracy of"}
-FORMULATION_TAG = "tags.svmlab.formulation"
+FORMULATION = f"tags.{vocabulary.FORMULATION_TAG}"
 # runs that share a reference optimum: the seed can change the training data (a seeded split)
-REFERENCE_KEYS = {"tags.dataset": "", "params.solver.C": "C = ", "tags.seed": "seed "}
+REFERENCE_KEYS = {f"tags.{vocabulary.DATASET_TAG}": "", "params.solver.C": "C = ",
+                  f"tags.{vocabulary.SEED_TAG}": "seed "}
 
 
 def parse(name: str) -> tuple[str, float] | None:
@@ -123,7 +125,7 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in names}
     objective = [metric_of("objective", f)
-                 for f in runs.get(FORMULATION_TAG, pd.Series([None] * len(runs)))]
+                 for f in runs.get(FORMULATION, pd.Series([None] * len(runs)))]
     keys = [k for k in REFERENCE_KEYS if k in runs]
     groups = runs[keys].astype(str).agg("|".join, axis=1)
     references, notes = {}, []
@@ -178,7 +180,7 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     values = {name: np.full(len(runs), np.nan) for name in [*names, *(n + LOWER for n in names)]}
     fallback, uncertified = [], []
     for i, (_, run) in enumerate(runs.iterrows()):
-        column = metric_of("rel_gap", run.get(FORMULATION_TAG))
+        column = metric_of("rel_gap", run.get(FORMULATION))
         if column is None or pd.isna(run.get(f"metrics.{column}")):
             uncertified.append(run["run_id"])
             continue

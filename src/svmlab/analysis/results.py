@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from svmlab import vocabulary
 from svmlab.analysis import precision
 from svmlab.errors import SvmlabError
 
@@ -17,10 +18,11 @@ JOIN = " / "  # between the values of a combined block or treatment key
 #: Params that may differ between the runs of one treatment: the dataset's own settings (they
 #: vary with the block) and where a run was stored.
 CONTEXT_PREFIXES = ("dataset.", "tracking.", "paths.", "hydra.")
-#: The tag of a run's config digest (the sha256 of its resolved config, ``svmlab train``).
-DIGEST_TAG = "tags.svmlab.config_sha256"
-#: The tag of a run whose fit started from another fit's solution (`recording.results`).
-WARM_START = "tags.svmlab.warm_start"
+#: The columns of a run's config digest (the sha256 of its resolved config, ``svmlab train``),
+#: of a run whose fit started from another fit's solution, and of a run's role.
+DIGEST = f"tags.{vocabulary.DIGEST_TAG}"
+WARM_START = f"tags.{vocabulary.WARM_START_TAG}"
+ROLE = f"tags.{vocabulary.ROLE_TAG}"
 
 
 @dataclass
@@ -84,7 +86,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
         long[name] = runs[column].to_numpy(dtype=float)
     keys = {*block_columns, *treatment_columns, _column(runs, repetition)}
     found = confounds(runs, long["treatment"].to_numpy(), keys)
-    long, repeated = once_per_config(long, runs.get(DIGEST_TAG), measures)
+    long, repeated = once_per_config(long, runs.get(DIGEST), measures)
     return Selection(long.reset_index(drop=True), source=f"mlflow:{','.join(experiments)}",
                      excluded=excluded,
                      columns={"block": block_columns, "treatment": treatment_columns},
@@ -93,7 +95,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
 
 def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
                     measures: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    """One row per config: runs with the same config digest (DIGEST_TAG: the same resolved
+    """One row per config: runs with the same config digest (DIGEST: the same resolved
     config in the same experiment, e.g. the same command run twice) computed the same thing,
     so they are one measurement, not repetitions: their measures are averaged (a time over its
     re-timings) into the row of the first of them, and one line says how many were merged."""
@@ -108,7 +110,7 @@ def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
     repeats = len(long) - len(merged)
     configs = int(key[key.duplicated(keep=False)].nunique())
     said = (f"{repeats} run(s) repeat the exact config of another ({configs} config(s), same "
-            f"{DIGEST_TAG.removeprefix('tags.')}): each config counted once, its measures "
+            f"{vocabulary.DIGEST_TAG}): each config counted once, its measures "
             f"averaged over its identical re-runs")
     return merged, [said]
 
@@ -154,14 +156,14 @@ def finished_runs(experiments: list[str], filter_string: str, tracking_uri: str 
     if runs.empty:
         raise SvmlabError(f"no runs in {', '.join(experiments)} match the filter "
                           f"{filter_string!r}")
-    if "tags.svmlab.role" in runs:
-        runs = runs[runs["tags.svmlab.role"].isna()]
+    if ROLE in runs:
+        runs = runs[runs[ROLE].isna()]
     warm = (runs[WARM_START] == "true" if WARM_START in runs
             else pd.Series(False, index=runs.index))
     runs, excluded = runs[~warm], {"warm-started": int(warm.sum())} if warm.any() else {}
     if runs.empty and warm.any():
         raise SvmlabError(f"the {int(warm.sum())} runs selected all started from another fit "
-                          f"({WARM_START}): their times are not those of a fit from scratch")
+                          f"({vocabulary.WARM_START_TAG}): their times are not those of a fit from scratch")
     finished = runs["status"] == "FINISHED"
     excluded |= dict(Counter(runs.loc[~finished, "status"]))
     if not finished.any():

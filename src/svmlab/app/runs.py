@@ -30,6 +30,8 @@ from svmlab.tracking.liveness import reap
 from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, run_ui_line,
                                      search_runs)
 from svmlab.tracking.store import resolved_uri, store_error_line
+from svmlab.vocabulary import (CONVERGED_TAG, DATASET_TAG, ERROR_TAG, FORMULATION_TAG,
+                               RUN_NAME_TAG, SOLVER_TAG, STOPPING_RULE_TAG)
 
 TRACKING_URI_HELP = "the store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
 STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED", "SCHEDULED")
@@ -103,7 +105,7 @@ def run_list(args: argparse.Namespace) -> int:
     uri = resolved_uri(args.tracking_uri)
     conditions = [f"attributes.status = '{args.status}'"] if args.status else []
     conditions += [f"tags.`{key}` = '{value}'" for key, value in
-                   (("solver", args.solver), ("dataset", args.dataset)) if value]
+                   ((SOLVER_TAG, args.solver), (DATASET_TAG, args.dataset)) if value]
 
     def work() -> None:
         found = search_runs(uri, experiment_ids(uri, args.experiment or None),
@@ -122,11 +124,12 @@ def runs_table(found) -> str:
         return found[name] if name in found else pd.Series("", index=found.index)
 
     table = pd.DataFrame({"run_id": found["run_id"], "status": found["status"],
-                          "name": column("tags.mlflow.runName"), "solver": column("tags.solver"),
-                          "dataset": column("tags.dataset")})
+                          "name": column(f"tags.{RUN_NAME_TAG}"),
+                          "solver": column(f"tags.{SOLVER_TAG}"),
+                          "dataset": column(f"tags.{DATASET_TAG}")})
     for metric in KEY_METRICS:
         table[metric] = column(f"metrics.{metric}")
-    table["rel_gap"] = [row.get(f"metrics.rel_gap_{row.get('tags.svmlab.formulation')}")
+    table["rel_gap"] = [row.get(f"metrics.rel_gap_{row.get(f'tags.{FORMULATION_TAG}')}")
                         for _, row in found.iterrows()]
     shown = table.astype(object).where(table.notna(), "")
     return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
@@ -147,10 +150,10 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"{title}:")
             for key in sorted(values):
                 print(f"  {key} = {values[key]}")
-        if "svmlab.converged" in data.tags:
+        if CONVERGED_TAG in data.tags:
             print(certificate_of(data.tags, data.metrics))
-        if "svmlab.error" in data.tags:
-            print(f"error: {data.tags['svmlab.error']}")
+        if ERROR_TAG in data.tags:
+            print(f"error: {data.tags[ERROR_TAG]}")
         print("artifacts:")
         for path in artifact_paths(uri, info.run_id):
             print(f"  {path}")
@@ -163,11 +166,11 @@ def certificate_of(tags: dict, metrics: dict) -> str:
     """The certified line a run's fit printed, from its tags and metrics."""
     from svmlab.recording.results import certificate_text
 
-    formulation = tags.get("svmlab.formulation")
+    formulation = tags.get(FORMULATION_TAG)
     values = [metrics.get(f"{kind}_{formulation}") for kind in ("rel_gap", "primal", "dual")]
     certificate = (formulation, *values) if formulation and None not in values else None
-    return certificate_text(certificate, tags["svmlab.converged"] == "true",
-                            tags.get("svmlab.stopping_rule", "(no rule recorded)"))
+    return certificate_text(certificate, tags[CONVERGED_TAG] == "true",
+                            tags.get(STOPPING_RULE_TAG, "(no rule recorded)"))
 
 
 def run_plot(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ import pandas as pd
 from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.errors import StoreError, SvmlabError
 from svmlab.masking import mask
-from svmlab.tracking.sweeps import SWEEP_DIR_TAG
+from svmlab.vocabulary import ROLE_TAG, SWEEP_DIR_TAG, WORKFLOW_SCALE_TAG, WORKFLOW_TAG
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
 
@@ -171,7 +171,7 @@ def experiment_name(workflow: Workflow, scale: str) -> str:
 
 def outer_tags(workflow: Workflow, scale: str) -> dict[str, str]:
     """The tags that identify a workflow's outer runs at ``scale``."""
-    return {"svmlab.workflow": workflow.name, "svmlab.workflow.scale": scale}
+    return {WORKFLOW_TAG: workflow.name, WORKFLOW_SCALE_TAG: scale}
 
 
 def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "joblib",
@@ -378,7 +378,7 @@ def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
     run_id, analysis, _ = stage.execute(
         request, options, experiment=experiment_name(workflow, scale),
         run_name=f"analysis {workflow.name} ({scale})", parent_run_id=outer.run_id,
-        tags={"svmlab.role": "analysis"})
+        tags={ROLE_TAG: "analysis"})
     for message in analysis.warnings:
         print(f"svmlab: warning: {message}", file=sys.stderr)
     outer.copy_artifacts(run_id, lambda p: Path(p).name in FIGURES
@@ -395,7 +395,7 @@ def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     notebook = notebooks.NOTEBOOK_DIR / f"{workflow.notebook}.ipynb"
     with Tracker(request.tracking_uri, experiment_name(workflow, scale),
                  f"report {workflow.name} ({scale})", outer.run_id) as tracker:
-        tracker.set_tags({"svmlab.role": "report"})
+        tracker.set_tags({ROLE_TAG: "report"})
         with tempfile.TemporaryDirectory() as folder:
             notebooks.execute(notebook, Path(folder), notebook_parameters(request, options))
             tracker.log_artifacts(folder)

@@ -14,9 +14,8 @@ from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 
 from svmlab.errors import SvmlabError
 from svmlab.masking import mask
-from svmlab.tracking.tracker import TRACE_ARTIFACT
 from svmlab.tracking.store import resolved_uri, ui_line, ui_url
-from svmlab.tracking.sweeps import ROLE_TAG
+from svmlab.vocabulary import ROLE_TAG, TRACE_ARTIFACT
 
 
 def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str]) -> str | None:

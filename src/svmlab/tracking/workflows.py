@@ -15,7 +15,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.tracking.store import ensure_experiment, resolved_uri
-from svmlab.tracking.sweeps import JOBS_TABLE, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
+from svmlab.tracking.sweeps import JOBS_TABLE
+from svmlab.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 
 
 class OuterRun:
