@@ -17,6 +17,7 @@ from scipy import stats
 from svmlab.analysis import (bayes, compare, friedman, hypotheses, profiles, report, results,
                              stage, table, ties, wilcoxon)
 from svmlab.app.analyze import add_parser
+from svmlab.app.cli import run_command
 from svmlab.errors import SvmlabError
 
 
@@ -35,7 +36,7 @@ def svmlab(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
-    return args.func(args)
+    return run_command(args)
 
 
 # 1. float noise must not decide a rank --------------------------------------------------------
@@ -149,10 +150,10 @@ def test_a_directed_hypothesis_is_tested_alike_in_the_pairwise_and_control_table
     pairs = result.pairwise.set_index(["A", "B"])
     control = result.control.set_index(["A", "B"])
     assert list(control.index) == [("CVM", "FW"), ("MFW", "CVM")]
-    assert control.loc[("CVM", "FW"), "alternative"] == pairs.loc[("CVM", "FW"), "alternative"] \
-        == "greater"
-    assert control.loc[("CVM", "FW"), "p_wilcoxon"] == pairs.loc[("CVM", "FW"), "p_value"] \
-        == pytest.approx(1 / 64)
+    assert (control.loc[("CVM", "FW"), "alternative"]
+            == pairs.loc[("CVM", "FW"), "alternative"] == "greater")
+    assert (control.loc[("CVM", "FW"), "p_wilcoxon"] == pairs.loc[("CVM", "FW"), "p_value"]
+            == pytest.approx(1 / 64))
     assert control.loc[("CVM", "FW"), "rank_difference"] == 2.0  # R_CVM - R_FW, same sign
     assert pairs.loc[("CVM", "FW"), "W+"] == 21  # d = CVM - FW > 0 in every block
     assert pairs.loc[("CVM", "FW"), "H1"].startswith("CVM has higher time than FW")

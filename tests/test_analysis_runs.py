@@ -15,6 +15,7 @@ from mlflow import MlflowClient
 
 from support.runs import copy_store, runs, train
 from svmlab.analysis import friedman, notebooks, results, stage
+from svmlab.app.cli import run_command
 from svmlab.app.analyze import add_parser
 from svmlab.errors import SvmlabError
 
@@ -39,7 +40,7 @@ def svmlab(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
-    return args.func(args)
+    return run_command(args)
 
 
 def analysis_runs(store) -> list:
@@ -134,8 +135,8 @@ def test_time_to_gap_and_its_performance_profile_on_the_analysis_run(store, tmp_
                   "-m", "time_to_gap_1e-2,iters_to_gap_1e-2", "--run-name", "profiles",
                   "--bayes-samples", "500") == 0
     captured = capsys.readouterr()
-    assert "reached a target only by their final certificate (none in the trace, or a better " \
-           "final point); their time_to_gap_1e-2, iters_to_gap_1e-2" in captured.err
+    assert ("reached a target only by their final certificate (none in the trace, or a better "
+            "final point); their time_to_gap_1e-2, iters_to_gap_1e-2") in captured.err
     assert "performance profile over 2 blocks" in captured.out
     (analysis,) = [r for r in analysis_runs(store) if r.info.run_name == "profiles"]
     folder = tmp_path / "artifacts"
@@ -168,8 +169,8 @@ def test_user_errors_exit_2_with_a_message(store, capsys):
     assert svmlab("analyze", "--tracking-uri", uri, "--alpha", "0.05,high") == 2
     assert "--alpha takes numbers in (0, 1)" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--control", "libsvn") == 2
-    assert "unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace. Did you mean " \
-        "'libsvm'?" in capsys.readouterr().err
+    assert ("unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace. Did you mean "
+            "'libsvm'?") in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--filter", "tags.solver = 'libsvm'") == 2
     assert "need at least 2 treatments" in capsys.readouterr().err
     assert len(analysis_runs(store)) == before  # nothing half-written

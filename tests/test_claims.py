@@ -165,9 +165,9 @@ def test_identical_blocks_count_once_and_a_verdict_needs_six_distinct_blocks(sto
                    decide={"below": 1})
     one, = s.judged(faster)
     assert one.verdict == claims.INCONCLUSIVE and one.n == 1 and one.confidence == 0.0
-    assert "1 distinct block(s) (dataset x seed), 2 more block(s) of the same problem with " \
-           "exactly the same values on both sides (copies of one measurement, counted " \
-           "once)" in one.detail
+    assert ("1 distinct block(s) (dataset x seed), 2 more block(s) of the same problem with "
+            "exactly the same values on both sides (copies of one measurement, counted "
+            "once)") in one.detail
     for i in range(5):
         s.run("a", f"d{i}", fit_time_s=1.0 + i / 10)
         s.run("b", f"d{i}", fit_time_s=100.0)
@@ -214,9 +214,9 @@ def test_an_accuracy_on_one_fixed_test_set_gets_its_exact_binomial_interval(stor
     assert judged.verdict == claims.REPRODUCED and judged.n == 1000
     assert (judged.unit, judged.confidence) == ("test points", 0.95)
     assert judged.interval == pytest.approx((0.8797, 0.9179), abs=1e-4)
-    assert "one fixed test set of 1000 points (3 block(s) with that same value: one " \
-           "measurement): the exact binomial (Clopper-Pearson) 95 % interval of 900 correct" \
-           in judged.detail
+    assert ("one fixed test set of 1000 points (3 block(s) with that same value: one "
+            "measurement): the exact binomial (Clopper-Pearson) 95 % interval of 900 correct"
+            ) in judged.detail
 
 
 def test_growth_with_n_is_the_fitted_slope_of_the_log_ratio_against_log_n(store):
@@ -572,8 +572,8 @@ def test_a_time_to_a_gap_without_a_gap_trace_is_interval_censored(store):
     quick, slow = s.judged(claim(**FASTER), claim(**FASTER | {"value": {"solver": "slow"}}))
     assert quick.verdict == claims.REPRODUCED
     assert quick.interval == (0.0, pytest.approx(1 / 3)) and quick.estimate[0] == 0.0
-    assert "6 run(s) without a traced gap reached the target by the fit's end: " \
-           "interval-censored" in quick.detail
+    assert ("6 run(s) without a traced gap reached the target by the fit's end: "
+            "interval-censored") in quick.detail
     assert slow.verdict == claims.INCONCLUSIVE and slow.interval[1] == pytest.approx(5 / 3)
 
 

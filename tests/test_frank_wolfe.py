@@ -342,8 +342,9 @@ def test_two_point_start_has_the_half_distance_radius(data):
     assert est.alpha_ == pytest.approx([0.5, 0.5])
     assert r0 == pytest.approx((est.delta2_ - Q[a, b]) / 2, rel=1e-12)
     dist = Q.diagonal()[:, None] + Q.diagonal()[None, :] - 2 * Q
-    assert np.isclose(dist[a, b], dist[a].max(), rtol=1e-12) or \
-        np.isclose(dist[a, b], dist[b].max(), rtol=1e-12)  # b furthest from a, or a from b
+    # b furthest from a, or a from b
+    assert (np.isclose(dist[a, b], dist[a].max(), rtol=1e-12)
+            or np.isclose(dist[a, b], dist[b].max(), rtol=1e-12))
 
 
 def test_meb_dual_and_svm_dual_coincide_only_for_normalised_kernels(data):

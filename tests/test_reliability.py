@@ -516,8 +516,8 @@ def running_on(url: str) -> list:
     """The RUNNING runs of experiment svmlab on the server at ``url``."""
     client = MlflowClient(url)
     found = client.get_experiment_by_name("svmlab")
-    return client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'") if found \
-        else []
+    return (client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'")
+            if found else [])
 
 
 def test_the_processes_of_a_sweep_share_one_wait_for_their_store(tmp_path, refused_url):

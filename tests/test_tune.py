@@ -43,9 +43,9 @@ def test_sweep_overrides_become_distributions_and_the_rest_stays_fixed():
     assert space["kernel.gamma"] == FloatDistribution(0.1, 1.0)
     assert space["solver.max_iter"] == IntDistribution(100, 700, step=300)  # Hydra: stop excluded
     assert space["kernel"] == CategoricalDistribution(["linear", "rbf"])
-    assert search_space.grid({k: space[k] for k in ("solver.max_iter", "kernel", "solver.tol")}) \
-        == {"solver.max_iter": [100, 400, 700], "kernel": ["linear", "rbf"],
-            "solver.tol": [1e-3, 1e-4]}
+    grid = search_space.grid({k: space[k] for k in ("solver.max_iter", "kernel", "solver.tol")})
+    assert grid == {"solver.max_iter": [100, 400, 700], "kernel": ["linear", "rbf"],
+                    "solver.tol": [1e-3, 1e-4]}
 
 
 @pytest.mark.parametrize("override, words", [
@@ -101,8 +101,8 @@ def tune_process(folder: Path, *args: str, storage: str | None = None, **popen):
 def runs_of(folder: Path) -> list:
     client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
     found = client.get_experiment_by_name("svmlab")
-    return client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"]) \
-        if found else []
+    return (client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"])
+            if found else [])
 
 
 def study_of(folder: Path, name: str = "s", storage: str | None = None) -> optuna.Study:
@@ -230,8 +230,8 @@ def test_a_trial_killed_mid_fit_is_failed_in_optuna_and_mlflow_and_trained_again
     assert tune(tmp_path, *args) == 0
     trials = study_of(tmp_path).trials
     assert trials[0].state == TrialState.FAIL
-    assert sorted(t.params["solver.C"] for t in trials if t.state == TrialState.COMPLETE) \
-        == [1.0, 2.0]
+    assert sorted(t.params["solver.C"] for t in trials
+                  if t.state == TrialState.COMPLETE) == [1.0, 2.0]
     runs = {r.info.run_id: r for r in by_role(runs_of(tmp_path), "trial")}
     failed = runs[killed.user_attrs["mlflow_run_id"]]
     assert failed.info.status == "FAILED" and failed.data.tags["svmlab.trial_state"] == "FAIL"
@@ -257,8 +257,8 @@ def work_together(folder: Path, study, stop: Path, workers: list) -> None:
             running = []
         if len({t.user_attrs.get("svmlab.pid") for t in running} - {None}) == 2:
             break
-        assert all(w.poll() is None for w in workers) and time.monotonic() < deadline, \
-            "two workers never held a trial at once"
+        assert all(w.poll() is None for w in workers) and time.monotonic() < deadline, (
+            "two workers never held a trial at once")
         time.sleep(0.2)
     stop.touch()
     outputs = [w.communicate(timeout=600)[0] for w in workers]
@@ -326,12 +326,12 @@ def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store, capsys
     run, n_train = runs["1"], len(setup.folds[0][0])
     assert run.info.status == "FINISHED" and run.data.tags["svmlab.trial_state"] == "PRUNED"
     assert runs["0"].data.tags["svmlab.trial_state"] == "COMPLETE"
-    assert {k: run.data.tags[f"svmlab.pruned_at_{k}"] for k in ("step", "fold", "iteration")} \
-        == {"step": "0", "fold": "0", "iteration": str(n_train)}  # after the first epoch
+    pruned_at = {k: run.data.tags[f"svmlab.pruned_at_{k}"] for k in ("step", "fold", "iteration")}
+    assert pruned_at == {"step": "0", "fold": "0", "iteration": str(n_train)}  # first epoch
     assert run.data.metrics["checkpoint_accuracy"] == hopeless.intermediate_values[0]
     assert "n_folds" not in run.data.metrics
-    assert f"trial 1 PRUNED in fold 1 at iteration {n_train}: checkpoint_accuracy=" \
-        in capsys.readouterr().out
+    assert (f"trial 1 PRUNED in fold 1 at iteration {n_train}: checkpoint_accuracy="
+            in capsys.readouterr().out)
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     steps = [[m.step for m in client.get_metric_history(r.info.run_id, "trace/test_accuracy")]
              for r in (runs["0"], run)]  # the first fold's trace, by iteration

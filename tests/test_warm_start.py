@@ -52,8 +52,8 @@ def test_a_warm_started_fit_reaches_the_cold_fits_optimum_and_starts_at_its_star
     low = max(cold.certificate_.dual, warm.certificate_.dual)
     high = min(cold.certificate_.primal, warm.certificate_.primal)
     assert low <= high * (1 + 1e-12)
-    assert abs(warm.certificate_.primal - cold.certificate_.primal) <= \
-        cold.certificate_.gap + warm.certificate_.gap
+    assert (abs(warm.certificate_.primal - cold.certificate_.primal)
+            <= cold.certificate_.gap + warm.certificate_.gap)
     # started at the optimum, a fit has less to do than from scratch
     again = fitted(cls, 4.0, X, y, start=cold)
     assert again.n_iter_ < cold.n_iter_
@@ -109,8 +109,8 @@ def test_a_selection_warm_starts_where_its_solver_can_unless_its_block_says_not(
         args = workflow_selection.tune_args(workflow, "quick", arguments, "w1a", storage)
         assert args.warm_start is warm
     warmed = replace(workflow, select=replace(workflow.select, warm_start=True))
-    assert workflow_selection.tune_args(warmed, "quick", arguments, "w1a", storage).study != \
-        args.study  # a warm grid is another study
+    warm_study = workflow_selection.tune_args(warmed, "quick", arguments, "w1a", storage).study
+    assert warm_study != args.study  # a warm grid is another study
     content = yaml.safe_load((workflows / "fw_paper.yaml").read_text())
     content["select"]["warm_start"] = "yes"
     with pytest.raises(spec.WorkflowError, match=r"select.warm_start: true .* or false"):

@@ -54,6 +54,7 @@ REFIT_TRIAL_TAG = "svmlab.refit_trial"  # the trial whose config the refit train
 # Tags of a workflow's runs.
 WORKFLOW_TAG = "svmlab.workflow"
 WORKFLOW_SCALE_TAG = "svmlab.workflow.scale"
+WORKFLOW_DIGEST_TAG = "svmlab.workflow.digest"  # the workflow's text, scale and sweep overrides
 
 # Artifacts.
 TRACE_ARTIFACT = "trace/trace.parquet"  # the whole convergence trace

@@ -64,7 +64,8 @@ def parse_measure(spec: str) -> Measure:
     if name.startswith(vocabulary.TO_TARGET):
         precision.parse(name)  # checks the tolerance
     if direction not in (vocabulary.HIGHER, vocabulary.LOWER):
-        hint = did_you_mean(name, vocabulary.directed()) if not rest else ""
+        named = [m for m in vocabulary.directed() if not m.endswith("*")]
+        hint = did_you_mean(name, named) if not rest else ""
         raise SvmlabError(f"measure {spec!r}: say whether higher or lower is better "
                           f"({name}:higher or {name}:lower); measures whose direction is known: "
                           f"{', '.join(vocabulary.directed())}.{hint}")

@@ -19,9 +19,9 @@ use, and on demand on any store and experiments.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from svmlab.errors import StoreError, SvmlabError
+from svmlab.app.exit_codes import EXIT_OK
+from svmlab.errors import SvmlabError
 from svmlab.lifecycle import STALE_AFTER_S
 from svmlab.masking import mask
 from svmlab.tracking.existing import require_store
@@ -29,7 +29,7 @@ from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
 from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, run_ui_line,
                                      search_runs)
-from svmlab.tracking.store import resolved_uri, store_error_line
+from svmlab.tracking.store import resolved_uri
 from svmlab.vocabulary import (CONVERGED_TAG, DATASET_TAG, ERROR_TAG, FORMULATION_TAG,
                                RUN_NAME_TAG, SOLVER_TAG, STOPPING_RULE_TAG)
 
@@ -78,7 +78,7 @@ def add_parser(sub) -> None:
 def run_reap(args: argparse.Namespace) -> int:
     """Reap the chosen experiments and say what was done."""
     if args.older_than <= 0:
-        return _error("reap", "--older-than must be a positive number of seconds", 2)
+        raise SvmlabError("--older-than must be a positive number of seconds")
     uri = resolved_uri(args.tracking_uri)
 
     def work() -> None:
@@ -101,7 +101,7 @@ def next_line(uri: str | None, experiment: str) -> str:
 def run_list(args: argparse.Namespace) -> int:
     """Print the chosen runs as a table, latest last."""
     if args.last <= 0:
-        return _error("list", "--last must be a positive number of runs", 2)
+        raise SvmlabError("--last must be a positive number of runs")
     uri = resolved_uri(args.tracking_uri)
     conditions = [f"attributes.status = '{args.status}'"] if args.status else []
     conditions += [f"tags.`{key}` = '{value}'" for key, value in
@@ -180,23 +180,7 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def answered(command: str, uri: str, work) -> int:
-    """``work()`` on the existing store at ``uri``; its failure in one line naming the command:
-    status 2 for a user's mistake, 3 for the store."""
-    try:
-        require_store(uri, reap_left=command != "reap")  # the reap itself ends them
-        work()
-    except StoreError as exc:
-        return _error(command, str(exc), 3)
-    except SvmlabError as exc:
-        return _error(command, str(exc), 2)
-    except Exception as exc:
-        line = store_error_line(exc, uri)
-        if line is None:
-            raise
-        return _error(command, line, 3)
-    return 0
-
-
-def _error(command: str, message: str, status: int) -> int:
-    print(f"svmlab runs {command}: error: {message}", file=sys.stderr)
-    return status
+    """``work()`` on the existing store at ``uri`` (its failure: ``cli.run_command``)."""
+    require_store(uri, reap_left=command != "reap")  # the reap itself ends them
+    work()
+    return EXIT_OK

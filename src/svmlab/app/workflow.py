@@ -42,9 +42,11 @@ from pathlib import Path
 import pandas as pd
 
 from svmlab.app.config.overrides import override_key, override_value, replaced
-from svmlab.errors import StoreError, SvmlabError
+from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from svmlab.errors import SvmlabError
 from svmlab.masking import mask
-from svmlab.vocabulary import ROLE_TAG, SWEEP_DIR_TAG, WORKFLOW_SCALE_TAG, WORKFLOW_TAG
+from svmlab.vocabulary import (ROLE_TAG, SWEEP_DIR_TAG, WORKFLOW_DIGEST_TAG, WORKFLOW_SCALE_TAG,
+                               WORKFLOW_TAG)
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
 
@@ -87,18 +89,14 @@ def launchers() -> list[str]:
 
 def command(args) -> int:
     """List the workflows, or run one; 2 on a user error."""
-    try:
-        if args.name == "list":
-            print(listing())
-            return 0
-        if args.name == "table":
-            return table_command([load(n) for n in args.overrides or names()], args.scale,
-                                 args.tracking_uri)
-        workflow = load(args.name)
-        workflow.sweep_overrides(args.scale)  # the scale exists
-    except SvmlabError as exc:
-        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
-        return 2
+    if args.name == "list":
+        print(listing())
+        return EXIT_OK
+    if args.name == "table":
+        return table_command([load(n) for n in args.overrides or names()], args.scale,
+                             args.tracking_uri)
+    workflow = load(args.name)
+    workflow.sweep_overrides(args.scale)  # the scale exists
     return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
                args.overrides, args.storage)
 
@@ -121,40 +119,28 @@ def listing() -> str:
 def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int:
     """Print the claims of each workflow's latest finished run at ``scale`` as Markdown: one
     table of the papers' claims, one of svmlab's own statements; 1 when a workflow has none
-    (named on stderr), 3 when the store fails."""
+    (named on stderr); a store that fails: ``cli.run_command``."""
     from svmlab.tracking.existing import require_store
-    from svmlab.tracking.store import store_error_line
     from svmlab.tracking.workflows import latest_claims
 
     rows, missing = {kind: [] for kind in claims_table.TITLES}, []
-    try:
-        uri = require_store(uri)
-        for workflow in workflows:
-            found = latest_claims(uri, experiment_name(workflow, scale),
-                                  outer_tags(workflow, scale))
-            if found is None:
-                missing.append(workflow.name)
-                continue
-            frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
-            for row in frame.to_dict("records"):
-                # a companion stands beside its paper claim, in the paper's table
-                kind = "paper" if row.get("beside") else row.get("kind", "paper")
-                rows[kind].append({
-                    "workflow": f"`{workflow.name}`",
-                    "claim (source)": f"{row['claim']} ({row['source']})",
-                    "paper": row["paper"], "n": row.get("n", ""),
-                    "unit": row.get("unit", ""), "confidence": row.get("confidence", ""),
-                    f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
-                    "interval": row.get("interval", ""), "verdict": row["verdict"]})
-    except StoreError as exc:
-        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
-        return 3
-    except Exception as exc:
-        line = store_error_line(exc, uri)
-        if line is None:
-            raise
-        print(f"svmlab workflow: error: {line}", file=sys.stderr)
-        return 3
+    uri = require_store(uri)
+    for workflow in workflows:
+        found = latest_claims(uri, experiment_name(workflow, scale), outer_tags(workflow, scale))
+        if found is None:
+            missing.append(workflow.name)
+            continue
+        frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
+        for row in frame.to_dict("records"):
+            # a companion stands beside its paper claim, in the paper's table
+            kind = "paper" if row.get("beside") else row.get("kind", "paper")
+            rows[kind].append({
+                "workflow": f"`{workflow.name}`",
+                "claim (source)": f"{row['claim']} ({row['source']})",
+                "paper": row["paper"], "n": row.get("n", ""),
+                "unit": row.get("unit", ""), "confidence": row.get("confidence", ""),
+                f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
+                "interval": row.get("interval", ""), "verdict": row["verdict"]})
     for name in missing:
         print(f"svmlab: workflow {name} has no finished run at scale {scale} in {mask(uri)}; run "
               f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
@@ -162,7 +148,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
              for kind, found in rows.items() if found]
     if shown:
         print("\n".join(shown), end="")
-    return 1 if missing else 0
+    return EXIT_FAILED if missing else EXIT_OK
 
 
 def experiment_name(workflow: Workflow, scale: str) -> str:
@@ -193,8 +179,8 @@ def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "j
 def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = "joblib",
         jobs: int | None = None, extra: list[str] = (),
         storage: str = "sqlite:///optuna.db") -> int:
-    """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 2 for a
-    selection that cannot run, 130 when interrupted."""
+    """Run (or complete) the workflow; EXIT_OK when every step finished, EXIT_FAILED when one
+    failed, EXIT_INTERRUPTED when interrupted; SvmlabError for a selection that cannot run."""
     from svmlab.app import workflow_selection
     from svmlab.lifecycle import sigterm_interrupts
     from svmlab.tracking.store import absolute_uri, ui_line
@@ -207,15 +193,14 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         try:
             workflow_selection.check(workflow, scale, arguments, storage)
         except SvmlabError as exc:
-            print(f"svmlab workflow: error: {workflow.path}: select: {exc}", file=sys.stderr)
-            return 2
+            raise SvmlabError(f"{workflow.path}: select: {exc}") from None
     # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
     # (but not where the store is)
     identity = [workflow.path.read_text(), scale,
                 *(a for a in arguments if not a.startswith("tracking.uri="))]
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()
     outer = OuterRun(uri, experiment_name(workflow, scale), f"workflow {workflow.name} ({scale})",
-                     outer_tags(workflow, scale) | {"svmlab.workflow.digest": digest})
+                     outer_tags(workflow, scale) | {WORKFLOW_DIGEST_TAG: digest})
     print(f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
           + (" (reopened: completing it)" if outer.reused else ""), flush=True)
     try:
@@ -225,13 +210,13 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         outer.end("KILLED")
         print(f"workflow {workflow.name}: interrupted; run the same command again to complete it",
               file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BaseException:
         outer.end("FAILED")
         raise
     outer.end("FAILED" if failed else "FINISHED")
     print(ui_line(uri, outer.experiment_id, outer.run_id))
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer,
@@ -303,7 +288,7 @@ def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, 
     print(f"{title}: {', '.join(workflow.select.grid)} per dataset by validation, storage "
           f"{storage}", flush=True)
     chosen, status = workflow_selection.run(workflow, scale, arguments, storage, outer.run_id)
-    if status == 130:
+    if status == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if status:
         print(f"{title}: a study did not finish (exit status {status})", file=sys.stderr)

@@ -296,8 +296,8 @@ def _select(data: Any, where: str) -> Select:
     data = _mapping(data, where, SELECT_KEYS)
     grid = _grid(data["grid"], f"{where}.grid")
     fraction = data["validation"]
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
-            or not 0 < fraction < 1:
+    if (isinstance(fraction, bool) or not isinstance(fraction, (int, float))
+            or not 0 < fraction < 1):
         raise WorkflowError(f"{where}.validation: the fraction of the training set held out, "
                             f"between 0 and 1; got {fraction!r}")
     per = data.get("per", "dataset")

@@ -266,8 +266,8 @@ def composition_error_line(exc: Exception, args: list[str]) -> str | None:
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
         head, out_of_group, tail = exc.missing_cfg_file.partition("/../")  # dataset=../solver/x
-        group, name = (head, f"../{tail}") if out_of_group else \
-            exc.missing_cfg_file.rsplit("/", 1)
+        group, name = ((head, f"../{tail}") if out_of_group
+                       else exc.missing_cfg_file.rsplit("/", 1))
         return _unknown_option(group, name, exc.options)
     if not isinstance(exc, HydraException | OmegaConfBaseException):
         return None
