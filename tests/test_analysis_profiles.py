@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from svmlab.analysis import compare, precision, profiles, report, results, table
+from svmlab.analysis import compare, measurements, precision, profiles, report, table
 from svmlab.errors import SvmlabError
 
 INF = float("inf")
@@ -160,7 +160,7 @@ def test_styled_report_with_profiles(tmp_path, monkeypatch):
 
     drawn = report.figures.cd_diagram
     monkeypatch.setattr(report.figures, "cd_diagram", cd_diagram)
-    summary = report.write(tmp_path, results.Selection(long, "test"), [analysis],
+    summary = report.write(tmp_path, measurements.Selection(long, "test"), [analysis],
                            compare.Options(bayes_samples=500))
     assert summary["measures"]["time_to_gap_1e-3"]["profile"] == {
         "n_blocks": 4, "fastest": {"A": 0.5, "B": 0.5}, "done": {"A": 0.75, "B": 1.0}}

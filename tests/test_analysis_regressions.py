@@ -14,8 +14,19 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from svmlab.analysis import (bayes, compare, friedman, hypotheses, profiles, report, results,
-                             stage, table, ties, wilcoxon)
+from svmlab.analysis import (
+    bayes,
+    compare,
+    friedman,
+    hypotheses,
+    measurements,
+    profiles,
+    report,
+    stage,
+    table,
+    ties,
+    wilcoxon,
+)
 from svmlab.app.analyze import add_parser
 from svmlab.app.cli import run_command
 from svmlab.errors import SvmlabError
@@ -368,12 +379,12 @@ def test_tidy_csv_with_key_names(tmp_path):
     csv = tmp_path / "tidy.csv"
     pd.DataFrame({"dataset": ["a", "a", "b", "b"], "solver": ["X", "Y", "X", "Y"],
                   "measure": "acc", "value": [1, 2, 3, 4]}).to_csv(csv, index=False)
-    long = results.from_csv(csv, ["acc"]).long
+    long = measurements.from_csv(csv, ["acc"]).long
     assert list(long[["block", "treatment", "acc"]].itertuples(index=False, name=None)) == [
         ("a", "X", 1), ("a", "Y", 2), ("b", "X", 3), ("b", "Y", 4)]
     pd.concat([pd.read_csv(csv)] * 2).to_csv(csv, index=False)
     with pytest.raises(SvmlabError, match="rows repeat a cell.*own 'repetition' value"):
-        results.from_csv(csv, ["acc"])
+        measurements.from_csv(csv, ["acc"])
 
 
 WIDE = "dataset,solver,seed,acc\nx,A,0,0.9\nx,B,0,0.8\ny,A,0,0.7\ny,B,0,0.6\n"
@@ -397,9 +408,9 @@ def test_a_repeated_cell_is_refused_in_every_layout(tmp_path, extra, layout):
     table_.to_csv(csv, index=False)
     with pytest.raises(SvmlabError, match="[23] rows repeat a cell, e.g. {'block': 'y', 'treatment'"
                                           ": 'B'.*give each repetition its own 'repetition'"):
-        results.from_csv(csv, ["acc"])
+        measurements.from_csv(csv, ["acc"])
     pd.read_csv(csv).drop_duplicates().iloc[:4].to_csv(csv, index=False)
-    assert len(results.from_csv(csv, ["acc"]).long) == 4  # each cell once: accepted
+    assert len(measurements.from_csv(csv, ["acc"]).long) == 4  # each cell once: accepted
 
 
 def test_an_empty_label_is_named_by_its_row(tmp_path):
@@ -417,7 +428,7 @@ def test_an_empty_label_is_named_by_its_row(tmp_path):
     csv.write_text("dataset,solver,acc\n" + rows.replace("y,B", "y, "))
     with pytest.raises(SvmlabError, match="row 4 after the header \\('y, ,0.6'\\) has an empty "
                                           "treatment label \\(column 'solver'\\)"):
-        results.from_csv(csv, ["acc"])
+        measurements.from_csv(csv, ["acc"])
 
 
 def test_runs_of_one_treatment_with_different_settings_are_named():
@@ -425,9 +436,10 @@ def test_runs_of_one_treatment_with_different_settings_are_named():
                          "params.kernel.name": ["linear", "rbf", "linear"],
                          "params.dataset.name": ["a", "b", "a"], "params.seed": ["0", "0", "1"],
                          "tags.solver": ["libsvm", "libsvm", "liblinear"]})
-    found = results.confounds(runs, runs["tags.solver"].to_numpy(), {"tags.solver", "params.seed"})
+    found = measurements.confounds(runs, runs["tags.solver"].to_numpy(),
+                                   {"tags.solver", "params.seed"})
     assert found == {"libsvm": {"solver.C": ["1.0", "10.0"], "kernel.name": ["linear", "rbf"]}}
-    message = results.confound_message(found)
+    message = measurements.confound_message(found)
     assert message.startswith("treatment libsvm: runs differ in solver.C (1.0, 10.0), kernel.name"
                               " (linear, rbf); their values are pooled as repetitions")
     assert "--treatment solver --treatment kernel.name" in message

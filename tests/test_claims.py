@@ -15,13 +15,13 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, Metric, Param, RunTag
 
-from svmlab.analysis import precision, results, stage
+from svmlab.analysis import measurements, precision, stage
 from svmlab.app import cli
 from svmlab.app.launch.sweep import jobs_table
 from svmlab.app.workflow import analysis_request, experiment_name, outer_tags
 from svmlab.tracking import queries
-from svmlab.tracking.tracker import TRACE_ARTIFACT
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
+from svmlab.tracking.tracker import TRACE_ARTIFACT
 from svmlab.tracking.workflows import OuterRun
 from svmlab.workflows import claims, spec
 
@@ -72,7 +72,7 @@ class Store:
 
     def judged(self, *claim_list: spec.Claim, run_ids: set[str] | None = None) -> list:
         """The claims judged as a workflow judges them, on the store's finished runs."""
-        runs, _ = results.finished_runs([EXPERIMENT], "", self.uri, run_ids)
+        runs, _ = measurements.finished_runs([EXPERIMENT], "", self.uri, run_ids)
         return claims.judge_all(list(claim_list), runs, lambda names: precision.derive(
             runs, names, self.uri, queries.load_trace)[0])
 
@@ -481,7 +481,7 @@ def test_a_libsvm_run_stopped_by_max_iter_is_logged_and_judged_as_censored(store
                  "dataset=breast_cancer", "seed=0,1,2", f"tracking.experiment={EXPERIMENT}",
                  "tracking.log_model=false") == 0
     s = Store(store)
-    runs, _ = results.finished_runs([EXPERIMENT], "", s.uri)
+    runs, _ = measurements.finished_runs([EXPERIMENT], "", s.uri)
     assert set(runs["tags.svmlab.stop_reason"]) == {"max_iter=5 iterations"}
     judged, = s.judged(claim(measure="fit_time_s", value={"solver": "libsvm"},
                              decide={"below": 1e6}))
@@ -510,7 +510,7 @@ def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setti
     assert "depends on unreported.lam: reproduced at 1 of the 2" in judged.detail
     assert "at unreported.lam=0.0001: reproduced" in judged.detail
     assert "at unreported.lam=0.01: not reproduced" in judged.detail
-    runs, _ = results.finished_runs([EXPERIMENT], "", s.uri)
+    runs, _ = measurements.finished_runs([EXPERIMENT], "", s.uri)
     shifted = claims.judge(faster, runs.set_axis(runs.index + 1000))  # labels are not positions
     assert (shifted.verdict, shifted.detail) == (judged.verdict, judged.detail)
     slower, = s.judged(replace(faster, decide={"below": 10}))
@@ -586,7 +586,7 @@ def test_analyze_counts_identical_reruns_of_a_config_once_and_says_so(store, cap
             for t in times:
                 s.run(solver, dataset, fit_time_s=t, test_accuracy=0.9,
                       tags={"svmlab.config_sha256": f"{solver}{dataset}"})
-    selection = results.from_mlflow([EXPERIMENT], measures=["fit_time_s"], tracking_uri=s.uri)
+    selection = measurements.from_mlflow([EXPERIMENT], measures=["fit_time_s"], tracking_uri=s.uri)
     assert len(selection.long) == 4
     assert sorted(selection.long["fit_time_s"]) == [2.0, 2.0, 4.0, 4.0]
     assert selection.notes == [("4 run(s) repeat the exact config of another (2 config(s), same "

@@ -158,9 +158,9 @@ def test_the_levels_are_read_from_the_doc():
 def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.tracking.tracker", {"svmlab.recording.run"})
     assert _violations("svmlab.data.libsvm", {"svmlab.tracking.store"})
-    assert _violations("svmlab.analysis.results", {"svmlab.recording.results"})
+    assert _violations("svmlab.analysis.measurements", {"svmlab.recording.results"})
     assert _violations("svmlab.vocabulary", {"svmlab.errors"})
-    assert not _violations("svmlab.workflows.claims", {"svmlab.analysis.results", "svmlab"})
+    assert not _violations("svmlab.workflows.claims", {"svmlab.analysis.measurements", "svmlab"})
     for lower in ("svmlab.tracking.tracker", "svmlab.data.libsvm", "svmlab.analysis.stage",
                   "svmlab.workflows.claims", "svmlab.lifecycle"):
         assert _violations(lower, {"svmlab.app.train"})

@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from svmlab import solvers
-from svmlab.analysis import results
+from svmlab.analysis import measurements
 from svmlab.workflows import claims, spec
 
 WARM = [cls for cls in solvers.registered().values() if cls.warm_startable]
@@ -81,7 +81,7 @@ def test_no_analysis_reads_a_warm_started_run(store):
         client.log_metric(run.info.run_id, "fit_time_s", seconds)
         client.log_param(run.info.run_id, "solver", "cvm")
         client.set_terminated(run.info.run_id)
-    runs, excluded = results.finished_runs(["paths"], "", uri)
+    runs, excluded = measurements.finished_runs(["paths"], "", uri)
     assert sorted(runs["metrics.fit_time_s"]) == [2.0, 3.0]
     assert excluded == {"warm-started": 1}
 

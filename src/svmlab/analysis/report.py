@@ -13,7 +13,7 @@ import pandas as pd
 
 from svmlab.analysis import figures, page, posthoc, profiles
 from svmlab.analysis.compare import REJECT, SHARES, MeasureAnalysis, Options
-from svmlab.analysis.results import Selection
+from svmlab.analysis.measurements import Selection
 
 
 def markdown(frame: pd.DataFrame, index: bool = False) -> str:

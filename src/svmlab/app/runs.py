@@ -24,6 +24,7 @@ from svmlab.app.exit_codes import EXIT_OK
 from svmlab.errors import SvmlabError
 from svmlab.lifecycle import STALE_AFTER_S
 from svmlab.masking import mask
+from svmlab.tracking import columns
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
@@ -124,12 +125,12 @@ def runs_table(found) -> str:
         return found[name] if name in found else pd.Series("", index=found.index)
 
     table = pd.DataFrame({"run_id": found["run_id"], "status": found["status"],
-                          "name": column(f"tags.{RUN_NAME_TAG}"),
-                          "solver": column(f"tags.{SOLVER_TAG}"),
-                          "dataset": column(f"tags.{DATASET_TAG}")})
+                          "name": column(columns.tag(RUN_NAME_TAG)),
+                          "solver": column(columns.tag(SOLVER_TAG)),
+                          "dataset": column(columns.tag(DATASET_TAG))})
     for metric in KEY_METRICS:
-        table[metric] = column(f"metrics.{metric}")
-    table["rel_gap"] = [row.get(f"metrics.rel_gap_{row.get(f'tags.{FORMULATION_TAG}')}")
+        table[metric] = column(columns.metric(metric))
+    table["rel_gap"] = [row.get(columns.metric(f"rel_gap_{row.get(columns.tag(FORMULATION_TAG))}"))
                         for _, row in found.iterrows()]
     shown = table.astype(object).where(table.notna(), "")
     return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")

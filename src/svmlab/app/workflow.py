@@ -45,8 +45,13 @@ from svmlab.app.config.overrides import override_key, override_value, replaced
 from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from svmlab.errors import SvmlabError
 from svmlab.masking import mask
-from svmlab.vocabulary import (ROLE_TAG, SWEEP_DIR_TAG, WORKFLOW_DIGEST_TAG, WORKFLOW_SCALE_TAG,
-                               WORKFLOW_TAG)
+from svmlab.vocabulary import (
+    ROLE_TAG,
+    SWEEP_DIR_TAG,
+    WORKFLOW_DIGEST_TAG,
+    WORKFLOW_SCALE_TAG,
+    WORKFLOW_TAG,
+)
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
 
@@ -97,8 +102,8 @@ def command(args) -> int:
                              args.tracking_uri)
     workflow = load(args.name)
     workflow.sweep_overrides(args.scale)  # the scale exists
-    return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
-               args.overrides, args.storage)
+    return run_workflow(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
+                        args.overrides, args.storage)
 
 
 def listing() -> str:
@@ -176,9 +181,9 @@ def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "j
     return replaced(own, extra)
 
 
-def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = "joblib",
-        jobs: int | None = None, extra: list[str] = (),
-        storage: str = "sqlite:///optuna.db") -> int:
+def run_workflow(workflow: Workflow, scale: str, uri: str | None = None,
+                 launcher: str = "joblib", jobs: int | None = None, extra: list[str] = (),
+                 storage: str = "sqlite:///optuna.db") -> int:
     """Run (or complete) the workflow; EXIT_OK when every step finished, EXIT_FAILED when one
     failed, EXIT_INTERRUPTED when interrupted; SvmlabError for a selection that cannot run."""
     from svmlab.app import workflow_selection
@@ -391,12 +396,12 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list,
             run_ids: set[str]) -> list:
     """Judge the claims on the finished runs of the current sweep (``run_ids``); log the
     tables to the outer run."""
-    from svmlab.analysis import precision, results
+    from svmlab.analysis import measurements, precision
     from svmlab.tracking import queries
 
     try:
-        runs, _ = results.finished_runs([experiment_name(workflow, scale)],
-                                       workflow.analysis.filter, uri, run_ids)
+        runs, _ = measurements.finished_runs([experiment_name(workflow, scale)],
+                                            workflow.analysis.filter, uri, run_ids)
     except SvmlabError:  # nothing finished yet: every claim is untestable
         runs = pd.DataFrame()
     notes = []

@@ -14,6 +14,7 @@ from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 
 from svmlab.errors import SvmlabError
 from svmlab.masking import mask
+from svmlab.tracking import columns
 from svmlab.tracking.store import resolved_uri, ui_line, ui_url
 from svmlab.vocabulary import ROLE_TAG, TRACE_ARTIFACT
 
@@ -48,10 +49,10 @@ def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
 
 def search_runs(uri: str | None, experiment_ids: list[str],
                 filter_string: str = "", latest: int | None = None) -> pd.DataFrame:
-    """One row per run, oldest first: run_id, experiment_id, status and columns 'params.X',
-    'tags.X', 'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global
-    store), and 'inputs.X', the numbers of the profile of the run's dataset (``inputs.n_train``).
-    With ``latest``, the latest that many runs only.
+    """One row per run, oldest first: run_id, experiment_id, status and one column per param,
+    tag and metric and per number of the profile of the run's dataset (``n_train``), named by
+    ``tracking.columns`` (the layout of ``mlflow.search_runs``, without touching the global
+    store). With ``latest``, the latest that many runs only.
 
     A filter MLflow cannot parse raises SvmlabError with MLflow's message.
     """
@@ -67,9 +68,9 @@ def search_runs(uri: str | None, experiment_ids: list[str],
             raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
         rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
                   "status": r.info.status,
-                  **{f"params.{k}": v for k, v in r.data.params.items()},
-                  **{f"tags.{k}": v for k, v in r.data.tags.items()},
-                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()},
+                  **{columns.param(k): v for k, v in r.data.params.items()},
+                  **{columns.tag(k): v for k, v in r.data.tags.items()},
+                  **{columns.metric(k): v for k, v in r.data.metrics.items()},
                   **_profile(r)} for r in page]
         token = None if latest else page.token
         if not token:
@@ -97,7 +98,7 @@ def _profile(run) -> dict[str, float]:
     found = {}
     for item in run.inputs.dataset_inputs if run.inputs else ():
         profile = json.loads(item.dataset.profile or "{}")
-        found |= {f"inputs.{k}": v for k, v in profile.items()
+        found |= {columns.profile(k): v for k, v in profile.items()
                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return found
 

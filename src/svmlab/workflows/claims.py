@@ -26,7 +26,8 @@ import pandas as pd
 from scipy import stats
 
 from svmlab import vocabulary
-from svmlab.analysis import page, precision, report, results, trend, wilcoxon
+from svmlab.analysis import measurements, page, precision, report, trend, wilcoxon
+from svmlab.tracking import columns
 from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -41,13 +42,13 @@ CONFIDENCE = 0.95
 #: The keys of a block that measure one problem again (another seed), not another problem.
 REPEATS = ("seed",)
 #: The size of the run's test set, from its dataset's recorded profile.
-TEST_SIZE = f"inputs.{vocabulary.TEST_SIZE}"
+TEST_SIZE = columns.profile(vocabulary.TEST_SIZE)
 #: Whose statements each table holds, in the order shown.
 TITLES = {"paper": "The paper's claims", "svmlab": "svmlab's own statements"}
 #: A stop reason that names a cap: it contains ``max_`` (``max_iter=...``, ``max_time_s=...``)
 #: or a word starting with ``cap`` (an epoch or time cap).
 CAPPED = re.compile(r"max_|\bcap", re.IGNORECASE)
-STOP_REASON = f"tags.{vocabulary.STOP_REASON_TAG}"
+STOP_REASON = columns.tag(vocabulary.STOP_REASON_TAG)
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,14 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
     measures computed from traces (``time_to_gap_1e-3``), one per run. A paper claim with
     ``readings`` is one row of the paper's tally; each reading but its first (the paper's
     stated one) follows it as svmlab's statement, in svmlab's tally (:func:`_extra_readings`).
-    Warm-started runs (``results.WARM_START``) are left out: their times are of a step along a
+    Warm-started runs (``measurements.WARM_START``) are left out: their times are of a step along a
     path of fits."""
-    if results.WARM_START in runs:
-        runs = runs[runs[results.WARM_START] != "true"]
-    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
-                     and precision.parse(c.measure)})
-    values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
+    if measurements.WARM_START in runs:
+        runs = runs[runs[measurements.WARM_START] != "true"]
+    wanted = sorted({c.measure for c in claims if c.measure
+                     and columns.metric(c.measure) not in runs and precision.parse(c.measure)})
+    values = ({columns.metric(k): v for k, v in derive(wanted).items()} if wanted and len(runs)
+              else {})
     runs = runs.assign(**values)
     return [j for c in claims for j in [judge(c, runs), *_extra_readings(c, runs)]]
 
@@ -291,7 +293,7 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     (CAPPED) is more than its value: [value, inf]. ``censored`` marks the runs open above,
     ``bounded`` those known within an interval; ``majority`` and ``n_test`` describe the run's
     test set."""
-    column = f"metrics.{claim.measure}"
+    column = columns.metric(claim.measure)
     if column not in runs or runs.empty:
         return pd.DataFrame(columns=["block", "key", "low", "high", "censored", "bounded",
                                      "majority", "n_test"])
@@ -303,14 +305,14 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     capped = (found[STOP_REASON].fillna("").astype(str).str.contains(CAPPED).to_numpy()
               if claim.measure in vocabulary.OWN_STOP and STOP_REASON in found else False)
     censored = (np.isinf(value) & (value > 0)) | capped
-    below = f"metrics.{vocabulary.floor(claim.measure)}"
+    below = columns.metric(vocabulary.floor(claim.measure))
     floor = (found[below].astype(float).fillna(0.0) if below in found
              else pd.Series(0.0, index=found.index))
     lower = (found[column + precision.LOWER].astype(float) if column + precision.LOWER in found
              else pd.Series(math.nan, index=found.index))
     bounded = lower.notna() & np.isfinite(value) & ~censored
     shape = claim.growth_with or claim.sensitivity_to
-    majority = f"metrics.{vocabulary.baseline(claim.measure)}"
+    majority = columns.metric(vocabulary.baseline(claim.measure))
     return pd.DataFrame({
         "block": list(zip(*(_key_values(found, k).astype(str) for k in claim.blocks))),
         "key": pd.to_numeric(_key_values(found, shape), errors="coerce") if shape else math.nan,
@@ -718,7 +720,7 @@ def _label(where: dict) -> str:
 def _key_values(runs: pd.DataFrame, key: str) -> pd.Series:
     """The values of a tag, else of a param (``solver.C``), else of the dataset's recorded
     profile (``n_train``); all missing if none was logged."""
-    for column in (f"tags.{key}", f"params.{key}", f"inputs.{key}"):
+    for column in (columns.tag(key), columns.param(key), columns.profile(key)):
         if column in runs and runs[column].notna().any():
             return runs[column]
     return pd.Series([None] * len(runs), index=runs.index)

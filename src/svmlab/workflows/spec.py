@@ -136,7 +136,7 @@ class Select:
 
 
 @dataclass(frozen=True)
-class Analysis:
+class AnalysisStep:
     """The analysis step: the arguments of ``svmlab analyze`` that the workflow fixes."""
 
     measures: list[str]
@@ -179,7 +179,7 @@ class Workflow:
     preset: str
     overrides: list[str]
     scales: dict[str, list[str]]
-    analysis: Analysis
+    analysis: AnalysisStep
     notebook: str | None
     claims: list[Claim]
     select: Select | None = None
@@ -327,7 +327,7 @@ def _grid(grid: Any, where: str) -> dict[str, str]:
     return {str(k): v.strip() for k, v in grid.items()}
 
 
-def _analysis(data: Any, where: str) -> Analysis:
+def _analysis(data: Any, where: str) -> AnalysisStep:
     data = _mapping(data, where, ANALYSIS_KEYS)
     measures = _strings(data["measures"], f"{where}.measures")
     if not measures:
@@ -337,12 +337,12 @@ def _analysis(data: Any, where: str) -> Analysis:
     specs = _strings(data.get("hypotheses"), f"{where}.hypotheses")
     for spec in specs:
         _checked(hypotheses.parse, spec, f"{where}.hypotheses")
-    return Analysis(measures=measures,
-                    blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
-                    treatments=_strings(data.get("treatments"), f"{where}.treatments")
-                    or ["solver"],
-                    hypotheses=specs, control=data.get("control"),
-                    filter=data.get("filter") or "", objective=data.get("objective"))
+    return AnalysisStep(measures=measures,
+                        blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
+                        treatments=_strings(data.get("treatments"), f"{where}.treatments")
+                        or ["solver"],
+                        hypotheses=specs, control=data.get("control"),
+                        filter=data.get("filter") or "", objective=data.get("objective"))
 
 
 def _claim_and_companion(data: Any, where: str) -> list[Claim]:

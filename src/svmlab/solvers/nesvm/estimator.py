@@ -101,6 +101,7 @@ def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
     """
     theta, wstar, G = theta0.copy(), theta0.copy(), np.zeros_like(theta0)
     best, best_value, previous = theta, math.inf, math.nan
+    theta_previous, grad_previous = theta, G  # the last iterate and gradient, set at k = 0
     step = L if local is None else min(local.L, L)
     i = 0  # the scheme's own index: 0 at the start and at each restart
     for k in range(max_iter + 1):
