@@ -79,5 +79,5 @@ def test_a_column_of_the_run_table_is_named_by_its_kind():
     assert columns.split(columns.param("solver.C")) == (columns.PARAMS, "solver.C")
     assert columns.split("solver") == (None, "solver")
     assert columns.split("seeds.x") == (None, "seeds.x")  # not a kind: a dotted key
-    found = [columns.metric("fit_time_s"), columns.tag("solver"), columns.metric("n_iter"), "run_id"]
-    assert columns.names(found, columns.METRICS) == ["fit_time_s", "n_iter"]
+    table = [columns.metric("fit_time_s"), columns.tag("solver"), columns.metric("n_iter")]
+    assert columns.names([*table, "run_id"], columns.METRICS) == ["fit_time_s", "n_iter"]

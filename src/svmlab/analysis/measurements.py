@@ -189,11 +189,11 @@ def from_csv(path: str | Path, measures: list[str], blocks=("dataset",),
               for role, keys in (("block", list(blocks)), ("treatment", list(treatments)),
                                  ("repetition", [repetition]))
               if role in long or all(k in long for k in keys)}
-    for role, columns in labels.items():
-        _check_labels(long, columns, role, path)
-    for role, columns in labels.items():
-        if columns != [role]:
-            long[role] = long[columns].astype(str).agg(JOIN.join, axis=1)
+    for role, keys in labels.items():
+        _check_labels(long, keys, role, path)
+    for role, keys in labels.items():
+        if keys != [role]:
+            long[role] = long[keys].astype(str).agg(JOIN.join, axis=1)
     tidy = {"measure", "value"} <= set(long.columns)
     if tidy:
         long = _widen(long, path)
