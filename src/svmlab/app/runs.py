@@ -28,8 +28,8 @@ from svmlab.tracking import columns
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
-from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, run_ui_line,
-                                     search_runs)
+from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, matching,
+                                     run_ui_line, search_runs)
 from svmlab.tracking.store import resolved_uri
 from svmlab.vocabulary import (CONVERGED_TAG, DATASET_TAG, ERROR_TAG, FORMULATION_TAG,
                                RUN_NAME_TAG, SOLVER_TAG, STOPPING_RULE_TAG)
@@ -104,13 +104,12 @@ def run_list(args: argparse.Namespace) -> int:
     if args.last <= 0:
         raise SvmlabError("--last must be a positive number of runs")
     uri = resolved_uri(args.tracking_uri)
-    conditions = [f"attributes.status = '{args.status}'"] if args.status else []
-    conditions += [f"tags.`{key}` = '{value}'" for key, value in
-                   ((SOLVER_TAG, args.solver), (DATASET_TAG, args.dataset)) if value]
+    tags = {key: value for key, value in ((SOLVER_TAG, args.solver), (DATASET_TAG, args.dataset))
+            if value}
 
     def work() -> None:
         found = search_runs(uri, experiment_ids(uri, args.experiment or None),
-                            " and ".join(conditions), latest=args.last)
+                            matching(tags, args.status), latest=args.last)
         print(runs_table(found) if len(found) else "no runs")
 
     return answered("list", uri, work)

@@ -27,10 +27,14 @@ def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str])
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
-    conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
-    runs = client.search_runs([found.experiment_id],
-                              " and ".join([*conditions, "attributes.status = 'FINISHED'"]))
+    runs = client.search_runs([found.experiment_id], matching(tags, "FINISHED"))
     return next((r.info.run_id for r in runs if ROLE_TAG not in r.data.tags), None)
+
+
+def matching(tags: Mapping[str, str], status: str | None = None) -> str:
+    """The filter of the runs that carry all ``tags`` (and have ``status``)."""
+    conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
+    return " and ".join(conditions + ([f"attributes.status = '{status}'"] if status else []))
 
 
 def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
