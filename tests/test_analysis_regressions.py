@@ -38,7 +38,8 @@ def long_table(values: dict, measure: str = "m") -> pd.DataFrame:
                          for (b, t), vs in values.items() for i, v in enumerate(vs)])
 
 
-def analyze(values: dict, measure=table.Measure("m", True), **options):
+def analyze(values: dict, measure=None, **options):
+    measure = measure or table.Measure("m", True)
     return compare.analyze_measure(long_table(values, measure.name), measure,
                                    compare.Options(bayes_samples=2000, **options))
 

@@ -8,8 +8,8 @@ import pytest
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
-from svmlab.app.config.schema import register_configs
 from svmlab.app.cli import run_command
+from svmlab.app.config.schema import register_configs
 from svmlab.app.datasets import add_parser, presets
 from svmlab.data.registry import REGISTRY
 

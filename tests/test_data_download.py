@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from svmlab import data
-from svmlab.data.registry import REGISTRY
 from svmlab.data.parsed_cache import PARSED
+from svmlab.data.registry import REGISTRY
 from svmlab.data.verified import RECORDS
 from svmlab.errors import DataError, DownloadError
 

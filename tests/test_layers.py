@@ -54,11 +54,11 @@ def _command_line(path: Path) -> set[str]:
     """``sys.argv`` and argparse parser methods (``.add_argument``, ...) the file uses."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if (isinstance(node, ast.Attribute) and node.attr == "argv"
-                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
-            found.add("sys.argv")
-        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(
-                alias.name == "argv" for alias in node.names):
+        attribute = (isinstance(node, ast.Attribute) and node.attr == "argv"
+                     and isinstance(node.value, ast.Name) and node.value.id == "sys")
+        imported = (isinstance(node, ast.ImportFrom) and node.module == "sys"
+                    and any(alias.name == "argv" for alias in node.names))
+        if attribute or imported:
             found.add("sys.argv")
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr in PARSER_METHODS):
@@ -151,7 +151,7 @@ def test_the_levels_are_read_from_the_doc():
     assert LEVELS["solvers"] == LEVELS["tracking"] < LEVELS["recording"] < LEVELS["workflows"]
     assert max(LEVELS.values()) == LEVELS["app"]
     layers = {p.stem if p.suffix else p.name for p in SRC.iterdir()
-              if p.suffix == ".py" and p.name != "__init__.py" or (p / "__init__.py").exists()}
+              if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()}
     assert layers - {"conf", "notebooks"} == set(LEVELS) - {""}, "every layer has its level"
 
 
@@ -243,7 +243,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
 
     def visit(module):
         if module in path:
-            return path[path.index(module):] + [module]
+            return [*path[path.index(module):], module]
         if module in done:
             return []
         path.append(module)

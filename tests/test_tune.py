@@ -19,8 +19,8 @@ from conftest import closed_port
 from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster
 from svmlab.app import cli
-from svmlab.app.config import search_space
 from svmlab.app import tune as tune_module
+from svmlab.app.config import search_space
 from svmlab.errors import ConfigError
 
 LOG_C = "solver.C=tag(log, interval(2^-5, 2^5))"
@@ -180,7 +180,7 @@ def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path,
     [parent] = by_role(runs, "study")
     trials, [refit] = by_role(runs, "trial"), by_role(runs, "refit")
     assert parent.info.status == "FINISHED"
-    assert {r.data.tags["mlflow.parentRunId"] for r in trials + [refit]} == {parent.info.run_id}
+    assert {r.data.tags["mlflow.parentRunId"] for r in [*trials, refit]} == {parent.info.run_id}
     values = [float(r.data.params["solver.C"]) for r in trials]  # each trial trained once
     assert len(set(values)) == 4 and all(0.5 <= c <= 2 for c in values[:3]) and values[3] < 1e-5
     states = {r.data.tags["svmlab.trial"]: r.data.tags["svmlab.trial_state"] for r in trials}

@@ -6,7 +6,6 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml

@@ -35,8 +35,14 @@ from typing import Any
 
 import psutil
 
-from svmlab.vocabulary import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, SLURM_JOB_TAG,
-                               SWEEP_DIR_TAG)
+from svmlab.vocabulary import (
+    HEARTBEAT_TAG,
+    HOST_TAG,
+    PID_STARTED_TAG,
+    PID_TAG,
+    SLURM_JOB_TAG,
+    SWEEP_DIR_TAG,
+)
 
 HEARTBEAT_S = 30.0
 SAME_START_S = 1.0  # start times of one process, read twice, agree within this
@@ -364,10 +370,8 @@ class Heartbeat:
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
-            try:
+            with suppress(Exception):  # the next beat tries again
                 self.write(now_tag())
-            except Exception:  # the next beat tries again
-                pass
 
 
 def now_tag() -> str:

@@ -10,8 +10,18 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # the command draws into files only
-from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, stage,
-                             table, ties, wilcoxon)
+from svmlab.analysis import (
+    compare,
+    friedman,
+    hypotheses,
+    notebooks,
+    posthoc,
+    report,
+    stage,
+    table,
+    ties,
+    wilcoxon,
+)
 from svmlab.app.exit_codes import EXIT_OK
 from svmlab.errors import SvmlabError
 from svmlab.tracking.existing import require_store

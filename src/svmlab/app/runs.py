@@ -28,11 +28,24 @@ from svmlab.tracking import columns
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
-from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, matching,
-                                     run_ui_line, search_runs)
+from svmlab.tracking.queries import (
+    artifact_paths,
+    experiment_ids,
+    find_run,
+    matching,
+    run_ui_line,
+    search_runs,
+)
 from svmlab.tracking.store import resolved_uri
-from svmlab.vocabulary import (CONVERGED_TAG, DATASET_TAG, ERROR_TAG, FORMULATION_TAG,
-                               RUN_NAME_TAG, SOLVER_TAG, STOPPING_RULE_TAG)
+from svmlab.vocabulary import (
+    CONVERGED_TAG,
+    DATASET_TAG,
+    ERROR_TAG,
+    FORMULATION_TAG,
+    RUN_NAME_TAG,
+    SOLVER_TAG,
+    STOPPING_RULE_TAG,
+)
 
 TRACKING_URI_HELP = "the store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
 STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED", "SCHEDULED")

@@ -29,10 +29,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 import svmlab
+from svmlab.app.config.schema import (
+    checked_estimator,
+    composition_error_line,
+    register_configs,
+    unknown_key_hints,
+)
 from svmlab.app.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE, failure
 from svmlab.app.launch import sweep
-from svmlab.app.config.schema import (checked_estimator, composition_error_line,
-                                      register_configs, unknown_key_hints)
 from svmlab.errors import ConfigError, MissingExtra, require_extra
 
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its

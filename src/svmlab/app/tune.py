@@ -365,9 +365,15 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.app.train import RunContext, config_record
     from svmlab.lifecycle import this_process
     from svmlab.recording.run import open_run
-    from svmlab.tracking.study import (PRUNED_AT_TAG, PRUNED_FOLD_TAG, PRUNED_ITERATION_TAG,
-                                       STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG)
     from svmlab.tracking.sweeps import ROLE_TAG
+    from svmlab.vocabulary import (
+        PRUNED_AT_TAG,
+        PRUNED_FOLD_TAG,
+        PRUNED_ITERATION_TAG,
+        STUDY_TAG,
+        TRIAL_STATE_TAG,
+        TRIAL_TAG,
+    )
 
     start = time.perf_counter()
     for key, value in this_process().items():  # who runs it: see recover()

@@ -48,8 +48,8 @@ certificates for arbitrary SVM models, hence this module.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 

@@ -19,10 +19,17 @@ from collections.abc import Callable, Iterable
 from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
 
-from svmlab.lifecycle import (HEARTBEAT_S, STALE_AFTER_S, Heartbeat, last_sign_of_life,
-                              left_by_its_job, why_dead)
+from svmlab.lifecycle import (
+    HEARTBEAT_S,
+    STALE_AFTER_S,
+    Heartbeat,
+    last_sign_of_life,
+    left_by_its_job,
+    why_dead,
+)
 from svmlab.tracking.store import ensure_experiment, resolved_uri
 from svmlab.vocabulary import ERROR_TAG, HEARTBEAT_TAG, JOB_NUM_TAG, PARENT_TAG
+
 RUNNING = "attributes.status = 'RUNNING'"
 
 

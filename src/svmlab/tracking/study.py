@@ -18,9 +18,16 @@ from svmlab.masking import mask
 from svmlab.tracking.liveness import RunHeartbeat
 from svmlab.tracking.patience import Patience
 from svmlab.tracking.store import ensure_experiment, resolved_uri
-from svmlab.vocabulary import (ERROR_TAG, PARENT_TAG, PRUNED_AT_TAG, PRUNED_FOLD_TAG,
-                               PRUNED_ITERATION_TAG, REFIT_TAG, REFIT_TRIAL_TAG, ROLE_TAG,
-                               STORAGE_TAG, STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG)
+from svmlab.vocabulary import (
+    ERROR_TAG,
+    PARENT_TAG,
+    REFIT_TAG,
+    REFIT_TRIAL_TAG,
+    ROLE_TAG,
+    STORAGE_TAG,
+    STUDY_TAG,
+    TRIAL_STATE_TAG,
+)
 
 
 class StudyRun:

@@ -13,6 +13,7 @@ from svmlab.tracking.liveness import RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
 from svmlab.tracking.store import ensure_experiment, resolved_uri
 from svmlab.vocabulary import ERROR_TAG, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
+
 JOBS_TABLE = "jobs.tsv"  # the sweep's jobs, one line each, with the run each trained or reused
 #: Set by a workflow: the run its sweep's parent run is nested under.
 PARENT_ENV = "SVMLAB_PARENT_RUN_ID"

@@ -431,7 +431,7 @@ def _growth(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
     """The Theil-Sen slope of the per-block log ratio (or difference) against log of the
     block's size (``growth_with``), with Sen's interval."""
     tested, other = (_blockwise(f, []) for f in frames)
-    low, high, both, censored = _differences(claim, tested, other)
+    low, _high, both, censored = _differences(claim, tested, other)
     if censored:
         raise _Undecided(INCONCLUSIVE, f"a censored block{censored} has no place on a fitted "
                                        f"line", len(both))

@@ -458,10 +458,9 @@ def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
         if claim.relative_to is None:
             raise WorkflowError(f"{where}: {key} fits the comparison of two sides; give "
                                 f"relative_to")
-    if claim.sensitivity_to is not None:
-        if claim.sensitivity_to in claim.blocks:
-            raise WorkflowError(f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
-                                f"block; take it out of blocks ({', '.join(claim.blocks)})")
+    if claim.sensitivity_to is not None and claim.sensitivity_to in claim.blocks:
+        raise WorkflowError(f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
+                            f"block; take it out of blocks ({', '.join(claim.blocks)})")
 
 
 def _mapping(data: Any, where: str, keys: dict[str, bool]) -> dict:

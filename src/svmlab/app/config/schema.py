@@ -239,7 +239,7 @@ def unknown_key_hints(args: list[str]) -> list[str]:
         if override.is_add() or override.is_delete() or path[0] == "hydra" or "/" in path[0]:
             continue
         node = cfg
-        for depth, leaf in enumerate(path):  # down to the first key that is not there
+        for depth, leaf in enumerate(path):  # noqa: B007 (read after the loop: where it stopped)
             if not isinstance(node, DictConfig) or leaf not in node:
                 break
             node = node[leaf]

@@ -20,8 +20,12 @@ import re
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, Transformer
-from optuna.distributions import (BaseDistribution, CategoricalDistribution, FloatDistribution,
-                                  IntDistribution)
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 
 from svmlab.errors import ConfigError
 
@@ -105,7 +109,7 @@ def grid(space: dict[str, BaseDistribution]) -> dict[str, list]:
         if isinstance(dist, CategoricalDistribution):
             values[key] = list(dist.choices)
         elif dist.step is not None and not dist.log:
-            n = int(round((dist.high - dist.low) / dist.step)) + 1
+            n = round((dist.high - dist.low) / dist.step) + 1
             values[key] = [type(dist.low)(dist.low + i * dist.step) for i in range(n)]
         else:
             raise ConfigError(f"--sampler grid needs a finite space: give {key} as choice(...) "

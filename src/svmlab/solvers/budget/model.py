@@ -30,8 +30,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from svmlab.numerics.kernels import (PointSet, dot_products, kernel_map, kernel_values,
-                                     point_set, rbf_exponent)
+from svmlab.numerics.kernels import (
+    PointSet,
+    dot_products,
+    kernel_map,
+    kernel_values,
+    point_set,
+    rbf_exponent,
+)
 from svmlab.solvers.budget.merge import best_merge
 
 MERGE, REMOVE = 0, 1

@@ -44,9 +44,17 @@ import numpy as np
 from numba import njit
 
 from svmlab.estimator.formulations import L2SVM
-from svmlab.solvers.frank_wolfe.row_cache import EVALS, SERVED, WIDTH, claim_row, clear, grow, move_column
 from svmlab.numerics.trace_buffer import exclude_since, monotonic_ns, next_row, slice_over
 from svmlab.solvers.frank_wolfe.kernel import modified_row
+from svmlab.solvers.frank_wolfe.row_cache import (
+    EVALS,
+    SERVED,
+    WIDTH,
+    claim_row,
+    clear,
+    grow,
+    move_column,
+)
 
 TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus", "fw_gap",
                  L2SVM.metric("gap"), L2SVM.metric("rel_gap"), "core_size", "step_type",

@@ -53,7 +53,7 @@ class L1NewtonSVM(LinearSVMClassifier):
     name = "l1_newton"
     test_config = ({"lam": 1e-3, "mu": 1e-2, "eta": 1e-8, "alpha_min": 1e-6},
                    {"lam": 0.0, "mu": 1e-2}, {"path": 3})
-    test_truncated = {"max_newton": 1}
+    test_truncated: ClassVar[dict] = {"max_newton": 1}
     gap_tol = "tol"
 
     _parameter_constraints: ClassVar[dict] = {
