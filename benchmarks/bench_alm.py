@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # noqa: E402 (before numpy is imported)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported
 
 import argparse
 import statistics

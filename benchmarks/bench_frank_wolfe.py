@@ -102,8 +102,7 @@ def _status(field: str) -> int:
 
 def _estimator(solver: str, C: float, gamma: float, seed: int, settings: dict):
     from svmlab.solvers.baselines import Libsvm
-    from svmlab.solvers.frank_wolfe import CoreVectorMachine
-    from svmlab.solvers.frank_wolfe import FrankWolfe, ModifiedFrankWolfe
+    from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 
     solver, _, tolerance = solver.partition(":")
     if solver == "svc":

@@ -38,10 +38,10 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from bench_data import load_split
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
-from bench_data import load_split
 from svmlab import data
 from svmlab.estimator.formulations import Hinge
 from svmlab.solvers.baselines import Liblinear

@@ -25,9 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import optuna
+from commands import timed
 from mlflow import MlflowClient
 
-from commands import timed
 from svmlab.app import workflow_selection
 from svmlab.app.workflow import sweep_arguments
 from svmlab.tuning.study import best_trial

@@ -24,8 +24,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from svmlab.data import load
-from svmlab.solvers.nesvm import NESVM
 from svmlab.recording.results import trace_record
+from svmlab.solvers.nesvm import NESVM
 from svmlab.tracking.queries import load_trace
 from svmlab.tracking.tracker import Tracker
 

@@ -36,14 +36,13 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-from mlflow import MlflowClient
-
 from commands import timed
+from mlflow import MlflowClient
 
 
 def log2_values(start: float, stop: float, step: float) -> list[float]:
     """2^start, 2^(start+step), ... up to 2^stop included."""
-    count = int(round((stop - start) / step)) + 1
+    count = round((stop - start) / step) + 1
     return [2.0 ** (start + i * step) for i in range(count)]
 
 
@@ -66,7 +65,8 @@ def subset_folder(folder: Path, dataset: str, data_dir: str, rows: int, seed: in
         (folder / dataset / path.name).symlink_to(path.resolve())
     labels, counts = np.unique(y[keep], return_counts=True)
     print(f"training rows: a stratified subset of {rows} of {len(y)} drawn with seed {seed} "
-          f"({', '.join(f'{c} of class {l:g}' for l, c in zip(labels, counts))})", flush=True)
+          f"({', '.join(f'{c} of class {label:g}' for label, c in zip(labels, counts))})",
+          flush=True)
     return folder
 
 

@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import InvalidParameterError
 
+from support.configs import composed
 from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import LinearImage, certify
 from svmlab.estimator.formulations import L2, Formulation, FreeBias, PowerHinge, SquaredHinge
@@ -19,7 +20,6 @@ from svmlab.numerics.rows import matvec, rows_of
 from svmlab.solvers.alm import SVMALM
 from svmlab.solvers.alm.admm import Settings, State, iterate, next_mu
 from svmlab.solvers.alm.loops import conjugate_gradient, e_step_pass, prox
-from support.configs import composed
 
 # truncated fits are intended here; the conformance suite checks the ConvergenceWarning
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -120,7 +120,7 @@ V = np.concatenate([np.linspace(-3, 3, 61), [1e-9, 0.05, 0.5, 7.0, 40.0]])
 @pytest.mark.parametrize("gam", [0.01, 0.3, 2.0])
 def test_1_prox_matches_eqs_12_13_and_the_closed_forms(gam):
     got = {p: np.array([prox(v, gam, p, 1e-12, 100) for v in V]) for p in (1.0, 2.0, 1.5, 3.0)}
-    np.testing.assert_allclose(got[1.0], np.where(V > gam, V - gam, np.where(V >= 0, 0, V)),
+    np.testing.assert_allclose(got[1.0], np.where(gam < V, V - gam, np.where(V >= 0, 0, V)),
                                rtol=0, atol=1e-12)
     np.testing.assert_allclose(got[2.0], np.where(V > 0, V / (1 + 2 * gam), V), atol=1e-12)
     pos = V > 0
@@ -139,14 +139,14 @@ def test_1_general_p_prox_agrees_with_brute_force_minimisation(p, y):
     1e-12 (the spec's stopping rule)."""
     gam = 0.7
     for t in np.linspace(-2.5, 2.5, 21):
-        F = lambda e: gam * max(y * e, 0.0) ** p + 0.5 * (e - t) ** 2  # noqa: E731
+        F = lambda e: gam * max(y * e, 0.0) ** p + 0.5 * (e - t) ** 2
         lo, hi = min(0.0, t) - 1, max(0.0, t) + 1
         brute = minimize_scalar(F, bounds=(lo, hi), method="bounded",
                                 options={"xatol": 1e-13}).x
         u = prox(y * t, gam, p, 1e-12, 100)
         assert abs(y * u - brute) <= 1e-7 and F(y * u) <= F(brute) + 1e-12
         if y * t > 0:  # the root of u + p gam u^(p-1) = y t lies within 1e-12 max(y t, 1)
-            phi = lambda x: x + p * gam * x ** (p - 1) - y * t  # noqa: E731
+            phi = lambda x: x + p * gam * x ** (p - 1) - y * t
             tol = 1e-12 * max(y * t, 1.0)
             assert phi(max(u - tol, 0.0)) <= 0.0 <= phi(u + tol)
 
@@ -154,7 +154,7 @@ def test_1_general_p_prox_agrees_with_brute_force_minimisation(p, y):
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0, 3.0])
 def test_2_prox_symmetry_identity_and_continuity(p):
     gam = 0.4
-    e = lambda t, y: y * prox(y * t, gam, p, 1e-12, 100)  # noqa: E731
+    e = lambda t, y: y * prox(y * t, gam, p, 1e-12, 100)
     for t in np.linspace(-2, 2, 41):
         for y in (1.0, -1.0):
             assert e(t, y) == -e(-t, -y)
@@ -219,7 +219,7 @@ def cg_solve(A, z, mu, w, b, maxit, tol_abs=0.0, precondition=False):
 
 @pytest.mark.parametrize("precondition", [False, True], ids=["plain", "jacobi"])
 def test_5_cg_solves_the_stacked_least_squares_problem_without_damping_the_bias(precondition):
-    A, y = make_problem(150, 8, seed=2)
+    A, _y = make_problem(150, 8, seed=2)
     A[:, 0] *= 30.0  # columns of unequal norms, which the diagonal preconditioner evens out
     z, mu = np.random.default_rng(1).normal(size=150), 0.37
     stacked = np.block([[A, np.ones((150, 1))], [mu**-0.5 * np.eye(8), np.zeros((8, 1))]])
@@ -237,7 +237,7 @@ def G(A, z, mu, w, b):
 
 
 def test_6_7_the_inexact_step_is_eq_18_and_one_cg_iteration():
-    A, y = make_problem(120, 7, seed=3)
+    A, _y = make_problem(120, 7, seed=3)
     rng = np.random.default_rng(2)
     z, mu, w, b = rng.normal(size=120), 0.25, rng.normal(size=7), 0.3
     r = A @ w + b - z
@@ -259,7 +259,7 @@ def test_6_7_the_inexact_step_is_eq_18_and_one_cg_iteration():
 def test_7b_a_preconditioned_step_is_the_exact_line_search_along_the_scaled_gradient():
     """With the diagonal preconditioner P, one inexact step moves along -P grad G (not in the
     paper: its Eq.16-18 step is P = I) to the minimum of G on that line."""
-    A, y = make_problem(120, 7, seed=3)
+    A, _y = make_problem(120, 7, seed=3)
     A[:, 2] *= 20.0
     rng = np.random.default_rng(2)
     z, mu, w, b = rng.normal(size=120), 0.25, rng.normal(size=7), 0.3

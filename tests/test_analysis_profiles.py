@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from svmlab.analysis import compare, precision, profiles, report, results, table
+from svmlab.analysis import compare, measurements, precision, profiles, report, table
 from svmlab.errors import SvmlabError
 
 INF = float("inf")
@@ -63,8 +63,8 @@ def test_derived_measures_from_traces_with_a_fallback_to_the_final_certificate()
     np.testing.assert_array_equal(values["time_to_gap_1e-3"], [0.2, 3.0, INF, np.nan])
     np.testing.assert_array_equal(values["iters_to_gap_1e-3"], [2, 30, INF, np.nan])
     assert loaded == ["traced", "final-only", "not-reached"]  # once per run
-    assert notes[0].startswith("1 run(s) reached a target only by their final certificate") \
-        and notes[0].endswith("final-only")
+    assert (notes[0].startswith("1 run(s) reached a target only by their final certificate")
+            and notes[0].endswith("final-only"))
     assert notes[1].startswith("1 run(s) have no certificate") and notes[1].endswith("uncertified")
     # the trace never reaches 2e-5, the final certificate (1e-5) does: the fit time, an upper bound
     tight, _ = precision.derive(runs.iloc[:1], ["time_to_gap_2e-5"], None, load)
@@ -121,8 +121,8 @@ def test_time_to_within_a_relative_distance_of_the_reference_optimum():
     assert notes[0] == ("reference optimum objective_hinge_l2 = 100 for d, C = 1.0, seed 0: the "
                         "final value of run liblinear (solver liblinear)")
     assert "= 120 for d, C = 1.0, seed 1" in notes[-1]
-    assert precision.metric_of("objective", "squared_hinge_l2_penalised_bias") == \
-        "objective_squared_hinge_l2"
+    assert (precision.metric_of("objective", "squared_hinge_l2_penalised_bias")
+            == "objective_squared_hinge_l2")
     assert precision.metric_of("rel_gap", "unknown") is None
     assert table.parse_measure("time_to_obj_1e-2") == table.Measure("time_to_obj_1e-2", False,
                                                                     0.1, True)
@@ -160,7 +160,7 @@ def test_styled_report_with_profiles(tmp_path, monkeypatch):
 
     drawn = report.figures.cd_diagram
     monkeypatch.setattr(report.figures, "cd_diagram", cd_diagram)
-    summary = report.write(tmp_path, results.Selection(long, "test"), [analysis],
+    summary = report.write(tmp_path, measurements.Selection(long, "test"), [analysis],
                            compare.Options(bayes_samples=500))
     assert summary["measures"]["time_to_gap_1e-3"]["profile"] == {
         "n_blocks": 4, "fastest": {"A": 0.5, "B": 0.5}, "done": {"A": 0.75, "B": 1.0}}

@@ -14,9 +14,21 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from svmlab.analysis import (bayes, compare, friedman, hypotheses, profiles, report, results,
-                             stage, table, ties, wilcoxon)
+from svmlab.analysis import (
+    bayes,
+    compare,
+    friedman,
+    hypotheses,
+    measurements,
+    profiles,
+    report,
+    stage,
+    table,
+    ties,
+    wilcoxon,
+)
 from svmlab.app.analyze import add_parser
+from svmlab.app.cli import run_command
 from svmlab.errors import SvmlabError
 
 
@@ -26,7 +38,8 @@ def long_table(values: dict, measure: str = "m") -> pd.DataFrame:
                          for (b, t), vs in values.items() for i, v in enumerate(vs)])
 
 
-def analyze(values: dict, measure=table.Measure("m", True), **options):
+def analyze(values: dict, measure=None, **options):
+    measure = measure or table.Measure("m", True)
     return compare.analyze_measure(long_table(values, measure.name), measure,
                                    compare.Options(bayes_samples=2000, **options))
 
@@ -35,7 +48,7 @@ def svmlab(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
-    return args.func(args)
+    return run_command(args)
 
 
 # 1. float noise must not decide a rank --------------------------------------------------------
@@ -149,10 +162,10 @@ def test_a_directed_hypothesis_is_tested_alike_in_the_pairwise_and_control_table
     pairs = result.pairwise.set_index(["A", "B"])
     control = result.control.set_index(["A", "B"])
     assert list(control.index) == [("CVM", "FW"), ("MFW", "CVM")]
-    assert control.loc[("CVM", "FW"), "alternative"] == pairs.loc[("CVM", "FW"), "alternative"] \
-        == "greater"
-    assert control.loc[("CVM", "FW"), "p_wilcoxon"] == pairs.loc[("CVM", "FW"), "p_value"] \
-        == pytest.approx(1 / 64)
+    assert (control.loc[("CVM", "FW"), "alternative"]
+            == pairs.loc[("CVM", "FW"), "alternative"] == "greater")
+    assert (control.loc[("CVM", "FW"), "p_wilcoxon"] == pairs.loc[("CVM", "FW"), "p_value"]
+            == pytest.approx(1 / 64))
     assert control.loc[("CVM", "FW"), "rank_difference"] == 2.0  # R_CVM - R_FW, same sign
     assert pairs.loc[("CVM", "FW"), "W+"] == 21  # d = CVM - FW > 0 in every block
     assert pairs.loc[("CVM", "FW"), "H1"].startswith("CVM has higher time than FW")
@@ -367,12 +380,12 @@ def test_tidy_csv_with_key_names(tmp_path):
     csv = tmp_path / "tidy.csv"
     pd.DataFrame({"dataset": ["a", "a", "b", "b"], "solver": ["X", "Y", "X", "Y"],
                   "measure": "acc", "value": [1, 2, 3, 4]}).to_csv(csv, index=False)
-    long = results.from_csv(csv, ["acc"]).long
+    long = measurements.from_csv(csv, ["acc"]).long
     assert list(long[["block", "treatment", "acc"]].itertuples(index=False, name=None)) == [
         ("a", "X", 1), ("a", "Y", 2), ("b", "X", 3), ("b", "Y", 4)]
     pd.concat([pd.read_csv(csv)] * 2).to_csv(csv, index=False)
     with pytest.raises(SvmlabError, match="rows repeat a cell.*own 'repetition' value"):
-        results.from_csv(csv, ["acc"])
+        measurements.from_csv(csv, ["acc"])
 
 
 WIDE = "dataset,solver,seed,acc\nx,A,0,0.9\nx,B,0,0.8\ny,A,0,0.7\ny,B,0,0.6\n"
@@ -396,9 +409,9 @@ def test_a_repeated_cell_is_refused_in_every_layout(tmp_path, extra, layout):
     table_.to_csv(csv, index=False)
     with pytest.raises(SvmlabError, match="[23] rows repeat a cell, e.g. {'block': 'y', 'treatment'"
                                           ": 'B'.*give each repetition its own 'repetition'"):
-        results.from_csv(csv, ["acc"])
+        measurements.from_csv(csv, ["acc"])
     pd.read_csv(csv).drop_duplicates().iloc[:4].to_csv(csv, index=False)
-    assert len(results.from_csv(csv, ["acc"]).long) == 4  # each cell once: accepted
+    assert len(measurements.from_csv(csv, ["acc"]).long) == 4  # each cell once: accepted
 
 
 def test_an_empty_label_is_named_by_its_row(tmp_path):
@@ -416,7 +429,7 @@ def test_an_empty_label_is_named_by_its_row(tmp_path):
     csv.write_text("dataset,solver,acc\n" + rows.replace("y,B", "y, "))
     with pytest.raises(SvmlabError, match="row 4 after the header \\('y, ,0.6'\\) has an empty "
                                           "treatment label \\(column 'solver'\\)"):
-        results.from_csv(csv, ["acc"])
+        measurements.from_csv(csv, ["acc"])
 
 
 def test_runs_of_one_treatment_with_different_settings_are_named():
@@ -424,9 +437,10 @@ def test_runs_of_one_treatment_with_different_settings_are_named():
                          "params.kernel.name": ["linear", "rbf", "linear"],
                          "params.dataset.name": ["a", "b", "a"], "params.seed": ["0", "0", "1"],
                          "tags.solver": ["libsvm", "libsvm", "liblinear"]})
-    found = results.confounds(runs, runs["tags.solver"].to_numpy(), {"tags.solver", "params.seed"})
+    found = measurements.confounds(runs, runs["tags.solver"].to_numpy(),
+                                   {"tags.solver", "params.seed"})
     assert found == {"libsvm": {"solver.C": ["1.0", "10.0"], "kernel.name": ["linear", "rbf"]}}
-    message = results.confound_message(found)
+    message = measurements.confound_message(found)
     assert message.startswith("treatment libsvm: runs differ in solver.C (1.0, 10.0), kernel.name"
                               " (linear, rbf); their values are pooled as repetitions")
     assert "--treatment solver --treatment kernel.name" in message

@@ -14,8 +14,9 @@ import pytest
 from mlflow import MlflowClient
 
 from support.runs import copy_store, runs, train
-from svmlab.analysis import friedman, notebooks, results, stage
+from svmlab.analysis import friedman, measurements, notebooks, stage
 from svmlab.app.analyze import add_parser
+from svmlab.app.cli import run_command
 from svmlab.errors import SvmlabError
 
 SOLVERS = ("liblinear", "libsvm", "long_trace")
@@ -39,7 +40,7 @@ def svmlab(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
-    return args.func(args)
+    return run_command(args)
 
 
 def analysis_runs(store) -> list:
@@ -54,8 +55,8 @@ def training_runs(store) -> list:
 
 
 def test_selection_reads_finished_runs_and_counts_the_others(store):
-    selection = results.from_mlflow(["svmlab"], measures=["test_accuracy", "fit_time_s"],
-                                   tracking_uri=f"sqlite:///{store}")
+    selection = measurements.from_mlflow(["svmlab"], measures=["test_accuracy", "fit_time_s"],
+                                        tracking_uri=f"sqlite:///{store}")
     finished = [r for r in training_runs(store) if r.info.status == "FINISHED"]
     assert selection.excluded == {"FAILED": 1}
     assert sorted(selection.run_ids) == sorted(r.info.run_id for r in finished)
@@ -69,17 +70,17 @@ def test_selection_reads_finished_runs_and_counts_the_others(store):
 
 def test_combined_keys_and_filters(store):
     uri = f"sqlite:///{store}"
-    selection = results.from_mlflow(["svmlab"], "tags.solver != 'long_trace'",
-                                   measures=["test_accuracy"], blocks=["dataset", "seed"],
-                                   treatments=["solver", "params.solver.C"], tracking_uri=uri)
+    selection = measurements.from_mlflow(["svmlab"], "tags.solver != 'long_trace'",
+                                        measures=["test_accuracy"], blocks=["dataset", "seed"],
+                                        treatments=["solver", "params.solver.C"], tracking_uri=uri)
     assert sorted(selection.long["treatment"].unique()) == ["liblinear / 1.0", "libsvm / 1.0"]
     assert sorted(selection.long["block"].unique()) == [
-        f"breast_cancer{results.JOIN}0", f"breast_cancer{results.JOIN}1",
-        f"synthetic_gaussian{results.JOIN}0"]
+        f"breast_cancer{measurements.JOIN}0", f"breast_cancer{measurements.JOIN}1",
+        f"synthetic_gaussian{measurements.JOIN}0"]
     with pytest.raises(SvmlabError, match="no run has the param or tag 'variant'"):
-        results.from_mlflow(["svmlab"], measures=[], treatments=["variant"], tracking_uri=uri)
+        measurements.from_mlflow(["svmlab"], measures=[], treatments=["variant"], tracking_uri=uri)
     with pytest.raises(SvmlabError, match="no run logged the metric 'auc'; logged: .*fit_time_s"):
-        results.from_mlflow(["svmlab"], measures=["auc"], tracking_uri=uri)
+        measurements.from_mlflow(["svmlab"], measures=["auc"], tracking_uri=uri)
 
 
 def test_analyze_logs_a_linked_analysis_run(store, tmp_path, capsys):
@@ -134,8 +135,8 @@ def test_time_to_gap_and_its_performance_profile_on_the_analysis_run(store, tmp_
                   "-m", "time_to_gap_1e-2,iters_to_gap_1e-2", "--run-name", "profiles",
                   "--bayes-samples", "500") == 0
     captured = capsys.readouterr()
-    assert "reached a target only by their final certificate (none in the trace, or a better " \
-           "final point); their time_to_gap_1e-2, iters_to_gap_1e-2" in captured.err
+    assert ("reached a target only by their final certificate (none in the trace, or a better "
+            "final point); their time_to_gap_1e-2, iters_to_gap_1e-2") in captured.err
     assert "performance profile over 2 blocks" in captured.out
     (analysis,) = [r for r in analysis_runs(store) if r.info.run_name == "profiles"]
     folder = tmp_path / "artifacts"
@@ -152,7 +153,7 @@ def test_time_to_gap_and_its_performance_profile_on_the_analysis_run(store, tmp_
 
 def test_the_global_tracking_uri_is_left_as_it_was(store):
     before = mlflow.get_tracking_uri()
-    results.from_mlflow(["svmlab"], measures=[], tracking_uri=f"sqlite:///{store}")
+    measurements.from_mlflow(["svmlab"], measures=[], tracking_uri=f"sqlite:///{store}")
     assert mlflow.get_tracking_uri() == before
 
 
@@ -168,8 +169,8 @@ def test_user_errors_exit_2_with_a_message(store, capsys):
     assert svmlab("analyze", "--tracking-uri", uri, "--alpha", "0.05,high") == 2
     assert "--alpha takes numbers in (0, 1)" in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--control", "libsvn") == 2
-    assert "unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace. Did you mean " \
-        "'libsvm'?" in capsys.readouterr().err
+    assert ("unknown control 'libsvn'; treatments: liblinear, libsvm, long_trace. Did you mean "
+            "'libsvm'?") in capsys.readouterr().err
     assert svmlab("analyze", "--tracking-uri", uri, "--filter", "tags.solver = 'libsvm'") == 2
     assert "need at least 2 treatments" in capsys.readouterr().err
     assert len(analysis_runs(store)) == before  # nothing half-written
@@ -241,8 +242,9 @@ def test_convergence_notebook_draws_the_chosen_runs(store, tmp_path):
 
 def test_traces_are_the_logged_histories(store):
     uri = f"sqlite:///{store}"
-    selection = results.from_mlflow(["svmlab"], "tags.solver = 'long_trace' and tags.seed = '0'",
-                                   measures=[], tracking_uri=uri)
+    selection = measurements.from_mlflow(
+        ["svmlab"], "tags.solver = 'long_trace' and tags.seed = '0'", measures=[],
+        tracking_uri=uri)
     name, curves = stage.traces(selection, tracking_uri=uri)
     assert name.startswith("objective_")
     client = MlflowClient(uri)

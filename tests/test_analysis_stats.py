@@ -216,7 +216,8 @@ def test_identical_rankings_give_an_infinite_iman_davenport_f():
 
 def test_nemenyi_matches_scikit_posthocs():
     rng = np.random.default_rng(5)
-    values = pd.DataFrame(rng.normal(size=(20, 4)) + [0, 0.3, 0.6, 1.2], columns=list("ABCD"))
+    shifts = np.array([0, 0.3, 0.6, 1.2])
+    values = pd.DataFrame(rng.normal(size=(20, 4)) + shifts, columns=list("ABCD"))
     ranks = friedman.block_ranks(values, higher_is_better=True)
     ours = posthoc.nemenyi(ranks.mean(), n_blocks=20)
     with warnings.catch_warnings():

@@ -11,14 +11,13 @@ from scipy.spatial.distance import cdist
 from sklearn.datasets import load_svmlight_file, make_moons
 from sklearn.svm import SVC
 
+from support.configs import composed
 from svmlab.errors import ConfigError
 from svmlab.numerics.kernels import kernel_spec, point_set, self_kernel
-from svmlab.solvers.budget import BSCA, BSGD
-from svmlab.solvers.budget.estimator import best_offset
-from svmlab.solvers.budget import loops
+from svmlab.solvers.budget import BSCA, BSGD, loops
 from svmlab.solvers.budget import merge as mg
 from svmlab.solvers.budget import model as bm
-from support.configs import composed
+from svmlab.solvers.budget.estimator import best_offset
 
 
 def moons(n, noise=0.25, seed=0):
@@ -431,7 +430,7 @@ def reference_bsca(X, y, C, gamma, B, orders, eps_search=0.01, eps_final=0.001):
     gold = (math.sqrt(5) - 1) / 2
 
     def search(c, mr, eps):
-        s = lambda h: mr * math.exp(-c * (1 - h) ** 2) + (1 - mr) * math.exp(-c * h * h)  # noqa: E731
+        s = lambda h: mr * math.exp(-c * (1 - h) ** 2) + (1 - mr) * math.exp(-c * h * h)
         a, b = 0.0, 1.0
         p, q = b - gold * (b - a), a + gold * (b - a)
         fp, fq = s(p), s(q)

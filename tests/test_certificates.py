@@ -42,8 +42,8 @@ def problem():
 def exact_dual(Q: np.ndarray, C: float, y: np.ndarray | None = None) -> np.ndarray:
     """argmax sum a - 1/2 a'Qa over 0 <= a <= C (and y'a = 0 if y is given), by SLSQP."""
     n = len(Q)
-    constraints = [{"type": "eq", "fun": lambda a: a @ y, "jac": lambda a: y}] if y is not None \
-        else []
+    constraints = ([{"type": "eq", "fun": lambda a: a @ y, "jac": lambda a: y}] if y is not None
+                   else [])
     result = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.full(n, C / 2),
                       jac=True, bounds=[(0.0, C)] * n, constraints=constraints,
                       method="SLSQP", options={"ftol": 1e-15, "maxiter": 2000})

@@ -15,14 +15,14 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, Metric, Param, RunTag
 
-from svmlab.analysis import precision, results, stage
+from svmlab.analysis import measurements, precision, stage
 from svmlab.app import cli
 from svmlab.app.launch.sweep import jobs_table
 from svmlab.app.workflow import analysis_request, experiment_name, outer_tags
 from svmlab.tracking import queries
-from svmlab.tracking.record import TRACE_ARTIFACT
 from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 from svmlab.tracking.workflows import OuterRun
+from svmlab.vocabulary import TRACE_ARTIFACT
 from svmlab.workflows import claims, spec
 
 TINY = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
@@ -72,7 +72,7 @@ class Store:
 
     def judged(self, *claim_list: spec.Claim, run_ids: set[str] | None = None) -> list:
         """The claims judged as a workflow judges them, on the store's finished runs."""
-        runs, _ = results.finished_runs([EXPERIMENT], "", self.uri, run_ids)
+        runs, _ = measurements.finished_runs([EXPERIMENT], "", self.uri, run_ids)
         return claims.judge_all(list(claim_list), runs, lambda names: precision.derive(
             runs, names, self.uri, queries.load_trace)[0])
 
@@ -165,9 +165,9 @@ def test_identical_blocks_count_once_and_a_verdict_needs_six_distinct_blocks(sto
                    decide={"below": 1})
     one, = s.judged(faster)
     assert one.verdict == claims.INCONCLUSIVE and one.n == 1 and one.confidence == 0.0
-    assert "1 distinct block(s) (dataset x seed), 2 more block(s) of the same problem with " \
-           "exactly the same values on both sides (copies of one measurement, counted " \
-           "once)" in one.detail
+    assert ("1 distinct block(s) (dataset x seed), 2 more block(s) of the same problem with "
+            "exactly the same values on both sides (copies of one measurement, counted "
+            "once)") in one.detail
     for i in range(5):
         s.run("a", f"d{i}", fit_time_s=1.0 + i / 10)
         s.run("b", f"d{i}", fit_time_s=100.0)
@@ -214,9 +214,9 @@ def test_an_accuracy_on_one_fixed_test_set_gets_its_exact_binomial_interval(stor
     assert judged.verdict == claims.REPRODUCED and judged.n == 1000
     assert (judged.unit, judged.confidence) == ("test points", 0.95)
     assert judged.interval == pytest.approx((0.8797, 0.9179), abs=1e-4)
-    assert "one fixed test set of 1000 points (3 block(s) with that same value: one " \
-           "measurement): the exact binomial (Clopper-Pearson) 95 % interval of 900 correct" \
-           in judged.detail
+    assert ("one fixed test set of 1000 points (3 block(s) with that same value: one "
+            "measurement): the exact binomial (Clopper-Pearson) 95 % interval of 900 correct"
+            ) in judged.detail
 
 
 def test_growth_with_n_is_the_fitted_slope_of_the_log_ratio_against_log_n(store):
@@ -481,7 +481,7 @@ def test_a_libsvm_run_stopped_by_max_iter_is_logged_and_judged_as_censored(store
                  "dataset=breast_cancer", "seed=0,1,2", f"tracking.experiment={EXPERIMENT}",
                  "tracking.log_model=false") == 0
     s = Store(store)
-    runs, _ = results.finished_runs([EXPERIMENT], "", s.uri)
+    runs, _ = measurements.finished_runs([EXPERIMENT], "", s.uri)
     assert set(runs["tags.svmlab.stop_reason"]) == {"max_iter=5 iterations"}
     judged, = s.judged(claim(measure="fit_time_s", value={"solver": "libsvm"},
                              decide={"below": 1e6}))
@@ -510,7 +510,7 @@ def test_a_claim_on_unreported_settings_holds_only_where_it_holds_at_every_setti
     assert "depends on unreported.lam: reproduced at 1 of the 2" in judged.detail
     assert "at unreported.lam=0.0001: reproduced" in judged.detail
     assert "at unreported.lam=0.01: not reproduced" in judged.detail
-    runs, _ = results.finished_runs([EXPERIMENT], "", s.uri)
+    runs, _ = measurements.finished_runs([EXPERIMENT], "", s.uri)
     shifted = claims.judge(faster, runs.set_axis(runs.index + 1000))  # labels are not positions
     assert (shifted.verdict, shifted.detail) == (judged.verdict, judged.detail)
     slower, = s.judged(replace(faster, decide={"below": 10}))
@@ -572,8 +572,8 @@ def test_a_time_to_a_gap_without_a_gap_trace_is_interval_censored(store):
     quick, slow = s.judged(claim(**FASTER), claim(**FASTER | {"value": {"solver": "slow"}}))
     assert quick.verdict == claims.REPRODUCED
     assert quick.interval == (0.0, pytest.approx(1 / 3)) and quick.estimate[0] == 0.0
-    assert "6 run(s) without a traced gap reached the target by the fit's end: " \
-           "interval-censored" in quick.detail
+    assert ("6 run(s) without a traced gap reached the target by the fit's end: "
+            "interval-censored") in quick.detail
     assert slow.verdict == claims.INCONCLUSIVE and slow.interval[1] == pytest.approx(5 / 3)
 
 
@@ -586,7 +586,7 @@ def test_analyze_counts_identical_reruns_of_a_config_once_and_says_so(store, cap
             for t in times:
                 s.run(solver, dataset, fit_time_s=t, test_accuracy=0.9,
                       tags={"svmlab.config_sha256": f"{solver}{dataset}"})
-    selection = results.from_mlflow([EXPERIMENT], measures=["fit_time_s"], tracking_uri=s.uri)
+    selection = measurements.from_mlflow([EXPERIMENT], measures=["fit_time_s"], tracking_uri=s.uri)
     assert len(selection.long) == 4
     assert sorted(selection.long["fit_time_s"]) == [2.0, 2.0, 4.0, 4.0]
     assert selection.notes == [("4 run(s) repeat the exact config of another (2 config(s), same "

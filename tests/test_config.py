@@ -9,12 +9,12 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
+from support.runs import runs, train
+from svmlab import solvers
 from svmlab.app import cli
 from svmlab.app.config.schema import build_estimator, check_typed_parts, register_configs
-from svmlab import solvers
 from svmlab.errors import ConfigError
 from svmlab.estimator import kernel_names
-from support.runs import runs, train
 
 CONF = Path(__import__("svmlab.conf").conf.__file__).parent
 # the registered solvers and their presets (conf/solver/*.yaml)

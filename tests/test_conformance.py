@@ -33,10 +33,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from support.runs import SUPPORT_CONF
 from svmlab import solvers
-from svmlab.solvers import target
-from svmlab.app.config.schema import build_estimator, register_configs
 from svmlab.app.config.options import FROM_OTHER_GROUPS, solver_node, source_nodes
+from svmlab.app.config.schema import build_estimator, register_configs
 from svmlab.estimator.certificates import Certificate
+from svmlab.solvers import target
 
 SOLVERS = list(solvers.registered().values())
 # solvers whose default reaches its certified gap on the small problem below (Pegasos' 100

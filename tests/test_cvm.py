@@ -30,7 +30,7 @@ def test_smo_solves_the_simplex_qp_on_a_core_set(data):
     ref = simplex_qp(Q)
     assert steps > 0
     np.testing.assert_allclose(alpha[:q], ref, atol=1e-9)
-    assert R == pytest.approx(ref @ Q @ ref, rel=1e-12)
+    assert pytest.approx(ref @ Q @ ref, rel=1e-12) == R
     np.testing.assert_allclose(G[:q], Q @ alpha[:q], rtol=1e-10)
 
 

@@ -8,6 +8,7 @@ import pytest
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
+from svmlab.app.cli import run_command
 from svmlab.app.config.schema import register_configs
 from svmlab.app.datasets import add_parser, presets
 from svmlab.data.registry import REGISTRY
@@ -19,7 +20,7 @@ def run(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="svmlab")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
-    return args.func(args)
+    return run_command(args)
 
 
 @pytest.mark.shared_data

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from svmlab import data
-from svmlab.data.registry import REGISTRY
 from svmlab.data.parsed_cache import PARSED
+from svmlab.data.registry import REGISTRY
 from svmlab.data.verified import RECORDS
 from svmlab.errors import DataError, DownloadError
 
@@ -75,8 +75,8 @@ def test_a_corrupted_download_fails_its_checksum_and_leaves_nothing(libsvm_site,
     with pytest.raises(DownloadError) as error:
         data.fetch("heart_scale", cache_dir=cache, base_url=libsvm_site.url)
     message = str(error.value)
-    assert f"heart_scale downloaded from {libsvm_site.url}/heart_scale differs from the " \
-           f"official file: expected sha256" in message
+    assert (f"heart_scale downloaded from {libsvm_site.url}/heart_scale differs from the "
+            f"official file: expected sha256") in message
     assert REGISTRY["heart_scale"].file("train").sha256 in message
     assert hashlib.sha256(bytes(content)).hexdigest() in message
     assert _files(cache) == []

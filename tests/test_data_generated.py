@@ -10,7 +10,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.svm import LinearSVC
 
 from svmlab import data
-from svmlab.data.prepare import check_finite, encode_labels
+from svmlab.data.prepare import check_finite_features, encode_labels
 from svmlab.data.synthetic import gaussian_means, paper_centroids, sample_around, zero_features
 from svmlab.errors import DataError
 
@@ -176,8 +176,8 @@ def test_breast_cancer_split_is_seeded_and_the_digest_names_the_source_data():
 
 def test_arrays_with_nan_or_inf_are_refused():
     with pytest.raises(DataError, match="contain NaN"):
-        check_finite(np.array([[1.0, np.nan]]), "example")
+        check_finite_features(np.array([[1.0, np.nan]]), "example")
     with pytest.raises(DataError, match="contain inf"):
-        check_finite(np.array([[1.0, -np.inf]]), "example")
+        check_finite_features(np.array([[1.0, -np.inf]]), "example")
     with pytest.raises(DataError, match="labels of example contain NaN or inf"):
         encode_labels(np.array([1.0, np.nan]), "example")

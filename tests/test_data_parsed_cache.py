@@ -196,7 +196,7 @@ def test_a_writer_that_finds_the_entry_written_discards_its_copy(tmp_path, parse
 
 
 def test_a_malformed_file_is_reported_by_the_parser_and_nothing_is_stored(tmp_path, parsed):
-    train, test = _splice(tmp_path / "data", TRAIN + "+1 2:1 1:1\n")
+    train, _test = _splice(tmp_path / "data", TRAIN + "+1 2:1 1:1\n")
     cache = tmp_path / "cache"
     for _ in range(2):
         with pytest.raises(DataError, match=re.escape(

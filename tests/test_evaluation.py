@@ -9,9 +9,9 @@ from sklearn.datasets import make_classification
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.svm import SVC
 
-from svmlab.recording.results import evaluate
 from svmlab.data.dataset import Dataset
 from svmlab.estimator.kernels import Kernel
+from svmlab.recording.results import evaluate
 from svmlab.solvers.baselines import Libsvm
 from svmlab.solvers.nesvm import NESVM
 

@@ -13,9 +13,7 @@ from svmlab.estimator.formulations import (
     L1,
     L2,
     L2SVM,
-    LOSSES as LOSS_TABLE,
     METRIC_KINDS,
-    PENALTIES as PENALTY_TABLE,
     ElasticNet,
     Formulation,
     FreeBias,
@@ -31,6 +29,12 @@ from svmlab.estimator.formulations import (
     SquaredHinge,
     metric_name,
     parse_metric,
+)
+from svmlab.estimator.formulations import (
+    LOSSES as LOSS_TABLE,
+)
+from svmlab.estimator.formulations import (
+    PENALTIES as PENALTY_TABLE,
 )
 from svmlab.estimator.kernels import Kernel
 

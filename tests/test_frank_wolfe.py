@@ -19,11 +19,11 @@ from svmlab.errors import ConfigError
 from svmlab.estimator import trace as trace_module
 from svmlab.estimator.kernels import Kernel
 from svmlab.numerics.kernels import DENSE_FROM
-from svmlab.solvers.frank_wolfe.row_cache import FIRST_WIDTH, new_cache
 from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 from svmlab.solvers.frank_wolfe import estimator as fw_estimator
 from svmlab.solvers.frank_wolfe import loops as meb
 from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel
+from svmlab.solvers.frank_wolfe.row_cache import FIRST_WIDTH, new_cache
 
 POLY2 = {"kernel": "poly", "degree": 2, "coef0": 0.0, "gamma": 0.5}
 RBF = {"kernel": "rbf", "gamma": 0.5}
@@ -258,7 +258,7 @@ def test_59_draws_hit_the_top_5_percent_with_probability_0_9515():
     rng = np.random.default_rng(0)
     m, trials = 1000, 20000
     hits = (rng.integers(0, m, size=(trials, 59)).max(axis=1) >= 0.95 * m).mean()
-    assert 1 - 0.95 ** 59 == pytest.approx(0.9515, abs=1e-4)
+    assert pytest.approx(0.9515, abs=1e-4) == 1 - 0.95 ** 59
     assert abs(hits - 0.9515) < 4 * np.sqrt(0.9515 * 0.0485 / trials)
 
 
@@ -324,7 +324,7 @@ def test_random_meb_start_solves_the_class_balanced_20_point_qp(data):
     ours = np.zeros(20)
     ours[[candidates.index(i) for i in core]] = alpha
     np.testing.assert_allclose(ours, ref, atol=1e-8)
-    assert R == pytest.approx(ref @ Q @ ref, rel=1e-12)
+    assert pytest.approx(ref @ Q @ ref, rel=1e-12) == R
 
 
 def _balanced_draw(y, p):
@@ -342,8 +342,9 @@ def test_two_point_start_has_the_half_distance_radius(data):
     assert est.alpha_ == pytest.approx([0.5, 0.5])
     assert r0 == pytest.approx((est.delta2_ - Q[a, b]) / 2, rel=1e-12)
     dist = Q.diagonal()[:, None] + Q.diagonal()[None, :] - 2 * Q
-    assert np.isclose(dist[a, b], dist[a].max(), rtol=1e-12) or \
-        np.isclose(dist[a, b], dist[b].max(), rtol=1e-12)  # b furthest from a, or a from b
+    # b furthest from a, or a from b
+    assert (np.isclose(dist[a, b], dist[a].max(), rtol=1e-12)
+            or np.isclose(dist[a, b], dist[b].max(), rtol=1e-12))
 
 
 def test_meb_dual_and_svm_dual_coincide_only_for_normalised_kernels(data):

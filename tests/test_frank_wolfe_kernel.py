@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from svmlab.solvers.frank_wolfe import row_cache as rc
 from svmlab.numerics.kernels import VECTOR_EXP_FROM, rows_layout
+from svmlab.solvers.frank_wolfe import row_cache as rc
 from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel, modified_row
 from svmlab.solvers.frank_wolfe.loops import row_of
 from test_frank_wolfe import ktilde, problem

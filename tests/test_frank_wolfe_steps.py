@@ -68,7 +68,7 @@ def check_state(run):
     np.testing.assert_allclose(G[:q], (run.Q @ full)[core[:q]], rtol=1e-10)
     if run.full:
         np.testing.assert_allclose(run.sl.Gf, run.Q @ full, rtol=1e-10)
-    assert run.R == pytest.approx(full @ run.Q @ full, rel=1e-10)
+    assert pytest.approx(full @ run.Q @ full, rel=1e-10) == run.R
 
 
 @MODES
@@ -170,7 +170,7 @@ def test_a_two_point_core_with_an_inner_point_forces_a_drop_step(full):
     assert kind == meb.DROP and q == 1
     assert core[0] == 0 and alpha[0] == pytest.approx(1, abs=1e-15) and pos[1] == -1
     assert alpha[1] == 0.0
-    assert R == pytest.approx(Q[0, 0], rel=1e-12)
+    assert pytest.approx(Q[0, 0], rel=1e-12) == R
 
 
 @MODES

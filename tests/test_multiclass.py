@@ -17,9 +17,9 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from svmlab.errors import DataError
+from svmlab.estimator.multiclass import OneVsOneClassifier
 from svmlab.solvers.baselines import Libsvm
 from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
-from svmlab.estimator.multiclass import OneVsOneClassifier
 
 SOLVERS = {
     "mfw": ModifiedFrankWolfe(C=10.0, eps=1e-4, sampling="full", random_state=0),

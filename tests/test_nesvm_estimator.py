@@ -11,14 +11,13 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
+from support.configs import composed
 from svmlab.app.config.schema import build_estimator
 from svmlab.data import load as load_dataset
 from svmlab.errors import ConfigError, DataError
 from svmlab.solvers.nesvm import NESVM, nesterov
 from svmlab.solvers.nesvm.problem import SmoothedSVM
 from test_nesvm_math import make_problem, rbf_matrix
-from support.configs import composed
-
 
 
 def hinge_primal(X, y, w, b, C):

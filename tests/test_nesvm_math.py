@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from svmlab.numerics.losses import huber, smoothed_hinge
 from svmlab.estimator.kernels import Kernel
+from svmlab.numerics.losses import huber, smoothed_hinge
 from svmlab.solvers.nesvm.problem import SmoothedSVM, lambda_max_gram
 
 MODELS = ("csvm", "lpsvm", "lssvm")

@@ -8,8 +8,8 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from svmlab.solvers.nesvm import estimator as nesvm
 from svmlab.solvers.nesvm import NESVM, nesterov, schedule
+from svmlab.solvers.nesvm import estimator as nesvm
 from svmlab.solvers.nesvm.problem import SmoothedSVM
 from test_nesvm_math import make_problem
 
@@ -161,9 +161,9 @@ def test_homotopy_warm_starts_each_stage_and_recomputes_l(model, monkeypatch):
         assert [c[3] for c in calls] == [1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
     problem = SmoothedSVM(X, np.where(y > 0, 1.0, -1.0), 0.5, model)
     reg, loss = problem.lipschitz_parts("tight")
-    for (theta0, L, mu, nu, _), previous in zip(calls, [None] + calls[:-1]):
+    for (theta0, L, mu, nu, _), previous in zip(calls, [None, *calls[:-1]]):
         expected_L = 1 / mu + 0.5 * loss / nu if model == "lpsvm" else reg + 0.5 * loss / mu
-        assert L == pytest.approx(expected_L, rel=1e-12)
+        assert pytest.approx(expected_L, rel=1e-12) == L
         if previous is None:
             assert not theta0.any()
         else:

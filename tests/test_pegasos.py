@@ -8,10 +8,10 @@ import pytest
 import scipy.sparse as sp
 from sklearn.svm import LinearSVC
 
+from support.configs import composed
 from svmlab.app.config.schema import build_estimator
 from svmlab.errors import ConfigError
 from svmlab.solvers.pegasos import Pegasos
-from support.configs import composed
 from test_nesvm_math import make_problem
 
 

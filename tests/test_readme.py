@@ -62,7 +62,7 @@ def test_the_readmes_python_snippets_run_as_written(tmp_path, monkeypatch):
     snippets = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
     assert snippets
     for snippet in snippets:
-        exec(compile(snippet, "README.md", "exec"), {})  # noqa: S102 - the README as written
+        exec(compile(snippet, "README.md", "exec"), {})  # the README as written
 
 
 def test_the_readme_says_where_data_comes_from_before_a_command_needs_it():

@@ -160,7 +160,7 @@ def test_a_fits_record_is_built_without_a_store():
     from svmlab.data import load
     from svmlab.recording.results import fit_record
     from svmlab.solvers.baselines import Liblinear
-    from svmlab.tracking.record import TRACE_ARTIFACT
+    from svmlab.vocabulary import TRACE_ARTIFACT
 
     dataset = load("breast_cancer", seed=0)
     estimator = Liblinear(C=1.0).fit(dataset.X_train, dataset.y_train)

@@ -7,6 +7,7 @@ and no duplicate run on resume. Nothing here depends on timing: processes are wa
 polling their state, with generous limits.
 """
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -19,16 +20,23 @@ import psutil
 import pytest
 from mlflow import MlflowClient
 
-from support.runs import (child_env, parent_and_children, runs, train, train_args,
-                          train_process)
 from conftest import closed_port
+from support.runs import child_env, parent_and_children, runs, train, train_args, train_process
 from support.servers import tracking_server
 from support.waiting import LIMIT_S, wait_for
-from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, iso_time,
-                              tag_time, this_process)
-from svmlab.tracking.liveness import RunHeartbeat as Heartbeat, reap
-from svmlab.tracking.patience import Patience, gone_line
 from svmlab.errors import DownloadError
+from svmlab.lifecycle import (
+    HEARTBEAT_TAG,
+    HOST_TAG,
+    PID_STARTED_TAG,
+    PID_TAG,
+    iso_time,
+    tag_time,
+    this_process,
+)
+from svmlab.tracking.liveness import RunHeartbeat as Heartbeat
+from svmlab.tracking.liveness import reap
+from svmlab.tracking.patience import Patience, gone_line
 from svmlab.tracking.store import HTTP_LIMITS, store_error_line, store_problem
 
 
@@ -205,10 +213,9 @@ def test_a_new_store_created_by_another_client_at_the_same_moment_loses_no_run(t
         deadline = time.monotonic() + LIMIT_S
         while not db.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.002)
-        try:  # the other client: MLflow's own migration may lose the race, which is not svmlab's
+        # the other client: MLflow's own migration may lose the race, which is not svmlab's
+        with contextlib.suppress(Exception):
             MlflowClient(f"sqlite:///{db}").search_experiments()
-        except Exception:
-            pass
         assert proc.wait(timeout=600) == 0, (folder / "out.txt").read_text()
         assert statuses(db) == ["FINISHED"]
 
@@ -516,8 +523,8 @@ def running_on(url: str) -> list:
     """The RUNNING runs of experiment svmlab on the server at ``url``."""
     client = MlflowClient(url)
     found = client.get_experiment_by_name("svmlab")
-    return client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'") if found \
-        else []
+    return (client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'")
+            if found else [])
 
 
 def test_the_processes_of_a_sweep_share_one_wait_for_their_store(tmp_path, refused_url):

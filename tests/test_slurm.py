@@ -27,9 +27,17 @@ from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster, tracking_server, train_command
 from support.waiting import wait_for
 from svmlab.app import cli
+from svmlab.lifecycle import (
+    HEARTBEAT_TAG,
+    HOST_TAG,
+    PID_STARTED_TAG,
+    PID_TAG,
+    SLURM_JOB_TAG,
+    SLURM_LIVE_STATES,
+    iso_time,
+    slurm_job_state,
+)
 from svmlab.tuning.study import RETRY_ATTR, recover, storage_url
-from svmlab.lifecycle import (HEARTBEAT_TAG, HOST_TAG, PID_STARTED_TAG, PID_TAG, SLURM_JOB_TAG,
-                              SLURM_LIVE_STATES, iso_time, slurm_job_state)
 
 pytestmark = pytest.mark.slurm
 SWEEP_S = 900  # a sweep of the cluster's jobs ends within this (a safety net)
@@ -164,8 +172,8 @@ def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_on
     assert finished == ["0", "1"]  # one per config
     assert [r.info.status for r in children if r.data.tags["seed"] == "1"] == [
         "KILLED", "FINISHED"]
-    assert not [r for r in MlflowClient(server).search_runs(
-        [killed.info.experiment_id], "attributes.status = 'RUNNING'")]
+    assert not list(MlflowClient(server).search_runs(
+        [killed.info.experiment_id], "attributes.status = 'RUNNING'"))
 
 
 def two_slow_jobs(server: str, folder: Path, experiment: str) -> tuple[subprocess.Popen, dict]:

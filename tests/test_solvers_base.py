@@ -13,9 +13,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import Interval
 
 from svmlab.errors import DataError, TrainingError
-from svmlab.solvers.baselines import Liblinear, Libsvm
 from svmlab.estimator.formulations import L2, Formulation, Hinge
 from svmlab.estimator.models import LinearSVMClassifier
+from svmlab.solvers.baselines import Liblinear, Libsvm
 
 
 class MeanDifference(LinearSVMClassifier):

@@ -11,8 +11,8 @@ from scipy.optimize import minimize
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
-from svmlab.solvers.baselines import Liblinear, Libsvm
 from svmlab.estimator.objectives import primal_objectives
+from svmlab.solvers.baselines import Liblinear, Libsvm
 
 C = 0.7
 

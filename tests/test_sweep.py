@@ -54,11 +54,11 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
 
     # where the finished job's time went, for the sweep benchmark; no figure unless asked
     outcomes = read_outcomes(store.parent / "multirun")
-    finished = [o for o in outcomes if o["status"] == "FINISHED"][0]
+    finished = next(o for o in outcomes if o["status"] == "FINISHED")
     assert set(finished["phases"]) == {"store", "data", "compile", "fit", "evaluate"}
     assert 0 < sum(finished["phases"].values()) <= finished["time_s"]
     assert finished["phases"]["fit"] >= finished["metrics"]["fit_time_s"]
-    ok = [r for r in children if r.info.status == "FINISHED"][0]
+    ok = next(r for r in children if r.info.status == "FINISHED")
     trace_files = {a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(
         ok.info.run_id, "trace")}
     assert trace_files == {"trace/trace.parquet"}

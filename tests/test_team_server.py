@@ -112,8 +112,8 @@ def auth_server(tmp_path_factory, store_template):
         with tracking_server(database, artifacts, auth_env=ADMIN) as url:
             yield _with_users(url), database, artifacts, folder
         return
-    with postgres_cluster() as database, \
-            tracking_server(database, artifacts, auth_env=ADMIN) as url:
+    with (postgres_cluster() as database,
+          tracking_server(database, artifacts, auth_env=ADMIN) as url):
         yield _with_users(url), database, artifacts, folder
 
 

@@ -16,12 +16,11 @@ def test_a_signal_during_a_write_is_raised_when_the_write_completes(sig, raised)
     signals.install()
     completed = []
     try:
-        with pytest.raises(raised):
-            with signals.held():
-                with signals.held():  # nested writes: only the outermost releases it
-                    os.kill(os.getpid(), sig)
-                    completed.append("inner")
-                completed.append("outer")
+        with pytest.raises(raised), signals.held():
+            with signals.held():  # nested writes: only the outermost releases it
+                os.kill(os.getpid(), sig)
+                completed.append("inner")
+            completed.append("outer")
     finally:
         signals.restore()
     assert completed == ["inner", "outer"]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from svmlab import data
 from support.runs import runs, train, train_process
+from svmlab import data
 
 
 @pytest.fixture(scope="module")

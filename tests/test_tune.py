@@ -19,11 +19,11 @@ from conftest import closed_port
 from support.runs import SUPPORT_CONF, child_env
 from support.servers import postgres_bin, postgres_cluster
 from svmlab.app import cli
-from svmlab.app.config import search_space
 from svmlab.app import tune as tune_module
+from svmlab.app.config import search_space
+from svmlab.errors import ConfigError
 from svmlab.tuning import spec as tuning_spec
 from svmlab.tuning import trial as tuning_trial
-from svmlab.errors import ConfigError
 
 LOG_C = "solver.C=tag(log, interval(2^-5, 2^5))"
 
@@ -103,8 +103,8 @@ def tune_process(folder: Path, *args: str, storage: str | None = None, **popen):
 def runs_of(folder: Path) -> list:
     client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
     found = client.get_experiment_by_name("svmlab")
-    return client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"]) \
-        if found else []
+    return (client.search_runs([found.experiment_id], order_by=["attributes.start_time ASC"])
+            if found else [])
 
 
 def study_of(folder: Path, name: str = "s", storage: str | None = None) -> optuna.Study:
@@ -182,7 +182,7 @@ def test_a_study_resumes_prunes_and_files_every_trial_under_one_parent(tmp_path,
     [parent] = by_role(runs, "study")
     trials, [refit] = by_role(runs, "trial"), by_role(runs, "refit")
     assert parent.info.status == "FINISHED"
-    assert {r.data.tags["mlflow.parentRunId"] for r in trials + [refit]} == {parent.info.run_id}
+    assert {r.data.tags["mlflow.parentRunId"] for r in [*trials, refit]} == {parent.info.run_id}
     values = [float(r.data.params["solver.C"]) for r in trials]  # each trial trained once
     assert len(set(values)) == 4 and all(0.5 <= c <= 2 for c in values[:3]) and values[3] < 1e-5
     states = {r.data.tags["svmlab.trial"]: r.data.tags["svmlab.trial_state"] for r in trials}
@@ -232,8 +232,8 @@ def test_a_trial_killed_mid_fit_is_failed_in_optuna_and_mlflow_and_trained_again
     assert tune(tmp_path, *args) == 0
     trials = study_of(tmp_path).trials
     assert trials[0].state == TrialState.FAIL
-    assert sorted(t.params["solver.C"] for t in trials if t.state == TrialState.COMPLETE) \
-        == [1.0, 2.0]
+    assert sorted(t.params["solver.C"] for t in trials
+                  if t.state == TrialState.COMPLETE) == [1.0, 2.0]
     runs = {r.info.run_id: r for r in by_role(runs_of(tmp_path), "trial")}
     failed = runs[killed.user_attrs["mlflow_run_id"]]
     assert failed.info.status == "FAILED" and failed.data.tags["svmlab.trial_state"] == "FAIL"
@@ -259,8 +259,8 @@ def work_together(folder: Path, study, stop: Path, workers: list) -> None:
             running = []
         if len({t.user_attrs.get("svmlab.pid") for t in running} - {None}) == 2:
             break
-        assert all(w.poll() is None for w in workers) and time.monotonic() < deadline, \
-            "two workers never held a trial at once"
+        assert all(w.poll() is None for w in workers) and time.monotonic() < deadline, (
+            "two workers never held a trial at once")
         time.sleep(0.2)
     stop.touch()
     outputs = [w.communicate(timeout=600)[0] for w in workers]
@@ -330,12 +330,12 @@ def test_a_trial_is_pruned_mid_fit_at_a_trace_checkpoint(tmp_path, store, capsys
     run, n_train = runs["1"], len(setup.folds[0][0])
     assert run.info.status == "FINISHED" and run.data.tags["svmlab.trial_state"] == "PRUNED"
     assert runs["0"].data.tags["svmlab.trial_state"] == "COMPLETE"
-    assert {k: run.data.tags[f"svmlab.pruned_at_{k}"] for k in ("step", "fold", "iteration")} \
-        == {"step": "0", "fold": "0", "iteration": str(n_train)}  # after the first epoch
+    pruned_at = {k: run.data.tags[f"svmlab.pruned_at_{k}"] for k in ("step", "fold", "iteration")}
+    assert pruned_at == {"step": "0", "fold": "0", "iteration": str(n_train)}  # first epoch
     assert run.data.metrics["checkpoint_accuracy"] == hopeless.intermediate_values[0]
     assert "n_folds" not in run.data.metrics
-    assert f"trial 1 PRUNED in fold 1 at iteration {n_train}: checkpoint_accuracy=" \
-        in capsys.readouterr().out
+    assert (f"trial 1 PRUNED in fold 1 at iteration {n_train}: checkpoint_accuracy="
+            in capsys.readouterr().out)
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     steps = [[m.step for m in client.get_metric_history(r.info.run_id, "trace/test_accuracy")]
              for r in (runs["0"], run)]  # the first fold's trace, by iteration

@@ -92,7 +92,7 @@ def shows_the_runs(page, address: str) -> None:
     parent.locator("button").click()  # a sweep's runs are nested under its parent run
     sync_api.expect(names).to_have_count(1 + len(RUN_NAMES))
     shown = {text.splitlines()[-1] for text in names.all_inner_texts()}
-    assert RUN_NAMES <= shown
+    assert shown >= RUN_NAMES
 
 
 def shows_the_convergence_metrics(page, address: str) -> None:

@@ -6,7 +6,6 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -16,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from svmlab import solvers
-from svmlab.analysis import results
+from svmlab.analysis import measurements
 from svmlab.workflows import claims, spec
 
 WARM = [cls for cls in solvers.registered().values() if cls.warm_startable]
@@ -52,8 +51,8 @@ def test_a_warm_started_fit_reaches_the_cold_fits_optimum_and_starts_at_its_star
     low = max(cold.certificate_.dual, warm.certificate_.dual)
     high = min(cold.certificate_.primal, warm.certificate_.primal)
     assert low <= high * (1 + 1e-12)
-    assert abs(warm.certificate_.primal - cold.certificate_.primal) <= \
-        cold.certificate_.gap + warm.certificate_.gap
+    assert (abs(warm.certificate_.primal - cold.certificate_.primal)
+            <= cold.certificate_.gap + warm.certificate_.gap)
     # started at the optimum, a fit has less to do than from scratch
     again = fitted(cls, 4.0, X, y, start=cold)
     assert again.n_iter_ < cold.n_iter_
@@ -81,7 +80,7 @@ def test_no_analysis_reads_a_warm_started_run(store):
         client.log_metric(run.info.run_id, "fit_time_s", seconds)
         client.log_param(run.info.run_id, "solver", "cvm")
         client.set_terminated(run.info.run_id)
-    runs, excluded = results.finished_runs(["paths"], "", uri)
+    runs, excluded = measurements.finished_runs(["paths"], "", uri)
     assert sorted(runs["metrics.fit_time_s"]) == [2.0, 3.0]
     assert excluded == {"warm-started": 1}
 
@@ -109,8 +108,9 @@ def test_a_selection_warm_starts_where_its_solver_can_unless_its_block_says_not(
         study = workflow_selection.study(workflow, "quick", arguments, "w1a", storage)
         assert study.warm_start is warm
     warmed = replace(workflow, select=replace(workflow.select, warm_start=True))
-    assert workflow_selection.study(warmed, "quick", arguments, "w1a", storage).name != \
-        study.name  # a warm grid is another study
+    warm = workflow_selection.study(warmed, "quick", arguments, "w1a", storage)
+    assert warm.name != study.name  # a warm grid is another study
+
     content = yaml.safe_load((workflows / "fw_paper.yaml").read_text())
     content["select"]["warm_start"] = "yes"
     with pytest.raises(spec.WorkflowError, match=r"select.warm_start: true .* or false"):

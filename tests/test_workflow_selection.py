@@ -20,9 +20,9 @@ from support.configs import composed
 from support.runs import SUPPORT_CONF
 from svmlab import data
 from svmlab.app import cli, workflow_selection
-from svmlab.tuning import trial as tuning_trial
 from svmlab.app.config.schema import build_estimator
 from svmlab.app.workflow import sweep_arguments
+from svmlab.tuning import trial as tuning_trial
 from svmlab.workflows import spec
 
 SELECT = Path(__file__).parent / "support" / "workflows" / "select.yaml"

@@ -35,12 +35,15 @@ from typing import Any
 
 import psutil
 
-HOST_TAG = "svmlab.host"
-PID_TAG = "svmlab.pid"
-PID_STARTED_TAG = "svmlab.pid_started"
-HEARTBEAT_TAG = "svmlab.heartbeat"
-SWEEP_DIR_TAG = "svmlab.sweep_dir"  # the sweep folder of a sweep's run or of one of its jobs
-SLURM_JOB_TAG = "svmlab.slurm_job"  # <array>_<task> of a SLURM array task, else the job id
+from svmlab.vocabulary import (
+    HEARTBEAT_TAG,
+    HOST_TAG,
+    PID_STARTED_TAG,
+    PID_TAG,
+    SLURM_JOB_TAG,
+    SWEEP_DIR_TAG,
+)
+
 HEARTBEAT_S = 30.0
 SAME_START_S = 1.0  # start times of one process, read twice, agree within this
 STALE_AFTER_S = 600.0  # a run on another host silent for longer is dead
@@ -367,10 +370,8 @@ class Heartbeat:
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
-            try:
+            with suppress(Exception):  # the next beat tries again
                 self.write(now_tag())
-            except Exception:  # the next beat tries again
-                pass
 
 
 def now_tag() -> str:

@@ -5,6 +5,7 @@ import hashlib
 import time
 from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
@@ -16,7 +17,7 @@ from svmlab.estimator.models import LinearSVMClassifier
 class _ZeroModel(LinearSVMClassifier):
     """A linear model that stays at w = 0, b = 0; subclasses only differ in what they trace."""
 
-    _parameter_constraints = {"C": [Interval(Real, 0.0, None, closed="neither")]}
+    _parameter_constraints: ClassVar[dict] = {"C": [Interval(Real, 0.0, None, closed="neither")]}
 
     def _zero_model(self, n_features: int) -> None:
         self.coef_ = np.zeros((1, n_features))

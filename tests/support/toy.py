@@ -7,6 +7,7 @@ scipy's L-BFGS, and reports scipy's own convergence flag.
 """
 
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +23,7 @@ class ToySVM(LinearSVMClassifier):
 
     name = "toy"
 
-    _parameter_constraints = {"C": [Interval(Real, 0.0, None, closed="neither")],
+    _parameter_constraints: ClassVar[dict] = {"C": [Interval(Real, 0.0, None, closed="neither")],
                               "max_iter": [Interval(Integral, 1, None, closed="left")],
                               "tol": [Interval(Real, 0.0, None, closed="neither")]}
 

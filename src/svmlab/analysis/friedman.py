@@ -130,7 +130,7 @@ def _exact_p(doubled: np.ndarray, observed: int) -> float | None:
     """Exact P(S >= observed) by convolving the blocks' arrangements; None over the budget."""
     states, work = {(0,) * doubled.shape[1]: 1.0}, 0
     for row in doubled:
-        values, counts = np.unique(row, return_counts=True)
+        _values, counts = np.unique(row, return_counts=True)
         arrangements = math.factorial(len(row)) // math.prod(map(math.factorial, counts))
         work += len(states) * arrangements
         if work > EXACT_BUDGET:

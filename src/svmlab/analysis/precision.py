@@ -34,8 +34,10 @@ import re
 import numpy as np
 import pandas as pd
 
+from svmlab import vocabulary
 from svmlab.errors import SvmlabError
 from svmlab.estimator.formulations import metric_name
+from svmlab.tracking import columns
 
 #: The suffix of a derived measure's lower bound, where its value is only an upper bound.
 LOWER = ":lower"
@@ -43,9 +45,10 @@ PATTERN = re.compile(r"^(time|iters)_to_(gap|obj|acc)_(.+)$")
 #: What each target is, in words.
 TARGETS = {"gap": "a certified relative gap of", "obj": "a relative distance to the optimum of",
            "acc": "a test accuracy of"}
-FORMULATION_TAG = "tags.svmlab.formulation"
+FORMULATION = columns.tag(vocabulary.FORMULATION_TAG)
 # runs that share a reference optimum: the seed can change the training data (a seeded split)
-REFERENCE_KEYS = {"tags.dataset": "", "params.solver.C": "C = ", "tags.seed": "seed "}
+REFERENCE_KEYS = {columns.tag(vocabulary.DATASET_TAG): "", columns.param("solver.C"): "C = ",
+                  columns.tag(vocabulary.SEED_TAG): "seed "}
 
 
 def parse(name: str) -> tuple[str, float] | None:
@@ -123,22 +126,23 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in names}
     objective = [metric_of("objective", f)
-                 for f in runs.get(FORMULATION_TAG, pd.Series([None] * len(runs)))]
+                 for f in runs.get(FORMULATION, pd.Series([None] * len(runs)))]
     keys = [k for k in REFERENCE_KEYS if k in runs]
     groups = runs[keys].astype(str).agg("|".join, axis=1)
     references, notes = {}, []
     for i, (_, run) in enumerate(runs.iterrows()):
         column = objective[i]
-        if column is None or pd.isna(run.get(f"metrics.{column}")):
+        if column is None or pd.isna(run.get(columns.metric(column))):
             continue
         key = (groups.iloc[i], column)
         if key not in references:
-            peers = runs.loc[(groups == groups.iloc[i]).to_numpy(), f"metrics.{column}"]
+            peers = runs.loc[(groups == groups.iloc[i]).to_numpy(), columns.metric(column)]
             best = peers.astype(float).dropna().idxmin()  # the run's own value is among them
             references[key] = float(peers[best])
             notes.append(f"reference optimum {column} = {references[key]:.10g} for "
                          f"{_describe(keys, key[0])}: the final value of run "
-                         f"{runs.loc[best, 'run_id']} (solver {runs.loc[best].get('tags.solver')})")
+                         f"{runs.loc[best, 'run_id']} (solver "
+                         f"{runs.loc[best].get(columns.tag(vocabulary.SOLVER_TAG))})")
         reference = references[key]
         trace = load_trace(tracking_uri, run["run_id"])
         distance = ((trace[column] - reference) / abs(reference) if column in trace
@@ -178,8 +182,8 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     values = {name: np.full(len(runs), np.nan) for name in [*names, *(n + LOWER for n in names)]}
     fallback, uncertified = [], []
     for i, (_, run) in enumerate(runs.iterrows()):
-        column = metric_of("rel_gap", run.get(FORMULATION_TAG))
-        if column is None or pd.isna(run.get(f"metrics.{column}")):
+        column = metric_of("rel_gap", run.get(FORMULATION))
+        if column is None or pd.isna(run.get(columns.metric(column))):
             uncertified.append(run["run_id"])
             continue
         trace = load_trace(tracking_uri, run["run_id"])
@@ -189,8 +193,9 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
         for name, (kind, tol) in wanted.items():
             time_s, iteration = (first_reach(trace, column, tol) if traced
                                  else (float("inf"), float("inf")))
-            if np.isinf(time_s) and run[f"metrics.{column}"] <= tol:
-                time_s, iteration = run["metrics.fit_time_s"], run["metrics.n_iter"]
+            if np.isinf(time_s) and run[columns.metric(column)] <= tol:
+                time_s = run[columns.metric("fit_time_s")]
+                iteration = run[columns.metric("n_iter")]
                 values[name + LOWER][i] = float(last["time_s" if kind == "time" else "iteration"])
                 fallback.append(run["run_id"])
             values[name][i] = time_s if kind == "time" else iteration

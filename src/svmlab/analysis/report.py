@@ -13,7 +13,7 @@ import pandas as pd
 
 from svmlab.analysis import figures, page, posthoc, profiles
 from svmlab.analysis.compare import REJECT, SHARES, MeasureAnalysis, Options
-from svmlab.analysis.results import Selection
+from svmlab.analysis.measurements import Selection
 
 
 def markdown(frame: pd.DataFrame, index: bool = False) -> str:
@@ -187,8 +187,8 @@ def console_summary(summary: dict) -> str:
         lines.append(f"Wilcoxon signed-rank, d = A - B ({options['zero_method']} zeros, "
                      f"{options['correction']}-adjusted; H0: d symmetric about 0):")
         for p in m["pairwise"]:
-            z = "" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"])) \
-                else f", z = {p['z']:.3f}"
+            z = ("" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"]))
+                 else f", z = {p['z']:.3f}")
             decisions = _decisions(p, alphas)
             lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
                          f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
@@ -230,8 +230,9 @@ def conclusions(analysis: MeasureAnalysis, alpha: float) -> list[str]:
             else f"Friedman permutation test ({f.method})")
     lines = [f"{name}: {test} p = {f.p_value:.4g}: H0 'all treatments perform equally' "
              + ("rejected" if rejected else "not rejected") + f" at alpha = {alpha:g}."]
-    cd = analysis.critical_differences[alpha]["nemenyi"] if alpha in \
-        analysis.critical_differences else posthoc.nemenyi_cd(*analysis.table.shape, alpha)
+    cd = (analysis.critical_differences[alpha]["nemenyi"]
+          if alpha in analysis.critical_differences
+          else posthoc.nemenyi_cd(*analysis.table.shape, alpha))
     for row in analysis.nemenyi.itertuples():
         if abs(row.rank_difference) > cd:
             better, worse = (row.A, row.B) if row.rank_difference < 0 else (row.B, row.A)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from svmlab.analysis import compare, notebooks, report, results
+from svmlab.analysis import compare, measurements, notebooks, report
 from svmlab.analysis.table import DEFAULT_MEASURES, Measure, parse_measure
 from svmlab.errors import SvmlabError
 
@@ -38,7 +38,7 @@ class Request:
 
 @dataclass
 class Analysis:
-    selection: results.Selection
+    selection: measurements.Selection
     measures: list[compare.MeasureAnalysis]
     warnings: list[str]
 
@@ -52,22 +52,22 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
         raise SvmlabError(f"hypothesis for a measure not analysed: {', '.join(stray)}; "
                           f"measures: {', '.join(names)}")
     if request.csv:
-        selection = results.from_csv(request.csv, names, request.blocks, request.treatments,
-                                    request.repetition)
+        selection = measurements.from_csv(request.csv, names, request.blocks, request.treatments,
+                                         request.repetition)
     else:
-        selection = results.from_mlflow(request.experiments, request.filter_string,
-                                       measures=names, blocks=request.blocks,
-                                       treatments=request.treatments,
-                                       repetition=request.repetition,
-                                       tracking_uri=request.tracking_uri,
-                                       run_ids=None if request.run_ids is None
-                                       else set(request.run_ids))
+        selection = measurements.from_mlflow(request.experiments, request.filter_string,
+                                            measures=names, blocks=request.blocks,
+                                            treatments=request.treatments,
+                                            repetition=request.repetition,
+                                            tracking_uri=request.tracking_uri,
+                                            run_ids=None if request.run_ids is None
+                                            else set(request.run_ids))
     if selection.confounds and options.strict:
-        raise SvmlabError(results.confound_message(selection.confounds))
+        raise SvmlabError(measurements.confound_message(selection.confounds))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if selection.confounds:
-            warnings.warn(results.confound_message(selection.confounds), stacklevel=1)
+            warnings.warn(measurements.confound_message(selection.confounds), stacklevel=1)
         for note in selection.notes:
             warnings.warn(note, stacklevel=1)
         analyses = _measures(selection, request.measures, options)
@@ -75,7 +75,7 @@ def analyze(request: Request, options: compare.Options | None = None) -> Analysi
     return Analysis(selection, analyses, list(dict.fromkeys(str(w.message) for w in caught)))
 
 
-def _measures(selection: results.Selection, measures: list[Measure],
+def _measures(selection: measurements.Selection, measures: list[Measure],
               options: compare.Options) -> list[compare.MeasureAnalysis]:
     """The protocol on every measure; a measure whose table is too small is left out with a
     warning while another can be analysed (an error with --strict, or when none can)."""
@@ -95,7 +95,7 @@ def _measures(selection: results.Selection, measures: list[Measure],
     return analyses
 
 
-def traces(selection: results.Selection, objective: str | None = None,
+def traces(selection: measurements.Selection, objective: str | None = None,
            tracking_uri: str | None = None) -> tuple[str | None, dict[str, pd.DataFrame]]:
     """Convergence histories per block: columns treatment, run_id, iteration, time_s, value.
 
@@ -166,7 +166,7 @@ def _log(folder: Path, request: Request, options: compare.Options, analysis: Ana
     return tracker.run_id, summary
 
 
-def _tags(request: Request, selection: results.Selection) -> dict:
+def _tags(request: Request, selection: measurements.Selection) -> dict:
     ids = selection.run_ids
     tags = {"svmlab.analysis.source": selection.source,
             "svmlab.analysis.n_runs": str(len(ids)),

@@ -10,21 +10,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from svmlab import vocabulary
 from svmlab.analysis import precision
 from svmlab.errors import SvmlabError, did_you_mean
 
-#: Measures whose direction is known; any other needs ':higher' or ':lower'.
-DIRECTIONS = {"test_accuracy": "higher", "train_accuracy": "higher", "fit_time_s": "lower",
-              "predict_time_s": "lower", "n_iter": "lower", "n_support": "lower"}
 DEFAULT_MEASURES = ("test_accuracy", "fit_time_s")
 AGGREGATES = ("mean", "median")
-#: Default ROPEs: accuracies (fractions) within 1 percentage point, counts and times within 10 %
-#: (a relative ROPE applies to log-ratios, the only scale on which 0.5 s and 2.5e5 s compare).
-ROPES = {"test_accuracy": "0.01", "train_accuracy": "0.01", "n_iter": "10%",
-         "n_support": "10%"}
-#: Measures of svmlab.analysis.precision: lower is better.
-DERIVED = ("time_to_gap_", "iters_to_gap_", "time_to_obj_", "iters_to_obj_")
-RELATIVE_SUFFIXES = ("time_s",)  # fit_time_s, predict_time_s, time_s
+#: Default ROPEs by kind of measure: accuracies (fractions) within 1 percentage point, counts
+#: and times within 10 % (a relative ROPE applies to log-ratios, the only scale on which 0.5 s
+#: and 2.5e5 s compare); any other kind 0 (no equivalence).
+ROPES = {vocabulary.ACCURACY: "0.01", vocabulary.TIME: "10%", vocabulary.ITERATIONS: "10%",
+         vocabulary.COUNT: "10%"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +35,7 @@ class Measure:
 
     @property
     def direction(self) -> str:
-        return "higher" if self.higher_is_better else "lower"
+        return vocabulary.HIGHER if self.higher_is_better else vocabulary.LOWER
 
     @property
     def rope_text(self) -> str:
@@ -52,28 +48,27 @@ class Measure:
 
 
 def default_rope(name: str) -> str:
-    """The ROPE of a measure named without one: ROPES, 10 % for times, else 0 (no equivalence)."""
-    if name in ROPES:
-        return ROPES[name]
-    return "10%" if name.endswith(RELATIVE_SUFFIXES) or name.startswith(DERIVED) else "0"
+    """The ROPE of a measure named without one: that of its kind (ROPES), else 0."""
+    return ROPES.get(vocabulary.kind(name), "0")
 
 
 def parse_measure(spec: str) -> Measure:
-    """'NAME', 'NAME:higher|lower' or 'NAME:higher|lower:ROPE' (objective_* default to lower);
-    ROPE is a number (absolute) or a percentage ('10%', on log-ratios)."""
+    """'NAME', 'NAME:higher|lower' or 'NAME:higher|lower:ROPE' (the direction of a measure of
+    ``svmlab.vocabulary`` may be left out); ROPE is a number (absolute) or a percentage ('10%',
+    on log-ratios)."""
     name, *rest = spec.split(":")
     if not name or len(rest) > 2:
         raise SvmlabError(f"bad measure {spec!r}; expected NAME[:higher|lower[:ROPE]], "
                           f"e.g. test_accuracy:higher:0.01")
-    direction = rest[0] if rest else DIRECTIONS.get(
-        name, "lower" if name.startswith(("objective_", *DERIVED)) else None)
-    if name.startswith(DERIVED):
+    direction = rest[0] if rest else vocabulary.direction(name)
+    if name.startswith(vocabulary.TO_TARGET):
         precision.parse(name)  # checks the tolerance
-    if direction not in ("higher", "lower"):
-        hint = did_you_mean(name, DIRECTIONS) if not rest else ""
+    if direction not in (vocabulary.HIGHER, vocabulary.LOWER):
+        named = [m for m in vocabulary.directed() if not m.endswith("*")]
+        hint = did_you_mean(name, named) if not rest else ""
         raise SvmlabError(f"measure {spec!r}: say whether higher or lower is better "
                           f"({name}:higher or {name}:lower); measures whose direction is known: "
-                          f"{', '.join(DIRECTIONS)}, objective_*.{hint}")
+                          f"{', '.join(vocabulary.directed())}.{hint}")
     text = rest[1].strip() if len(rest) == 2 else default_rope(name)
     relative = text.endswith("%")
     try:
@@ -83,7 +78,7 @@ def parse_measure(spec: str) -> Measure:
                           f"percentage such as 10% (on log-ratios); got {text!r}") from None
     if not (math.isfinite(rope) and rope >= 0):
         raise SvmlabError(f"measure {spec!r}: the ROPE must be >= 0; got {text}")
-    return Measure(name, direction == "higher", rope, relative)
+    return Measure(name, direction == vocabulary.HIGHER, rope, relative)
 
 
 def aggregate(long: pd.DataFrame, measure: str, how: str = "mean") -> pd.DataFrame:
@@ -110,7 +105,7 @@ def infinite_as_missing(table: pd.DataFrame, measure: Measure, profiled: bool) -
     listing = "; ".join(f"{b}: {', '.join(map(str, row.index[row]))}"
                         for b, row in pd.DataFrame(infinite, table.index, table.columns).iterrows()
                         if row.any())
-    what = ("target never reached" if measure.name.startswith(DERIVED)
+    what = ("target never reached" if measure.name.startswith(vocabulary.TO_TARGET)
             else f"{measure.name} is infinite")
     failures = ", as failures by the performance profiles" if profiled else ""
     warnings.warn(f"{what} (treated as missing by the tests{failures}): {listing}", stacklevel=3)

@@ -170,9 +170,9 @@ def hodges_lehmann_bounds(low, high, *, confidence: float = 0.95) -> dict:
     no difference is censored.
     """
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    if low.ndim != 1 or len(low) == 0 or low.shape != high.shape or np.isnan(low).any() \
-            or np.isnan(high).any() or (low > high).any() or (low == np.inf).any() \
-            or (high == -np.inf).any():
+    if (low.ndim != 1 or len(low) == 0 or low.shape != high.shape or np.isnan(low).any()
+            or np.isnan(high).any() or (low > high).any() or (low == np.inf).any()
+            or (high == -np.inf).any()):
         raise SvmlabError(f"censored differences need bounds low <= high with a finite side "
                           f"each; got {low.tolist()[:10]} and {high.tolist()[:10]}")
     lower, upper = _walsh_interval(low, confidence), _walsh_interval(high, confidence)

@@ -10,9 +10,20 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # the command draws into files only
-from svmlab.analysis import (compare, friedman, hypotheses, notebooks, posthoc, report, stage,
-                             table, ties, wilcoxon)
-from svmlab.errors import StoreError, SvmlabError
+from svmlab.analysis import (
+    compare,
+    friedman,
+    hypotheses,
+    notebooks,
+    posthoc,
+    report,
+    stage,
+    table,
+    ties,
+    wilcoxon,
+)
+from svmlab.app.exit_codes import EXIT_OK
+from svmlab.errors import SvmlabError
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.queries import artifact_location, run_ui_line
 
@@ -132,17 +143,13 @@ def _request(args) -> tuple[stage.Request, compare.Options]:
 
 
 def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> int:
-    """Run the analysis, log it, print the summary; 2 on a user error."""
-    try:
-        request, options = _request(args)
-        if not request.csv:
-            require_store(request.tracking_uri)
-        run_id, analysis, summary = stage.execute(
-            request, options, experiment=args.analysis_experiment, run_name=args.run_name,
-            notebook=notebook, convergence=not request.csv)
-    except SvmlabError as exc:
-        print(f"svmlab {args.command}: error: {exc}", file=sys.stderr)
-        return 3 if isinstance(exc, StoreError) else 2
+    """Run the analysis, log it, print the summary (its errors: ``cli.run_command``)."""
+    request, options = _request(args)
+    if not request.csv:
+        require_store(request.tracking_uri)
+    run_id, analysis, summary = stage.execute(
+        request, options, experiment=args.analysis_experiment, run_name=args.run_name,
+        notebook=notebook, convergence=not request.csv)
     for message in analysis.warnings:
         print(f"svmlab: warning: {message}", file=sys.stderr)
     print(report.console_summary(summary), end="")
@@ -152,16 +159,12 @@ def analyze_command(args: argparse.Namespace, notebook: dict | None = None) -> i
     for page in pages:
         print(f"  {page}: {artifact_location(request.tracking_uri, run_id, page)}")
     print(run_ui_line(request.tracking_uri, run_id))
-    return 0
+    return EXIT_OK
 
 
 def report_command(args: argparse.Namespace) -> int:
     """``analyze`` plus the significance-report notebook, executed with the same selection."""
-    try:
-        request, options = _request(args)
-    except SvmlabError as exc:
-        print(f"svmlab {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    request, options = _request(args)
     parameters = stage.notebook_parameters(request, options)
     return analyze_command(args, notebook={"notebook": args.notebook, "parameters": parameters,
                                            "timeout_s": args.timeout})

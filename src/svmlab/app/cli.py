@@ -11,6 +11,7 @@ import shlex
 import sys
 
 from svmlab.app import VERBOSE_ENV, verbose
+from svmlab.app.exit_codes import EXIT_INTERRUPTED, EXIT_OK, failure
 
 # name: (module whose add_parser registers it, one-line help). A module is imported only when
 # one of its subcommands runs, so that `svmlab --help` needs argparse alone.
@@ -44,7 +45,7 @@ def _train(argv: list[str]) -> int:
         argv = [*argv, "hydra.hydra_logging.root.level=INFO"]
     sys.argv = ["svmlab train", *argv]
     train.main()
-    return 0
+    return EXIT_OK
 
 
 def be_quiet_unless_verbose(argv: list[str]) -> list[str]:
@@ -83,7 +84,25 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "overrides") or any(a.startswith("-") for a in rest):
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         args.overrides += rest
-    return args.func(args)
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the chosen command, the one way every command but ``train`` (Hydra's) ends: the error
+    it ends with becomes one line naming the command and its exit status (``exit_codes.failure``:
+    2 for the user's mistake, 3 for the store); any other error is a bug, and its traceback
+    shows."""
+    try:
+        return args.func(args)
+    except Exception as exc:
+        found = failure(exc, getattr(args, "tracking_uri", None))
+        if found is None:
+            raise
+        # 'svmlab runs list: error: ...': a command's own subcommand is ``<command>_command``
+        sub = getattr(args, f"{args.command}_command", None)
+        command = f"{args.command} {sub}" if sub else args.command
+        print(f"svmlab {command}: error: {found[0]}", file=sys.stderr)
+        return found[1]
 
 
 def console() -> None:
@@ -98,7 +117,7 @@ def console() -> None:
         code = main()
     except KeyboardInterrupt:  # Ctrl-C in a command that has no handler of its own
         print("svmlab: interrupted", file=sys.stderr)
-        code = 130
+        code = EXIT_INTERRUPTED
     finally:
         gc.freeze()
     sys.exit(code)

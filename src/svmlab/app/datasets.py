@@ -16,6 +16,7 @@ import yaml
 
 import svmlab.conf
 from svmlab import data
+from svmlab.app.exit_codes import EXIT_OK, EXIT_USAGE
 from svmlab.errors import DataError
 
 PRESET_DIR = Path(svmlab.conf.__file__).resolve().parent / "dataset"
@@ -80,12 +81,13 @@ def list_command(args: argparse.Namespace) -> int:
         cells = [cell.rjust(w) if i in right else cell.ljust(w)
                  for i, (cell, w) in enumerate(zip(row[:-1], widths, strict=True))]
         print("  ".join([*cells, row[-1]]))
-    return 0
+    return EXIT_OK
 
 
 def fetch_command(args: argparse.Namespace) -> int:
-    """Fetch every named dataset, print the paths of its files; 2 if any of them failed."""
-    status, known = 0, presets()
+    """Fetch every named dataset, print the paths of its files; EXIT_USAGE if any of them
+    failed (each named in its own line)."""
+    status, known = EXIT_OK, presets()
     for name in args.names:
         preset = known.get(name, {})
         base = preset.get("name", name)
@@ -95,7 +97,7 @@ def fetch_command(args: argparse.Namespace) -> int:
         except DataError as exc:
             where = f"{name} is a preset of {base}: " if preset else ""
             print(f"svmlab: error: {where}{exc}", file=sys.stderr)
-            status = 2
+            status = EXIT_USAGE
             continue
         for path in paths:
             print(path)

@@ -19,17 +19,33 @@ use, and on demand on any store and experiments.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from svmlab.errors import StoreError, SvmlabError
+from svmlab.app.exit_codes import EXIT_OK
+from svmlab.errors import SvmlabError
 from svmlab.lifecycle import STALE_AFTER_S
 from svmlab.masking import mask
+from svmlab.tracking import columns
 from svmlab.tracking.existing import require_store
 from svmlab.tracking.figures import plot_runs
 from svmlab.tracking.liveness import reap
-from svmlab.tracking.queries import (artifact_paths, experiment_ids, find_run, run_ui_line,
-                                     search_runs)
-from svmlab.tracking.store import resolved_uri, store_error_line
+from svmlab.tracking.queries import (
+    artifact_paths,
+    experiment_ids,
+    find_run,
+    matching,
+    run_ui_line,
+    search_runs,
+)
+from svmlab.tracking.store import resolved_uri
+from svmlab.vocabulary import (
+    CONVERGED_TAG,
+    DATASET_TAG,
+    ERROR_TAG,
+    FORMULATION_TAG,
+    RUN_NAME_TAG,
+    SOLVER_TAG,
+    STOPPING_RULE_TAG,
+)
 
 TRACKING_URI_HELP = "the store (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
 STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED", "SCHEDULED")
@@ -76,7 +92,7 @@ def add_parser(sub) -> None:
 def run_reap(args: argparse.Namespace) -> int:
     """Reap the chosen experiments and say what was done."""
     if args.older_than <= 0:
-        return _error("reap", "--older-than must be a positive number of seconds", 2)
+        raise SvmlabError("--older-than must be a positive number of seconds")
     uri = resolved_uri(args.tracking_uri)
 
     def work() -> None:
@@ -99,15 +115,14 @@ def next_line(uri: str | None, experiment: str) -> str:
 def run_list(args: argparse.Namespace) -> int:
     """Print the chosen runs as a table, latest last."""
     if args.last <= 0:
-        return _error("list", "--last must be a positive number of runs", 2)
+        raise SvmlabError("--last must be a positive number of runs")
     uri = resolved_uri(args.tracking_uri)
-    conditions = [f"attributes.status = '{args.status}'"] if args.status else []
-    conditions += [f"tags.`{key}` = '{value}'" for key, value in
-                   (("solver", args.solver), ("dataset", args.dataset)) if value]
+    tags = {key: value for key, value in ((SOLVER_TAG, args.solver), (DATASET_TAG, args.dataset))
+            if value}
 
     def work() -> None:
         found = search_runs(uri, experiment_ids(uri, args.experiment or None),
-                            " and ".join(conditions), latest=args.last)
+                            matching(tags, args.status), latest=args.last)
         print(runs_table(found) if len(found) else "no runs")
 
     return answered("list", uri, work)
@@ -122,11 +137,12 @@ def runs_table(found) -> str:
         return found[name] if name in found else pd.Series("", index=found.index)
 
     table = pd.DataFrame({"run_id": found["run_id"], "status": found["status"],
-                          "name": column("tags.mlflow.runName"), "solver": column("tags.solver"),
-                          "dataset": column("tags.dataset")})
+                          "name": column(columns.tag(RUN_NAME_TAG)),
+                          "solver": column(columns.tag(SOLVER_TAG)),
+                          "dataset": column(columns.tag(DATASET_TAG))})
     for metric in KEY_METRICS:
-        table[metric] = column(f"metrics.{metric}")
-    table["rel_gap"] = [row.get(f"metrics.rel_gap_{row.get('tags.svmlab.formulation')}")
+        table[metric] = column(columns.metric(metric))
+    table["rel_gap"] = [row.get(columns.metric(f"rel_gap_{row.get(columns.tag(FORMULATION_TAG))}"))
                         for _, row in found.iterrows()]
     shown = table.astype(object).where(table.notna(), "")
     return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
@@ -147,10 +163,10 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"{title}:")
             for key in sorted(values):
                 print(f"  {key} = {values[key]}")
-        if "svmlab.converged" in data.tags:
+        if CONVERGED_TAG in data.tags:
             print(certificate_of(data.tags, data.metrics))
-        if "svmlab.error" in data.tags:
-            print(f"error: {data.tags['svmlab.error']}")
+        if ERROR_TAG in data.tags:
+            print(f"error: {data.tags[ERROR_TAG]}")
         print("artifacts:")
         for path in artifact_paths(uri, info.run_id):
             print(f"  {path}")
@@ -163,11 +179,11 @@ def certificate_of(tags: dict, metrics: dict) -> str:
     """The certified line a run's fit printed, from its tags and metrics."""
     from svmlab.recording.results import certificate_text
 
-    formulation = tags.get("svmlab.formulation")
+    formulation = tags.get(FORMULATION_TAG)
     values = [metrics.get(f"{kind}_{formulation}") for kind in ("rel_gap", "primal", "dual")]
     certificate = (formulation, *values) if formulation and None not in values else None
-    return certificate_text(certificate, tags["svmlab.converged"] == "true",
-                            tags.get("svmlab.stopping_rule", "(no rule recorded)"))
+    return certificate_text(certificate, tags[CONVERGED_TAG] == "true",
+                            tags.get(STOPPING_RULE_TAG, "(no rule recorded)"))
 
 
 def run_plot(args: argparse.Namespace) -> int:
@@ -177,23 +193,7 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def answered(command: str, uri: str, work) -> int:
-    """``work()`` on the existing store at ``uri``; its failure in one line naming the command:
-    status 2 for a user's mistake, 3 for the store."""
-    try:
-        require_store(uri, reap_left=command != "reap")  # the reap itself ends them
-        work()
-    except StoreError as exc:
-        return _error(command, str(exc), 3)
-    except SvmlabError as exc:
-        return _error(command, str(exc), 2)
-    except Exception as exc:
-        line = store_error_line(exc, uri)
-        if line is None:
-            raise
-        return _error(command, line, 3)
-    return 0
-
-
-def _error(command: str, message: str, status: int) -> int:
-    print(f"svmlab runs {command}: error: {message}", file=sys.stderr)
-    return status
+    """``work()`` on the existing store at ``uri`` (its failure: ``cli.run_command``)."""
+    require_store(uri, reap_left=command != "reap")  # the reap itself ends them
+    work()
+    return EXIT_OK

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import sys
 
-from svmlab.app.launch.sweep import EXIT_STORE, EXIT_USAGE
-from svmlab.errors import ConfigError, SvmlabError
+from svmlab.app.exit_codes import EXIT_OK
+from svmlab.errors import ConfigError
 from svmlab.tracking import server
 
 
@@ -39,29 +38,23 @@ def add_parser(sub) -> None:
 
 def run_server(args: argparse.Namespace) -> int:
     """Prepare the store (and the auth database), then replace this process by ``mlflow
-    server``; exit 2 for a URI that is not a database's, an address that cannot be listened on
-    or is open to other machines without --auth (or --insecure), an admin without a password,
-    3 for a database that cannot be opened."""
+    server``; ConfigError (exit 2) for a URI that is not a database's, an address that cannot be
+    listened on or is open to other machines without --auth (or --insecure), an admin without a
+    password, StoreError (exit 3) for a database that cannot be opened."""
     if not (args.auth or args.insecure or server.is_loopback(args.host)):
-        print(f"svmlab server: error: --host {args.host} lets other machines read, write and "
-              f"delete every run: add --auth (users and permissions, see docs/team_server.md), "
-              f"or --insecure to allow it anyway", file=sys.stderr)
-        return EXIT_USAGE
+        raise ConfigError(f"--host {args.host} lets other machines read, write and delete every "
+                          f"run: add --auth (users and permissions, see docs/team_server.md), or "
+                          f"--insecure to allow it anyway")
     try:  # the server's own report of a taken port is a log line and status 0
         with socket.create_server((args.host, args.port)):
             pass
     except OSError as exc:
-        print(f"svmlab server: error: cannot listen on {args.host}:{args.port}: "
-              f"{os.strerror(exc.errno) if exc.errno else exc} (--host, --port choose another)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        if args.auth:  # first: its user's mistakes leave no new store behind
-            server.prepare_auth()
-        server.prepare_backend(args.backend_store_uri)
-    except SvmlabError as exc:
-        print(f"svmlab server: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_STORE
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: "
+                          f"{os.strerror(exc.errno) if exc.errno else exc} (--host, --port "
+                          f"choose another)") from None
+    if args.auth:  # first: its user's mistakes leave no new store behind
+        server.prepare_auth()
+    server.prepare_backend(args.backend_store_uri)
     command = server.server_command(args.backend_store_uri, args.artifacts_destination,
                                     args.host, args.port, args.workers, args.auth)
     users = ("; users set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" if args.auth
@@ -69,4 +62,4 @@ def run_server(args: argparse.Namespace) -> int:
     print(f"tracking server: http://{args.host}:{args.port}  "
           f"(train with tracking.uri=http://{args.host}:{args.port}{users})", flush=True)
     os.execve(command[0], command, server.server_environment(args.auth))
-    return 0  # not reached: execve does not return
+    return EXIT_OK  # not reached: execve does not return

@@ -24,12 +24,15 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.app.config.schema import (
+    checked_estimator,
+    composition_error_line,
+    register_configs,
+    unknown_key_hints,
+)
+from svmlab.app.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE, failure
 from svmlab.app.launch import sweep
-from svmlab.app.config.schema import (checked_estimator, composition_error_line,
-                                      register_configs, unknown_key_hints)
-from svmlab.errors import ConfigError, MissingExtra, SvmlabError, require_extra
-
-EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM, a sweep's launcher gone: as a shell reports SIGINT
+from svmlab.errors import ConfigError, MissingExtra, require_extra
 
 
 @dataclass
@@ -207,7 +210,7 @@ def main() -> None:
         if line is not None:
             print(f"svmlab: error: {line}", file=sys.stderr)
             sweep.abandon_start()  # a job's config Hydra refused before any job ran
-            raise SystemExit(sweep.EXIT_USAGE) from None
+            raise SystemExit(EXIT_USAGE) from None
         if not sweeping:
             raise
         first = (str(exc).strip().splitlines() or [""])[0]
@@ -224,7 +227,7 @@ def require_launcher(argv: list[str]) -> None:
                           "hydra/launcher=submitit_*")
         except MissingExtra as exc:
             print(f"svmlab: error: {exc}", file=sys.stderr)
-            raise SystemExit(sweep.EXIT_USAGE) from None
+            raise SystemExit(EXIT_USAGE) from None
 
 
 @contextlib.contextmanager
@@ -271,21 +274,15 @@ def hydra_main(cfg: DictConfig) -> dict | None:
             print(f"run {previous} FINISHED before with this exact config: skipped (resume)")
         else:
             run(cfg, context)
-    except SvmlabError as exc:  # a user's mistake: one clear line, not a traceback
-        print(f"svmlab: error: {exc}", file=sys.stderr)
-        if context.run_id is None:  # refused before any run: no job folder either
-            remove_job_folder()
-        raise SystemExit(sweep.EXIT_USAGE) from None
-    except Exception as exc:  # the store's fault: named in one line; anything else: traceback
-        from svmlab.tracking.store import store_error_line
-
-        line = store_error_line(exc, cfg.tracking.uri)
-        if line is None:
+    except Exception as exc:
+        # a user's mistake or the store's fault: one clear line; anything else: its traceback
+        found = failure(exc, cfg.tracking.uri)
+        if found is None:
             raise
-        print(f"svmlab: error: {line}", file=sys.stderr)
-        if context.run_id is None:  # the store failed before the run began: no job folder
+        print(f"svmlab: error: {found[0]}", file=sys.stderr)
+        if context.run_id is None:  # refused before any run, or the store failed: no job folder
             remove_job_folder()
-        raise SystemExit(sweep.EXIT_STORE) from None
+        raise SystemExit(found[1]) from None
     return None
 
 

@@ -43,9 +43,16 @@ from pathlib import Path
 import pandas as pd
 
 from svmlab.app.config.overrides import override_key, override_value, replaced
-from svmlab.errors import StoreError, SvmlabError
+from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from svmlab.errors import SvmlabError
 from svmlab.masking import mask
-from svmlab.tracking.sweeps import SWEEP_DIR_TAG
+from svmlab.vocabulary import (
+    ROLE_TAG,
+    SWEEP_DIR_TAG,
+    WORKFLOW_DIGEST_TAG,
+    WORKFLOW_SCALE_TAG,
+    WORKFLOW_TAG,
+)
 from svmlab.workflows import claims as claims_table
 from svmlab.workflows.spec import SCALES, Workflow, load, names
 
@@ -88,20 +95,16 @@ def launchers() -> list[str]:
 
 def command(args) -> int:
     """List the workflows, or run one; 2 on a user error."""
-    try:
-        if args.name == "list":
-            print(listing())
-            return 0
-        if args.name == "table":
-            return table_command([load(n) for n in args.overrides or names()], args.scale,
-                                 args.tracking_uri)
-        workflow = load(args.name)
-        workflow.sweep_overrides(args.scale)  # the scale exists
-    except SvmlabError as exc:
-        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
-        return 2
-    return run(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
-               args.overrides, args.storage)
+    if args.name == "list":
+        print(listing())
+        return EXIT_OK
+    if args.name == "table":
+        return table_command([load(n) for n in args.overrides or names()], args.scale,
+                             args.tracking_uri)
+    workflow = load(args.name)
+    workflow.sweep_overrides(args.scale)  # the scale exists
+    return run_workflow(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
+                        args.overrides, args.storage)
 
 
 def listing() -> str:
@@ -122,41 +125,29 @@ def listing() -> str:
 def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int:
     """Print the claims of each workflow's latest finished run at ``scale`` as Markdown: one
     table of the papers' claims, one of svmlab's own statements; 1 when a workflow has none
-    (named on stderr), 3 when the store fails."""
+    (named on stderr); a store that fails: ``cli.run_command``."""
     from svmlab.tracking.existing import require_store
-    from svmlab.tracking.store import store_error_line
     from svmlab.tracking.workflows import latest_claims
 
     rows, missing, tallies = {kind: [] for kind in claims_table.TITLES}, [], []
-    try:
-        uri = require_store(uri)
-        for workflow in workflows:
-            found = latest_claims(uri, experiment_name(workflow, scale),
-                                  outer_tags(workflow, scale))
-            if found is None:
-                missing.append(workflow.name)
-                continue
-            frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
-            tallies.append(claims_table.tally_row(workflow.name, frame))
-            for row in frame.to_dict("records"):
-                # a companion stands beside its paper claim, in the paper's table
-                kind = "paper" if row.get("beside") else row.get("kind", "paper")
-                rows[kind].append({
-                    "workflow": f"`{workflow.name}`",
-                    "claim (source)": f"{row['claim']} ({row['source']})",
-                    "paper": row["paper"], "n": row.get("n", ""),
-                    "unit": row.get("unit", ""), "confidence": row.get("confidence", ""),
-                    f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
-                    "interval": row.get("interval", ""), "verdict": row["verdict"]})
-    except StoreError as exc:
-        print(f"svmlab workflow: error: {exc}", file=sys.stderr)
-        return 3
-    except Exception as exc:
-        line = store_error_line(exc, uri)
-        if line is None:
-            raise
-        print(f"svmlab workflow: error: {line}", file=sys.stderr)
-        return 3
+    uri = require_store(uri)
+    for workflow in workflows:
+        found = latest_claims(uri, experiment_name(workflow, scale), outer_tags(workflow, scale))
+        if found is None:
+            missing.append(workflow.name)
+            continue
+        frame = pd.read_csv(io.StringIO(found[1]), dtype=str, keep_default_na=False)
+        tallies.append(claims_table.tally_row(workflow.name, frame))
+        for row in frame.to_dict("records"):
+            # a companion stands beside its paper claim, in the paper's table
+            kind = "paper" if row.get("beside") else row.get("kind", "paper")
+            rows[kind].append({
+                "workflow": f"`{workflow.name}`",
+                "claim (source)": f"{row['claim']} ({row['source']})",
+                "paper": row["paper"], "n": row.get("n", ""),
+                "unit": row.get("unit", ""), "confidence": row.get("confidence", ""),
+                f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
+                "interval": row.get("interval", ""), "verdict": row["verdict"]})
     for name in missing:
         print(f"svmlab: workflow {name} has no finished run at scale {scale} in {mask(uri)}; run "
               f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
@@ -167,7 +158,7 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
                         f"{claims_table.markdown(pd.DataFrame(tallies))}")
     if shown:
         print("\n".join(shown), end="")
-    return 1 if missing else 0
+    return EXIT_FAILED if missing else EXIT_OK
 
 
 def experiment_name(workflow: Workflow, scale: str) -> str:
@@ -176,7 +167,7 @@ def experiment_name(workflow: Workflow, scale: str) -> str:
 
 def outer_tags(workflow: Workflow, scale: str) -> dict[str, str]:
     """The tags that identify a workflow's outer runs at ``scale``."""
-    return {"svmlab.workflow": workflow.name, "svmlab.workflow.scale": scale}
+    return {WORKFLOW_TAG: workflow.name, WORKFLOW_SCALE_TAG: scale}
 
 
 def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "joblib",
@@ -195,11 +186,11 @@ def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "j
     return replaced(own, extra)
 
 
-def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = "joblib",
-        jobs: int | None = None, extra: list[str] = (),
-        storage: str = "sqlite:///optuna.db") -> int:
-    """Run (or complete) the workflow; 0 when every step finished, 1 when one failed, 2 for a
-    selection that cannot run, 130 when interrupted."""
+def run_workflow(workflow: Workflow, scale: str, uri: str | None = None,
+                 launcher: str = "joblib", jobs: int | None = None, extra: list[str] = (),
+                 storage: str = "sqlite:///optuna.db") -> int:
+    """Run (or complete) the workflow; EXIT_OK when every step finished, EXIT_FAILED when one
+    failed, EXIT_INTERRUPTED when interrupted; SvmlabError for a selection that cannot run."""
     from svmlab.app import workflow_selection
     from svmlab.lifecycle import sigterm_interrupts
     from svmlab.tracking.store import absolute_uri, ui_line
@@ -212,15 +203,14 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         try:
             workflow_selection.check(workflow, scale, arguments, storage)
         except SvmlabError as exc:
-            print(f"svmlab workflow: error: {workflow.path}: select: {exc}", file=sys.stderr)
-            return 2
+            raise SvmlabError(f"{workflow.path}: select: {exc}") from None
     # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
     # (but not where the store is)
     identity = [workflow.path.read_text(), scale,
                 *(a for a in arguments if not a.startswith("tracking.uri="))]
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()
     outer = OuterRun(uri, experiment_name(workflow, scale), f"workflow {workflow.name} ({scale})",
-                     outer_tags(workflow, scale) | {"svmlab.workflow.digest": digest})
+                     outer_tags(workflow, scale) | {WORKFLOW_DIGEST_TAG: digest})
     print(f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
           + (" (reopened: completing it)" if outer.reused else ""), flush=True)
     try:
@@ -230,13 +220,13 @@ def run(workflow: Workflow, scale: str, uri: str | None = None, launcher: str = 
         outer.end("KILLED")
         print(f"workflow {workflow.name}: interrupted; run the same command again to complete it",
               file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BaseException:
         outer.end("FAILED")
         raise
     outer.end("FAILED" if failed else "FINISHED")
     print(ui_line(uri, outer.experiment_id, outer.run_id))
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer,
@@ -308,7 +298,7 @@ def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, 
     print(f"{title}: {', '.join(workflow.select.grid)} per dataset by validation, storage "
           f"{storage}", flush=True)
     chosen, status = workflow_selection.run(workflow, scale, arguments, storage, outer.run_id)
-    if status == 130:
+    if status == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if status:
         print(f"{title}: a study did not finish (exit status {status})", file=sys.stderr)
@@ -383,7 +373,7 @@ def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
     run_id, analysis, _ = stage.execute(
         request, options, experiment=experiment_name(workflow, scale),
         run_name=f"analysis {workflow.name} ({scale})", parent_run_id=outer.run_id,
-        tags={"svmlab.role": "analysis"})
+        tags={ROLE_TAG: "analysis"})
     for message in analysis.warnings:
         print(f"svmlab: warning: {message}", file=sys.stderr)
     outer.copy_artifacts(run_id, lambda p: Path(p).name in FIGURES
@@ -400,7 +390,7 @@ def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     notebook = notebooks.NOTEBOOK_DIR / f"{workflow.notebook}.ipynb"
     with Tracker(request.tracking_uri, experiment_name(workflow, scale),
                  f"report {workflow.name} ({scale})", outer.run_id) as tracker:
-        tracker.set_tags({"svmlab.role": "report"})
+        tracker.set_tags({ROLE_TAG: "report"})
         with tempfile.TemporaryDirectory() as folder:
             notebooks.execute(notebook, Path(folder), notebook_parameters(request, options))
             tracker.log_artifacts(folder)
@@ -411,12 +401,12 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list,
             run_ids: set[str]) -> list:
     """Judge the claims on the finished runs of the current sweep (``run_ids``); log the
     tables to the outer run."""
-    from svmlab.analysis import precision, results
+    from svmlab.analysis import measurements, precision
     from svmlab.tracking import queries
 
     try:
-        runs, _ = results.finished_runs([experiment_name(workflow, scale)],
-                                       workflow.analysis.filter, uri, run_ids)
+        runs, _ = measurements.finished_runs([experiment_name(workflow, scale)],
+                                            workflow.analysis.filter, uri, run_ids)
     except SvmlabError:  # nothing finished yet: every claim is untestable
         runs = pd.DataFrame()
     notes = []

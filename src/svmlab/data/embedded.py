@@ -12,7 +12,7 @@ from svmlab.data.dataset import Dataset, DatasetInfo
 from svmlab.data.entry import TEST_FRACTION, Entry, flag
 from svmlab.data.prepare import (
     array_digest,
-    check_finite,
+    check_finite_features,
     encode_labels,
     split_sizes,
     standardize,
@@ -33,7 +33,7 @@ class EmbeddedEntry(Entry):
     def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
         X, y_raw = self.loader()
         X = np.ascontiguousarray(X, dtype=np.float64)
-        check_finite(X, self.name)
+        check_finite_features(X, self.name)
         y, classes = encode_labels(y_raw, self.name)
         train, test = stratified_split(y, params["test_fraction"], seed, self.name)
         X_train, X_test = X[train], X[test]

@@ -270,8 +270,8 @@ def _entry(name: str, rows: list[dict]) -> LibsvmEntry:
         for row in rows)
     roles = [file.role for file in catalogue_files]
     widths = {number(row["n_features"]) for row in rows}
-    if roles.count("train") != 1 or roles.count("test") > 1 or set(roles) - set(ROLES) \
-            or len(widths) != 1:
+    if (roles.count("train") != 1 or roles.count("test") > 1 or set(roles) - set(ROLES)
+            or len(widths) != 1):
         raise RuntimeError(f"libsvm_catalogue.tsv: bad rows for {name}: one train file, at most "
                            f"one test file, roles among {ROLES} and one n_features are required")
     n_features = widths.pop()

@@ -50,7 +50,7 @@ def encode_test_labels(y: np.ndarray, classes: tuple, where: str) -> np.ndarray:
     return np.where(y == classes[1], 1.0, -1.0)
 
 
-def check_finite(X: np.ndarray, where: str) -> None:
+def check_finite_features(X: np.ndarray, where: str) -> None:
     """Refuse NaN or inf in a feature matrix, saying which."""
     values = X.data if sp.issparse(X) else X
     for bad, test in (("NaN", np.isnan), ("inf", np.isinf)):

@@ -48,8 +48,8 @@ certificates for arbitrary SVM models, hence this module.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 
@@ -188,8 +188,8 @@ class LinearImage(DualImage):
             largest = float(abs(A_free).max()) if A_free.size else 0.0  # size: nnz if sparse
             weight = BALANCE_WEIGHT * max(1.0, largest)
             row = weight * self.y[free][None, :]
-            A_free = sp.vstack([A_free, row]).tocsr() if sp.issparse(A_free) else \
-                np.vstack([A_free, row])
+            A_free = (sp.vstack([A_free, row]).tocsr() if sp.issparse(A_free)
+                      else np.vstack([A_free, row]))
             residual = np.append(residual, -weight * (fixed @ self.y))
         if A_free.shape[0] == 0:
             return fixed
@@ -265,8 +265,8 @@ class KernelImage(DualImage):
             return 0.0
         c = (a * self.y)[nz]
         constant = 0.0 if self.bias_scale is None else (self.bias_scale * c.sum()) ** 2
-        if self._model is not None and np.array_equal(nz, self._model[0]) and \
-                np.array_equal(c, self._model[1]):
+        if (self._model is not None and np.array_equal(nz, self._model[0])
+                and np.array_equal(c, self._model[1])):
             return self._model[2] + constant
         value = float(c @ self.kernel.dot(self.X[nz], self.X[nz], c)) + constant
         self._last = (a.copy(), value)

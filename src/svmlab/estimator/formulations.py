@@ -376,7 +376,10 @@ def best_on_ray(loss: Scaling, penalty: Scaling, S: float) -> float:
     from scipy.optimize import brentq  # here: the metric names are read without scipy
 
     q, H, Q = loss.degree, loss.coef, 2.0 * penalty.coef
-    slope = lambda t: S - q * H * t ** (q - 1.0) - Q * t
+
+    def slope(t):
+        return S - q * H * t ** (q - 1.0) - Q * t
+
     ends = [S / Q] if Q > 0.0 else []
     ends += [(S / (q * H)) ** (1.0 / (q - 1.0))] if H > 0.0 else []
     ends += [upper] if np.isfinite(upper) else []

@@ -151,8 +151,8 @@ class KernelSVMClassifier(_CertifiedModel):
         """``support_`` (indices of training rows) if the support vectors are those rows of X,
         else None (a solver whose support vectors are not training points sets no support_)."""
         support, vectors = getattr(self, "support_", None), self.support_vectors_
-        if support is None or sp.issparse(X) != sp.issparse(vectors) or \
-                X.shape[1] != vectors.shape[1] or np.any(support >= X.shape[0]):
+        if (support is None or sp.issparse(X) != sp.issparse(vectors)
+                or X.shape[1] != vectors.shape[1] or np.any(support >= X.shape[0])):
             return None
         rows = X[support]
         same = (rows != vectors).nnz == 0 if sp.issparse(rows) else np.array_equal(rows, vectors)
@@ -164,8 +164,8 @@ class KernelSVMClassifier(_CertifiedModel):
             return LinearImage(X, y, self.coef_[0], b, scale)
         support = self._support_rows(X)
         # ||w||^2 only where it costs no kernel product and the image can use it
-        known = support is not None and self._fit_decision is not None and \
-            self._fit_decision[0] is X
+        known = (support is not None and self._fit_decision is not None
+                 and self._fit_decision[0] is X)
         return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0], b,
                            scale, support, self._regularizer_norms()[0] if known else None,
                            self._free_set_ascent)

@@ -21,9 +21,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from svmlab.errors import DataError
-from svmlab.estimator.validation import finite_csr_int32, listed
-from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.kernel_names import GAMMA_RULES
+from svmlab.estimator.kernels import resolve_gamma
+from svmlab.estimator.validation import finite_csr_int32, listed
 
 __all__ = ["OneVsOneClassifier"]
 

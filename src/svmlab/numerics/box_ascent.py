@@ -140,8 +140,8 @@ def _crosses(data, indices, start, end, dense, s, t, shrink):
     for k in range(start, end):
         u = s[k - start if dense else indices[k]]
         v = u + t * data[k]
-        if (u > shrink) != (v > shrink) or (u < -shrink) != (v < -shrink) or \
-                u == shrink or u == -shrink:
+        if ((u > shrink) != (v > shrink) or (u < -shrink) != (v < -shrink)
+                or u == shrink or u == -shrink):
             return True
     return False
 
@@ -163,8 +163,8 @@ def _shrunk_step(data, indices, start, end, dense, s, slope, lower, upper, shrin
         if r == 0.0:
             continue
         u, outward = s[k - start if dense else indices[k]], ahead * r
-        if u > shrink or u < -shrink or (u == shrink and outward > 0) or \
-                (u == -shrink and outward < 0):
+        if (u > shrink or u < -shrink or (u == shrink and outward > 0)
+                or (u == -shrink and outward < 0)):
             curvature += r * r
         for edge in (shrink, -shrink):
             distance = (edge - u) / outward

@@ -16,8 +16,8 @@ import yaml
 
 import svmlab
 from svmlab.tracking.record import RunRecord
+from svmlab.vocabulary import DIGEST_TAG, GIT_COMMIT_TAG, JOB_NUM_TAG, SWEEP_DIR_TAG, VERSION_TAG
 
-DIGEST_TAG = "svmlab.config_sha256"  # identifies a run's exact resolved config (resume)
 #: the tracking keys that say how the store is used, not what a run computes
 STORE_KEYS = ("uri", "stale_after_s", "new_folder", "wait_s", "log_figure")
 
@@ -83,8 +83,8 @@ def config_record(tree: Mapping, overrides: list[str], solver: str,
     its overrides as texts (``config/config.yaml``, ``config/overrides.yaml``)."""
     tags = {"solver": solver, "dataset": tree["dataset"]["name"],
             "kernel": tree["kernel"]["name"], "seed": tree["seed"],
-            "svmlab.version": svmlab.__version__, "svmlab.git_commit": git_commit(),
-            "svmlab.sweep_dir": sweep_dir, "svmlab.job_num": job_num,
+            VERSION_TAG: svmlab.__version__, GIT_COMMIT_TAG: git_commit(),
+            SWEEP_DIR_TAG: sweep_dir, JOB_NUM_TAG: job_num,
             DIGEST_TAG: config_digest(tree)}
     return RunRecord(params=flatten(tree), tags=tags,
                      texts={"config/config.yaml": as_yaml(tree),

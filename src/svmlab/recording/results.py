@@ -11,7 +11,16 @@ import numpy as np
 
 from svmlab.errors import TrainingError
 from svmlab.estimator.trace import certified_gap
-from svmlab.tracking.record import TRACE_ARTIFACT, RunRecord, final_points, trace_points
+from svmlab.tracking.record import RunRecord, final_points, trace_points
+from svmlab.vocabulary import (
+    CERTIFICATE_TAG,
+    CONVERGED_TAG,
+    FORMULATION_TAG,
+    STOP_REASON_TAG,
+    STOPPING_RULE_TAG,
+    TRACE_ARTIFACT,
+    WARM_START_TAG,
+)
 
 
 def fit_record(estimator, dataset, compile_s: float = 0.0, fold: int | None = None,
@@ -104,7 +113,6 @@ def check_trace_finite(columns: dict[str, np.ndarray]) -> None:
 
 #: the tag of a run with a fit that started from another fit's solution: its times measure a
 #: step along a path, not a fit from scratch, and no analysis or claim reads them
-WARM_START_TAG = "svmlab.warm_start"
 
 
 def fit_tags(estimator) -> dict:
@@ -113,11 +121,11 @@ def fit_tags(estimator) -> dict:
     none), and WARM_START_TAG where it started from another fit."""
     certificate = estimator.certificate_
     return {WARM_START_TAG: "true" if estimator.warm_started_ else None,
-            "svmlab.converged": str(bool(estimator.converged_)).lower(),
-            "svmlab.stop_reason": estimator.stop_reason_,
-            "svmlab.stopping_rule": estimator.stopping_rule(),
-            "svmlab.formulation": certificate.formulation if certificate else None,
-            "svmlab.certificate": (f"certified by a dual point from the {certificate.source}"
+            CONVERGED_TAG: str(bool(estimator.converged_)).lower(),
+            STOP_REASON_TAG: estimator.stop_reason_,
+            STOPPING_RULE_TAG: estimator.stopping_rule(),
+            FORMULATION_TAG: certificate.formulation if certificate else None,
+            CERTIFICATE_TAG: (f"certified by a dual point from the {certificate.source}"
                                    + (" (the free-set refinement tried)"
                                       if certificate.refined else "")
                                    if certificate else "none: no dual bound for this solver")}

@@ -18,8 +18,9 @@ from pathlib import Path
 from svmlab.lifecycle import run_interruptibly
 from svmlab.recording.results import certified_line, fit_record, trace_record
 from svmlab.recording.warm_up import warm_up
-from svmlab.tracking.record import TRACE_ARTIFACT, RunRecord, final_points
+from svmlab.tracking.record import RunRecord, final_points
 from svmlab.tracking.tracker import Tracker
+from svmlab.vocabulary import DATA_UNVERIFIED_TAG, TRACE_ARTIFACT
 
 
 @contextlib.contextmanager
@@ -49,7 +50,7 @@ def open_run(tracking: dict, run_name: str, config: RunRecord, dataset=None,
             if dataset is not None:
                 tracker.log_dataset(dataset)
                 if dataset.unverified:  # how a file used anyway differs from the official one
-                    config.tags = config.tags | {"svmlab.data_unverified": dataset.unverified}
+                    config.tags = config.tags | {DATA_UNVERIFIED_TAG: dataset.unverified}
             tracker.write(config)
         yield Recording(tracker, phases)
         ending = time.perf_counter()

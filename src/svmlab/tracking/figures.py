@@ -11,10 +11,11 @@ import math
 
 import numpy as np
 
+from svmlab.vocabulary import CONVERGENCE_FIGURE, TRACE_ARTIFACT
+
 ORDER = ("rel_gap_", "gap_", "objective_", "dual_", "primal_")  # panels first, in this order
 PANEL_COLUMNS = 3
 MAX_POINTS = 1000  # per curve, half log-spaced, half evenly spaced: a panel shows no more
-CONVERGENCE_FIGURE = "trace/convergence.png"
 
 
 def panel_keys(columns: dict) -> list[str]:
@@ -77,7 +78,7 @@ def plot_runs(uri: str | None, run_ids: list[str]) -> None:
     from mlflow import MlflowClient
 
     from svmlab.errors import SvmlabError
-    from svmlab.tracking.queries import TRACE_ARTIFACT, find_run, load_trace
+    from svmlab.tracking.queries import find_run, load_trace
     from svmlab.tracking.store import resolved_uri
 
     client = MlflowClient(resolved_uri(uri))

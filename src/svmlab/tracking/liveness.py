@@ -19,11 +19,17 @@ from collections.abc import Callable, Iterable
 from mlflow import MlflowClient
 from mlflow.entities import Run, RunStatus, ViewType
 
-from svmlab.lifecycle import (HEARTBEAT_S, HEARTBEAT_TAG, STALE_AFTER_S, Heartbeat,
-                              last_sign_of_life, left_by_its_job, why_dead)
+from svmlab.lifecycle import (
+    HEARTBEAT_S,
+    STALE_AFTER_S,
+    Heartbeat,
+    last_sign_of_life,
+    left_by_its_job,
+    why_dead,
+)
 from svmlab.tracking.store import ensure_experiment, resolved_uri
+from svmlab.vocabulary import ERROR_TAG, HEARTBEAT_TAG, JOB_NUM_TAG, PARENT_TAG
 
-ERROR_TAG = "svmlab.error"
 RUNNING = "attributes.status = 'RUNNING'"
 
 
@@ -113,7 +119,7 @@ def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
     client = MlflowClient(resolved_uri(uri))
     parent = client.get_run(parent_run_id)
     for run in list(running_runs(client, [parent.info.experiment_id],
-                                 f"tags.`mlflow.parentRunId` = '{parent_run_id}'")):
+                                 f"tags.`{PARENT_TAG}` = '{parent_run_id}'")):
         kill(client, run, reason, time.time())
 
 
@@ -132,8 +138,8 @@ def end_job_run(uri: str | None, parent_run_id: str, job_num: int, reason: str) 
     client = MlflowClient(resolved_uri(uri))
     parent = client.get_run(parent_run_id)
     found = client.search_runs([parent.info.experiment_id],
-                               f"tags.`mlflow.parentRunId` = '{parent_run_id}' and "
-                               f"tags.`svmlab.job_num` = '{job_num}'", ViewType.ACTIVE_ONLY)
+                               f"tags.`{PARENT_TAG}` = '{parent_run_id}' and "
+                               f"tags.`{JOB_NUM_TAG}` = '{job_num}'", ViewType.ACTIVE_ONLY)
     if not found:
         return None
     if found[0].info.status == "RUNNING":

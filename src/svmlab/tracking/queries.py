@@ -14,9 +14,9 @@ from mlflow.tracking.client import SEARCH_MAX_RESULTS_DEFAULT
 
 from svmlab.errors import SvmlabError
 from svmlab.masking import mask
-from svmlab.tracking.record import TRACE_ARTIFACT
+from svmlab.tracking import columns
 from svmlab.tracking.store import resolved_uri, ui_line, ui_url
-from svmlab.tracking.sweeps import ROLE_TAG
+from svmlab.vocabulary import ROLE_TAG, TRACE_ARTIFACT
 
 
 def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str]) -> str | None:
@@ -27,10 +27,14 @@ def find_finished_run(uri: str | None, experiment: str, tags: Mapping[str, str])
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
-    conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
-    runs = client.search_runs([found.experiment_id],
-                              " and ".join([*conditions, "attributes.status = 'FINISHED'"]))
+    runs = client.search_runs([found.experiment_id], matching(tags, "FINISHED"))
     return next((r.info.run_id for r in runs if ROLE_TAG not in r.data.tags), None)
+
+
+def matching(tags: Mapping[str, str], status: str | None = None) -> str:
+    """The filter of the runs that carry all ``tags`` (and have ``status``)."""
+    conditions = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
+    return " and ".join(conditions + ([f"attributes.status = '{status}'"] if status else []))
 
 
 def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
@@ -49,10 +53,10 @@ def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
 
 def search_runs(uri: str | None, experiment_ids: list[str],
                 filter_string: str = "", latest: int | None = None) -> pd.DataFrame:
-    """One row per run, oldest first: run_id, experiment_id, status and columns 'params.X',
-    'tags.X', 'metrics.X' (the layout of ``mlflow.search_runs``, without touching the global
-    store), and 'inputs.X', the numbers of the profile of the run's dataset (``inputs.n_train``).
-    With ``latest``, the latest that many runs only.
+    """One row per run, oldest first: run_id, experiment_id, status and one column per param,
+    tag and metric and per number of the profile of the run's dataset (``n_train``), named by
+    ``tracking.columns`` (the layout of ``mlflow.search_runs``, without touching the global
+    store). With ``latest``, the latest that many runs only.
 
     A filter MLflow cannot parse raises SvmlabError with MLflow's message.
     """
@@ -68,9 +72,9 @@ def search_runs(uri: str | None, experiment_ids: list[str],
             raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
         rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
                   "status": r.info.status,
-                  **{f"params.{k}": v for k, v in r.data.params.items()},
-                  **{f"tags.{k}": v for k, v in r.data.tags.items()},
-                  **{f"metrics.{k}": v for k, v in r.data.metrics.items()},
+                  **{columns.param(k): v for k, v in r.data.params.items()},
+                  **{columns.tag(k): v for k, v in r.data.tags.items()},
+                  **{columns.metric(k): v for k, v in r.data.metrics.items()},
                   **_profile(r)} for r in page]
         token = None if latest else page.token
         if not token:
@@ -98,7 +102,7 @@ def _profile(run) -> dict[str, float]:
     found = {}
     for item in run.inputs.dataset_inputs if run.inputs else ():
         profile = json.loads(item.dataset.profile or "{}")
-        found |= {f"inputs.{k}": v for k, v in profile.items()
+        found |= {columns.profile(k): v for k, v in profile.items()
                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return found
 

@@ -12,9 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from svmlab.estimator.trace import certified_gap
+from svmlab.vocabulary import TRACE_PREFIX
 
-TRACE_PREFIX = "trace/"
-TRACE_ARTIFACT = "trace/trace.parquet"
 MAX_HISTORY_POINTS = 250  # rows of a trace kept as metric histories (a chart shows no more)
 
 

@@ -28,7 +28,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from svmlab.errors import ConfigError, SvmlabError, require_extra
+from svmlab.errors import ConfigError, StoreError, require_extra
 from svmlab.masking import mask
 from svmlab.tracking.store import POSTGRES_DRIVERS, sqlite_path, store_lock
 
@@ -73,7 +73,7 @@ def is_loopback(host: str) -> bool:
 def prepare_auth() -> None:
     """Create the auth database and its admin user now, once, as for the backend store;
     ConfigError in one line when the admin cannot be made (no password given for a new one),
-    SvmlabError when the auth database cannot be opened."""
+    StoreError when the auth database cannot be opened."""
     from mlflow.exceptions import MlflowException
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -92,14 +92,14 @@ def prepare_auth() -> None:
                 made.unlink(missing_ok=True)
         database = next((e for e in (exc, exc.__cause__) if isinstance(e, SQLAlchemyError)), None)
         if database is not None:
-            raise SvmlabError(f"cannot open the auth database {mask(auth_config.database_uri)}: "
+            raise StoreError(f"cannot open the auth database {mask(auth_config.database_uri)}: "
                               f"{mask(str(database).splitlines()[0])}") from None
         raise ConfigError(f"--auth: {mask(' '.join(str(exc.message).split()))}") from None
 
 
 def prepare_backend(backend_store_uri: str) -> None:
     """Create or upgrade the store's schema now; ConfigError if the URI is not a database's,
-    SvmlabError if the database is unreachable."""
+    StoreError if the database is unreachable."""
     import sqlalchemy
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
@@ -117,5 +117,5 @@ def prepare_backend(backend_store_uri: str) -> None:
         with store_lock(backend_store_uri):  # the Default experiment's artifacts: the server's
             SqlAlchemyStore(backend_store_uri, default_artifact_root=SERVED_ARTIFACTS)
     except (MlflowException, SQLAlchemyError, ImportError) as exc:
-        raise SvmlabError(f"cannot open the backend store "
+        raise StoreError(f"cannot open the backend store "
                           f"{mask(backend_store_uri)}: {mask(str(exc).splitlines()[0])}") from None

@@ -316,8 +316,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
     found: list[BaseException] = []
     while exc is not None and exc not in found:
         found.append(exc)
-        exc = exc.__cause__ if exc.__cause__ is not None or exc.__suppress_context__ \
-            else exc.__context__
+        exc = (exc.__cause__ if exc.__cause__ is not None or exc.__suppress_context__
+               else exc.__context__)
     return found
 
 

@@ -15,20 +15,19 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from svmlab.lifecycle import start_tags
 from svmlab.masking import mask
-from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
+from svmlab.tracking.liveness import RunHeartbeat
 from svmlab.tracking.patience import Patience
 from svmlab.tracking.store import ensure_experiment, resolved_uri
-from svmlab.tracking.sweeps import PARENT_TAG, ROLE_TAG
-
-STUDY_TAG = "svmlab.study"
-STORAGE_TAG = "svmlab.study_storage"
-TRIAL_TAG = "svmlab.trial"
-TRIAL_STATE_TAG = "svmlab.trial_state"  # COMPLETE, PRUNED or FAIL, as Optuna has it
-PRUNED_AT_TAG = "svmlab.pruned_at_step"  # the step of the last value reported to the pruner
-PRUNED_FOLD_TAG = "svmlab.pruned_at_fold"  # the fold (from 0) being fitted or just scored
-PRUNED_ITERATION_TAG = "svmlab.pruned_at_iteration"  # the trace's iteration, when pruned mid-fit
-REFIT_TAG = "svmlab.refit_run_id"
-REFIT_TRIAL_TAG = "svmlab.refit_trial"  # the trial whose config the refit trained
+from svmlab.vocabulary import (
+    ERROR_TAG,
+    PARENT_TAG,
+    REFIT_TAG,
+    REFIT_TRIAL_TAG,
+    ROLE_TAG,
+    STORAGE_TAG,
+    STUDY_TAG,
+    TRIAL_STATE_TAG,
+)
 
 
 class StudyRun:

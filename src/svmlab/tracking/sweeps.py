@@ -7,14 +7,13 @@ from pathlib import Path
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
-from svmlab.lifecycle import SWEEP_DIR_TAG, start_tags
+from svmlab.lifecycle import start_tags
 from svmlab.masking import mask
-from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
+from svmlab.tracking.liveness import RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
 from svmlab.tracking.store import ensure_experiment, resolved_uri
+from svmlab.vocabulary import ERROR_TAG, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 
-ROLE_TAG = "svmlab.role"
-PARENT_TAG = "mlflow.parentRunId"
 JOBS_TABLE = "jobs.tsv"  # the sweep's jobs, one line each, with the run each trained or reused
 #: Set by a workflow: the run its sweep's parent run is nested under.
 PARENT_ENV = "SVMLAB_PARENT_RUN_ID"

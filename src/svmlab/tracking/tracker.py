@@ -45,6 +45,7 @@ from svmlab.tracking.liveness import ERROR_TAG, RunHeartbeat
 from svmlab.tracking.patience import WAIT_S, Patience, PatientClient
 from svmlab.tracking.record import RunRecord, final_points
 from svmlab.tracking.store import again_if_duplicate, ensure_experiment, ui_line
+from svmlab.vocabulary import PROJECT_RUN_TAG
 
 MAX_BATCH = 1000  # MLflow's limit on metrics per log_batch call (params, tags and metrics)
 MAX_PARAMS = 100  # and on params per call (tags likewise)
@@ -149,7 +150,7 @@ class Tracker:
                                 f"svmlab logged this run to experiment {self.experiment!r} as run "
                                 f"{self.run_id} (`mlflow run --experiment-name NAME` chooses "
                                 f"another experiment)")
-            self.client.set_tag(project_run, "svmlab.run_id", self.run_id)
+            self.client.set_tag(project_run, PROJECT_RUN_TAG, self.run_id)
         self._staging = tempfile.TemporaryDirectory(prefix="svmlab-artifacts-")
         self._heartbeat = RunHeartbeat(mlflow.get_tracking_uri(), self.run_id).start()
         self._signals.install()

@@ -17,7 +17,8 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from svmlab.lifecycle import start_tags
 from svmlab.tracking.liveness import RunHeartbeat
 from svmlab.tracking.store import ensure_experiment, resolved_uri
-from svmlab.tracking.sweeps import JOBS_TABLE, PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
+from svmlab.tracking.sweeps import JOBS_TABLE
+from svmlab.vocabulary import PARENT_TAG, ROLE_TAG, SWEEP_DIR_TAG
 
 
 class OuterRun:

@@ -101,7 +101,7 @@ def grid(space: dict[str, BaseDistribution]) -> dict[str, list]:
         if isinstance(dist, CategoricalDistribution):
             values[key] = list(dist.choices)
         elif dist.step is not None and not dist.log:
-            n = int(round((dist.high - dist.low) / dist.step)) + 1
+            n = round((dist.high - dist.low) / dist.step) + 1
             values[key] = [type(dist.low)(dist.low + i * dist.step) for i in range(n)]
         else:
             raise ConfigError(f"--sampler grid needs a finite space: give {key} as choice(...) "

@@ -18,12 +18,13 @@ from optuna.trial import TrialState
 from svmlab.errors import ConfigError, TrainingError, require_extra
 from svmlab.tuning.spec import METRICS, PATH_KEY, Configure, StudySpec, grid
 from svmlab.tuning.trial import CHECKPOINTS, RUN_ATTR, Setup, load_folds, run_trial
+from svmlab.vocabulary import WARM_START_TAG
 
 RETRY_ATTR = "svmlab.retry_of"
 INTERRUPTED_ATTR = "svmlab.interrupted"  # a trial stopped by Ctrl-C or SIGTERM in its process
 REFIT_METRICS = ("test_accuracy", "train_accuracy", "fit_time_s")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)  # the trials the budget counts
-WARM_ATTR = "svmlab.warm_start"  # the study's user attribute: its grid order is the path's
+WARM_ATTR = WARM_START_TAG  # the study's user attribute: its grid order is the path's
 
 
 class StorageError(Exception):

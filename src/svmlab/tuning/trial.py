@@ -143,8 +143,14 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.lifecycle import this_process
     from svmlab.recording.config import config_record
     from svmlab.recording.run import open_run
-    from svmlab.tracking.study import (PRUNED_AT_TAG, PRUNED_FOLD_TAG, PRUNED_ITERATION_TAG,
-                                       STUDY_TAG, TRIAL_STATE_TAG, TRIAL_TAG)
+    from svmlab.tracking.study import (
+        PRUNED_AT_TAG,
+        PRUNED_FOLD_TAG,
+        PRUNED_ITERATION_TAG,
+        STUDY_TAG,
+        TRIAL_STATE_TAG,
+        TRIAL_TAG,
+    )
     from svmlab.tracking.sweeps import ROLE_TAG
 
     start = time.perf_counter()

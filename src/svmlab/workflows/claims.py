@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from svmlab.analysis import page, precision, report, results, trend, wilcoxon
+from svmlab import vocabulary
+from svmlab.analysis import measurements, page, precision, report, trend, wilcoxon
+from svmlab.tracking import columns
 from svmlab.workflows.spec import KINDS, Claim, Select, Workflow
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
@@ -39,26 +41,14 @@ COLUMNS = ("claim", "source", "measure", "paper", "n", "unit", "confidence", "es
 CONFIDENCE = 0.95
 #: The keys of a block that measure one problem again (another seed), not another problem.
 REPEATS = ("seed",)
-#: The rate a constant classifier (the majority class) reaches, beside a measure of accuracy.
-MAJORITY = {"test_accuracy": "test_majority_rate"}
 #: The size of the run's test set, from its dataset's recorded profile.
-TEST_SIZE = "inputs.n_test"
+TEST_SIZE = columns.profile(vocabulary.TEST_SIZE)
 #: Whose statements each table holds, in the order shown.
 TITLES = {"paper": "The paper's claims", "svmlab": "svmlab's own statements"}
-#: What a censored measure (a target never reached: inf) is more than: the run's own time, or
-#: for an iteration count its number of iterations.
-FLOORS = {"time": "fit_time_s", "iters": "n_iter"}
-#: Measures of a run's own stop: a run stopped by a cap (its stop reason names one, e.g.
-#: ``max_iter=...``) did not finish, so they are censored there, more than the run's value.
-OWN_STOP = ("fit_time_s", "n_iter", "n_passes")
 #: A stop reason that names a cap: it contains ``max_`` (``max_iter=...``, ``max_time_s=...``)
 #: or a word starting with ``cap`` (an epoch or time cap).
 CAPPED = re.compile(r"max_|\bcap", re.IGNORECASE)
-STOP_REASON = "tags.svmlab.stop_reason"
-#: The value a measure cannot exceed, and how close to it counts as at it (one test error in a
-#: thousand): where every run of both sides is there (separable data), a comparison of the two
-#: cannot order them.
-CEILINGS = {"test_accuracy": (1.0, 1e-3)}
+STOP_REASON = columns.tag(vocabulary.STOP_REASON_TAG)
 
 
 @dataclass(frozen=True)
@@ -132,13 +122,14 @@ def judge_all(claims: list[Claim], runs: pd.DataFrame,
     measures computed from traces (``time_to_gap_1e-3``), one per run. A paper claim with
     ``readings`` is one row of the paper's tally; each reading but its first (the paper's
     stated one) follows it as svmlab's statement, in svmlab's tally (:func:`_extra_readings`).
-    Warm-started runs (``results.WARM_START``) are left out: their times are of a step along a
+    Warm-started runs (``measurements.WARM_START``) are left out: their times are of a step along a
     path of fits."""
-    if results.WARM_START in runs:
-        runs = runs[runs[results.WARM_START] != "true"]
-    wanted = sorted({c.measure for c in claims if c.measure and f"metrics.{c.measure}" not in runs
-                     and precision.parse(c.measure)})
-    values = {f"metrics.{k}": v for k, v in derive(wanted).items()} if wanted and len(runs) else {}
+    if measurements.WARM_START in runs:
+        runs = runs[runs[measurements.WARM_START] != "true"]
+    wanted = sorted({c.measure for c in claims if c.measure
+                     and columns.metric(c.measure) not in runs and precision.parse(c.measure)})
+    values = ({columns.metric(k): v for k, v in derive(wanted).items()} if wanted and len(runs)
+              else {})
     runs = runs.assign(**values)
     return [j for c in claims for j in [judge(c, runs), *_extra_readings(c, runs)]]
 
@@ -182,7 +173,9 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
             f"no finished run of {label} with {claim.measure}" for label in empty), unit=unit)
     summary = " against ".join(_side_text(where, frame, claim.measure)
                                for where, frame in zip(sides, frames))
-    ceiling, margin = CEILINGS.get(claim.measure, (math.inf, 0.0))
+    # where every run of both sides is at the measure's ceiling (separable data), a comparison
+    # of the two cannot order them
+    ceiling, margin = vocabulary.ceiling(claim.measure) or (math.inf, 0.0)
     if len(frames) == 2 and all((f["low"] >= ceiling - margin).all() for f in frames):
         return Judged(claim, test, UNTESTABLE, f"every run of both sides is within {margin:g} of "
                                                f"{claim.measure} = {_number(ceiling)} (separable "
@@ -198,7 +191,7 @@ def judge(claim: Claim, runs: pd.DataFrame) -> Judged:
     except _Undecided as why:
         return Judged(claim, test, why.verdict, f"{why.reason}; {summary}", why.n, unit=unit)
     verdict, reason = _decide(rule, bound, claim.paper, found)
-    if claim.measure in MAJORITY and claim.relative_to is None:
+    if vocabulary.baseline(claim.measure) and claim.relative_to is None:
         verdict, reason, against = _against_majority(claim, frames[0], verdict, reason)
         summary += f"; {against}"
     return Judged(claim, test, verdict, f"{reason}; {found.method}; {summary}", found.n,
@@ -215,8 +208,8 @@ def unit_of(claim: Claim) -> str:
     datasets = claim.value.get("dataset")
     if datasets is None or (isinstance(datasets, list) and len(datasets) > 1):
         return "problems"
-    cost = claim.measure in OWN_STOP or (claim.measure is not None
-                                         and precision.PATTERN.match(claim.measure))
+    cost = claim.measure in vocabulary.OWN_STOP or (claim.measure is not None
+                                                    and precision.PATTERN.match(claim.measure))
     return "timings" if cost else "seeds"
 
 
@@ -300,7 +293,7 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     (CAPPED) is more than its value: [value, inf]. ``censored`` marks the runs open above,
     ``bounded`` those known within an interval; ``majority`` and ``n_test`` describe the run's
     test set."""
-    column = f"metrics.{claim.measure}"
+    column = columns.metric(claim.measure)
     if column not in runs or runs.empty:
         return pd.DataFrame(columns=["block", "key", "low", "high", "censored", "bounded",
                                      "majority", "n_test"])
@@ -310,16 +303,16 @@ def _runs_of(claim: Claim, where: dict, runs: pd.DataFrame) -> pd.DataFrame:
     found = runs[chosen & runs[column].astype(float).notna().to_numpy()]
     value = found[column].astype(float)
     capped = (found[STOP_REASON].fillna("").astype(str).str.contains(CAPPED).to_numpy()
-              if claim.measure in OWN_STOP and STOP_REASON in found else False)
+              if claim.measure in vocabulary.OWN_STOP and STOP_REASON in found else False)
     censored = (np.isinf(value) & (value > 0)) | capped
-    below = f"metrics.{FLOORS.get(claim.measure.split('_')[0], FLOORS['time'])}"
+    below = columns.metric(vocabulary.floor(claim.measure))
     floor = (found[below].astype(float).fillna(0.0) if below in found
              else pd.Series(0.0, index=found.index))
     lower = (found[column + precision.LOWER].astype(float) if column + precision.LOWER in found
              else pd.Series(math.nan, index=found.index))
     bounded = lower.notna() & np.isfinite(value) & ~censored
     shape = claim.growth_with or claim.sensitivity_to
-    majority = f"metrics.{MAJORITY.get(claim.measure)}"
+    majority = columns.metric(vocabulary.baseline(claim.measure))
     return pd.DataFrame({
         "block": list(zip(*(_key_values(found, k).astype(str) for k in claim.blocks))),
         "key": pd.to_numeric(_key_values(found, shape), errors="coerce") if shape else math.nan,
@@ -349,7 +342,7 @@ def _paired(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
         found = _located(claim, tested["block"], tested["low"], tested["high"], "value",
                          _censored(tested))
         once = tested.iloc[0]
-        if (found.n == 1 and claim.measure in MAJORITY and once["low"] == once["high"]
+        if (found.n == 1 and vocabulary.baseline(claim.measure) and once["low"] == once["high"]
                 and frames[0]["low"].nunique() == 1 and once["n_test"] > 0):
             return _fixed_test_set(once["low"], int(once["n_test"]), len(tested))
         return found
@@ -438,7 +431,7 @@ def _growth(claim: Claim, frames: list[pd.DataFrame]) -> _Estimate:
     """The Theil-Sen slope of the per-block log ratio (or difference) against log of the
     block's size (``growth_with``), with Sen's interval."""
     tested, other = (_blockwise(f, []) for f in frames)
-    low, high, both, censored = _differences(claim, tested, other)
+    low, _high, both, censored = _differences(claim, tested, other)
     if censored:
         raise _Undecided(INCONCLUSIVE, f"a censored block{censored} has no place on a fitted "
                                        f"line", len(both))
@@ -742,7 +735,7 @@ def _label(where: dict) -> str:
 def _key_values(runs: pd.DataFrame, key: str) -> pd.Series:
     """The values of a tag, else of a param (``solver.C``), else of the dataset's recorded
     profile (``n_train``); all missing if none was logged."""
-    for column in (f"tags.{key}", f"params.{key}", f"inputs.{key}"):
+    for column in (columns.tag(key), columns.param(key), columns.profile(key)):
         if column in runs and runs[column].notna().any():
             return runs[column]
     return pd.Series([None] * len(runs), index=runs.index)

@@ -136,7 +136,7 @@ class Select:
 
 
 @dataclass(frozen=True)
-class Analysis:
+class AnalysisStep:
     """The analysis step: the arguments of ``svmlab analyze`` that the workflow fixes."""
 
     measures: list[str]
@@ -179,7 +179,7 @@ class Workflow:
     preset: str
     overrides: list[str]
     scales: dict[str, list[str]]
-    analysis: Analysis
+    analysis: AnalysisStep
     notebook: str | None
     claims: list[Claim]
     select: Select | None = None
@@ -296,8 +296,8 @@ def _select(data: Any, where: str) -> Select:
     data = _mapping(data, where, SELECT_KEYS)
     grid = _grid(data["grid"], f"{where}.grid")
     fraction = data["validation"]
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
-            or not 0 < fraction < 1:
+    if (isinstance(fraction, bool) or not isinstance(fraction, (int, float))
+            or not 0 < fraction < 1):
         raise WorkflowError(f"{where}.validation: the fraction of the training set held out, "
                             f"between 0 and 1; got {fraction!r}")
     per = data.get("per", "dataset")
@@ -327,7 +327,7 @@ def _grid(grid: Any, where: str) -> dict[str, str]:
     return {str(k): v.strip() for k, v in grid.items()}
 
 
-def _analysis(data: Any, where: str) -> Analysis:
+def _analysis(data: Any, where: str) -> AnalysisStep:
     data = _mapping(data, where, ANALYSIS_KEYS)
     measures = _strings(data["measures"], f"{where}.measures")
     if not measures:
@@ -337,12 +337,12 @@ def _analysis(data: Any, where: str) -> Analysis:
     specs = _strings(data.get("hypotheses"), f"{where}.hypotheses")
     for spec in specs:
         _checked(hypotheses.parse, spec, f"{where}.hypotheses")
-    return Analysis(measures=measures,
-                    blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
-                    treatments=_strings(data.get("treatments"), f"{where}.treatments")
-                    or ["solver"],
-                    hypotheses=specs, control=data.get("control"),
-                    filter=data.get("filter") or "", objective=data.get("objective"))
+    return AnalysisStep(measures=measures,
+                        blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
+                        treatments=_strings(data.get("treatments"), f"{where}.treatments")
+                        or ["solver"],
+                        hypotheses=specs, control=data.get("control"),
+                        filter=data.get("filter") or "", objective=data.get("objective"))
 
 
 def _claim_and_companion(data: Any, where: str) -> list[Claim]:
@@ -458,10 +458,9 @@ def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
         if claim.relative_to is None:
             raise WorkflowError(f"{where}: {key} fits the comparison of two sides; give "
                                 f"relative_to")
-    if claim.sensitivity_to is not None:
-        if claim.sensitivity_to in claim.blocks:
-            raise WorkflowError(f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
-                                f"block; take it out of blocks ({', '.join(claim.blocks)})")
+    if claim.sensitivity_to is not None and claim.sensitivity_to in claim.blocks:
+        raise WorkflowError(f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
+                            f"block; take it out of blocks ({', '.join(claim.blocks)})")
 
 
 def _mapping(data: Any, where: str, keys: dict[str, bool]) -> dict:

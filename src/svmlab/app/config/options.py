@@ -77,7 +77,7 @@ def _parsed(source: Path, files: tuple) -> tuple[dict[str, SourceClass], dict[st
                    for statement in body if isinstance(statement, ast.ImportFrom)
                    and statement.module for alias in statement.names}
         if path.name == "__init__.py":
-            exported |= {qualified: module for qualified in imports.values()}
+            exported |= dict.fromkeys(imports.values(), module)
         for node in body:
             if isinstance(node, ast.ClassDef):
                 found = SourceClass(module, path, node, imports)

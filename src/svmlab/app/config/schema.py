@@ -239,7 +239,7 @@ def unknown_key_hints(args: list[str]) -> list[str]:
         if override.is_add() or override.is_delete() or path[0] == "hydra" or "/" in path[0]:
             continue
         node = cfg
-        for depth, leaf in enumerate(path):  # down to the first key that is not there
+        for depth, leaf in enumerate(path):  # noqa: B007 (read after the loop: where it stopped)
             if not isinstance(node, DictConfig) or leaf not in node:
                 break
             node = node[leaf]
@@ -266,8 +266,8 @@ def composition_error_line(exc: Exception, args: list[str]) -> str | None:
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
         head, out_of_group, tail = exc.missing_cfg_file.partition("/../")  # dataset=../solver/x
-        group, name = (head, f"../{tail}") if out_of_group else \
-            exc.missing_cfg_file.rsplit("/", 1)
+        group, name = ((head, f"../{tail}") if out_of_group
+                       else exc.missing_cfg_file.rsplit("/", 1))
         return _unknown_option(group, name, exc.options)
     if not isinstance(exc, HydraException | OmegaConfBaseException):
         return None

@@ -61,7 +61,7 @@ class Constraint:
         if self.kind == "boolean":
             return "an instance of 'bool'"
         if self.kind == "options":
-            return f"a str among {set(sorted(self.choices))}"
+            return f"a str among {set(self.choices)}"
         bound = (lambda b: b) if self.integral else float
         low = "-inf" if self.low is None else bound(self.low)
         high = "inf" if self.high is None else bound(self.high)

@@ -12,8 +12,8 @@ Ctrl-C or SIGTERM cancels its jobs that have not ended (the plugin leaves them r
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides

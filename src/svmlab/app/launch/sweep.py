@@ -47,8 +47,9 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from svmlab.app.exit_codes import EXIT_FAILED, EXIT_STORE, EXIT_USAGE, failure
 from svmlab.app.launch.preflight import check_jobs
-from svmlab.errors import ConfigError, SvmlabError
+from svmlab.errors import ConfigError
 from svmlab.masking import mask
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 STATE_DIR = ".svmlab"
 KEY_METRIC = "test_accuracy"
 STATUSES = ("FINISHED", "FAILED", "KILLED", "SKIPPED")
-EXIT_FAILED, EXIT_USAGE, EXIT_STORE = 1, 2, 3
 
 
 def state_dir(sweep_dir: str | os.PathLike) -> Path:
@@ -225,13 +225,9 @@ def quiet_resource_tracker() -> None:
 
 
 def failure_line(exc: BaseException, uri: str | None) -> tuple[str, int]:
-    """One line saying what failed and the exit status: 3 for the store, 2 otherwise."""
-    from svmlab.tracking.store import store_error_line
-
-    if isinstance(exc, SvmlabError):
-        return mask(str(exc)), EXIT_USAGE
-    line = store_error_line(exc, uri)
-    return (line, EXIT_STORE) if line else (mask(f"{type(exc).__name__}: {exc}"), EXIT_USAGE)
+    """One line saying what failed and the exit status (``exit_codes.failure``; an error of
+    another kind is named with its type, EXIT_USAGE)."""
+    return failure(exc, uri) or (mask(f"{type(exc).__name__}: {exc}"), EXIT_USAGE)
 
 
 def sweep_name(overrides: list[str]) -> str:

@@ -24,7 +24,7 @@ def threads_per_worker(workers: int) -> int:
 def worker_environment(workers: int) -> dict[str, str]:
     """This process's environment with the thread variables a worker process starts with."""
     threads = str(threads_per_worker(workers))
-    return {name: threads for name in THREAD_VARIABLES} | dict(os.environ)
+    return dict.fromkeys(THREAD_VARIABLES, threads) | dict(os.environ)
 
 
 def limit_this_process(workers: int) -> None:

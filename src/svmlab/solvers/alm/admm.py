@@ -18,8 +18,9 @@ after every exact step and every ``refresh_every`` inexact iterations.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

@@ -19,8 +19,8 @@ from svmlab.errors import ConfigError
 from svmlab.estimator.certificates import DualImage, dual_bound
 from svmlab.estimator.formulations import (
     L2,
-    FreeBias,
     Formulation,
+    FreeBias,
     Hinge,
     NoBias,
     PowerHinge,
@@ -203,8 +203,8 @@ class SVMALM(LinearSVMClassifier):
                        "primal_residual": step.primal_residual,
                        "dual_residual": step.dual_residual, "mu": step.mu,
                        "cg_iterations": float(step.cg_iterations)}
-                if self.trace_certificate or self.tol_gap is not None and (
-                        last or step.iteration >= next_check):
+                if self.trace_certificate or (self.tol_gap is not None and (
+                        last or step.iteration >= next_check)):
                     next_check = max(step.iteration + 1, int(step.iteration * CERTIFY_GROWTH))
                     with trace.paused() if self.tol_gap is None else nullcontext():
                         point = -y * state.lam

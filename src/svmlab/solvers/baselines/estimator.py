@@ -7,10 +7,9 @@ values of the final model on the training data (computed off the clock). LIBLINE
 ``tol_path`` records one row per tolerance instead (a tolerance sweep inside one run).
 """
 
+import time
 from numbers import Integral, Real
 from typing import ClassVar
-
-import time
 
 import numpy as np
 import scipy.sparse as sp

@@ -46,10 +46,10 @@ from svmlab.estimator.formulations import L2SVM, Formulation
 from svmlab.estimator.kernels import resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
 from svmlab.estimator.objectives import primal_objectives
-from svmlab.solvers.frank_wolfe.row_cache import EVALS, FIRST_WIDTH, SERVED, new_cache
 from svmlab.numerics.trace_buffer import new_buffer
 from svmlab.solvers.frank_wolfe import loops as meb
 from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel
+from svmlab.solvers.frank_wolfe.row_cache import EVALS, FIRST_WIDTH, SERVED, new_cache
 
 N_INIT = 20               # points of the random-MEB start (paper section 5.2.2)
 INIT_TOL = 1e-13          # SMO tolerance of the start's small QP, relative to Delta^2

@@ -44,9 +44,17 @@ import numpy as np
 from numba import njit
 
 from svmlab.estimator.formulations import L2SVM
-from svmlab.solvers.frank_wolfe.row_cache import EVALS, SERVED, WIDTH, claim_row, clear, grow, move_column
 from svmlab.numerics.trace_buffer import exclude_since, monotonic_ns, next_row, slice_over
 from svmlab.solvers.frank_wolfe.kernel import modified_row
+from svmlab.solvers.frank_wolfe.row_cache import (
+    EVALS,
+    SERVED,
+    WIDTH,
+    claim_row,
+    clear,
+    grow,
+    move_column,
+)
 
 TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus", "fw_gap",
                  L2SVM.metric("gap"), L2SVM.metric("rel_gap"), "core_size", "step_type",
@@ -54,8 +62,8 @@ TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
 RUNNING, CONVERGED, MAX_STEPS, LEVEL_FLOOR = 0, 1, 2, 3  # LEVEL_FLOOR: CVM at MIN_LEVEL
 # Progress.counts entries, Progress.values entries
-Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF, EVALS_SEEN, SERVED_SEEN = \
-    range(10)
+(Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF, EVALS_SEEN,
+ SERVED_SEEN) = range(10)
 RADIUS, LEVEL, INNER = range(3)
 GAP_CHECK_GROWTH = 1.1  # iterations between two exact gaps grow by this factor
 MIN_RADIUS2 = 1e-16  # r^2 is floored at this fraction of Delta^2 (a zero ball is degenerate)
@@ -621,8 +629,8 @@ def cvm_search(cache, mk, sl, q, threshold, sample_size, rounds, positive, negat
         return best_i, best
     for _ in range(rounds):
         for t in range(sample_size):
-            pool = positive if (t % 2 == 0 and positive.shape[0]) or not negative.shape[0] \
-                else negative
+            pool = (positive if (t % 2 == 0 and positive.shape[0]) or not negative.shape[0]
+                    else negative)
             for _try in range(100):  # rejection of core points
                 i = pool[np.random.randint(0, pool.shape[0])]
                 if pos[i] < 0:

@@ -33,7 +33,7 @@ from svmlab.solvers.l1_newton.certificate import (
     free_set_duals,
     problem,
 )
-from svmlab.solvers.l1_newton.newton import PRUNES, Settings, run
+from svmlab.solvers.l1_newton.newton import PRUNES, Settings, minimise_over_schedule
 from svmlab.solvers.l1_newton.passes import hinge_derivatives, smoothed_objective
 
 WARM_UP_COLUMNS = 20
@@ -53,7 +53,7 @@ class L1NewtonSVM(LinearSVMClassifier):
     name = "l1_newton"
     test_config = ({"lam": 1e-3, "mu": 1e-2, "eta": 1e-8, "alpha_min": 1e-6},
                    {"lam": 0.0, "mu": 1e-2}, {"path": 3})
-    test_truncated = {"max_newton": 1}
+    test_truncated: ClassVar[dict] = {"max_newton": 1}
     gap_tol = "tol"
 
     _parameter_constraints: ClassVar[dict] = {
@@ -179,7 +179,7 @@ class L1NewtonSVM(LinearSVMClassifier):
                 gap["value"] = np.nan
             trace.append(offset + state.iterations, **row)
 
-        state = run(rows, y, self._settings(mu), w0, on_iteration, on_level)
+        state = minimise_over_schedule(rows, y, self._settings(mu), w0, on_iteration, on_level)
         if not on_clock or state.stopped or state.iterations >= self.max_newton:
             return state, gap["final"] if state.stopped else np.inf
         return state, self._gap(X, y, state, mu, image)

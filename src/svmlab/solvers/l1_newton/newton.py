@@ -146,7 +146,7 @@ def curvature_at(rows, y, state, s_: Settings, A, g):
     return DenseCurvature(H)
 
 
-def run(rows, y, settings: Settings, w0: np.ndarray, on_iteration, on_level):
+def minimise_over_schedule(rows, y, settings: Settings, w0: np.ndarray, on_iteration, on_level):
     """Minimise F_alpha over the smoothing schedule from w0. ``on_iteration(state)`` sees every
     Newton iteration; ``on_level(state)`` is called after each alpha reduction and returns True
     to stop (a gap test). Returns the final State."""

@@ -39,6 +39,7 @@ from svmlab.estimator.formulations import (
 )
 from svmlab.estimator.kernels import Kernel, resolve_gamma
 from svmlab.estimator.models import KernelSVMClassifier
+from svmlab.estimator.objectives import least_squares_objectives
 from svmlab.estimator.trace import RowBuffer
 from svmlab.solvers.nesvm.problem import (
     LIPSCHITZ_MODES,
@@ -46,7 +47,6 @@ from svmlab.solvers.nesvm.problem import (
     Evaluation,
     SmoothedSVM,
 )
-from svmlab.estimator.objectives import least_squares_objectives
 
 STOP_RULES = ("gap", "paper", "rel", "grad")
 GAP_CHECK_GROWTH = 1.1  # stop='gap': iterations between certificates grow by this factor
@@ -101,6 +101,7 @@ def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
     """
     theta, wstar, G = theta0.copy(), theta0.copy(), np.zeros_like(theta0)
     best, best_value, previous = theta, math.inf, math.nan
+    theta_previous, grad_previous = theta, G  # the last iterate and gradient, set at k = 0
     step = L if local is None else min(local.L, L)
     i = 0  # the scheme's own index: 0 at the start and at each restart
     for k in range(max_iter + 1):
@@ -363,13 +364,14 @@ class NESVM(KernelSVMClassifier):
         def test(k, theta, ev, previous):
             if ev.dual_gap is not None:  # the oracle's own bound: free at every iteration
                 gap.checked_at, gap.rel_gap = k, relative_gap(ev.true, ev.true - ev.dual_gap)
-                return gap.rel_gap <= self.eps or not last and ev.dual_gap <= ev.true - ev.smoothed
+                return gap.rel_gap <= self.eps or (
+                    not last and ev.dual_gap <= ev.true - ev.smoothed)
             if offset + k < gap.next_check:
                 return False
             gap.next_check = max(offset + k + 1, int((offset + k) * GAP_CHECK_GROWTH))
             cert = self._iterate_certificate(X, y, problem, theta, image)
             gap.checked_at, gap.rel_gap = k, cert.rel_gap
-            return cert.rel_gap <= self.eps or not last and cert.gap <= ev.true - ev.smoothed
+            return cert.rel_gap <= self.eps or (not last and cert.gap <= ev.true - ev.smoothed)
 
         return test
 

@@ -1,5 +1,6 @@
-"""Results in long format (block, treatment, repetition, one column per measure), read from
-MLflow runs or from a CSV file (wide: one column per measure; or tidy: measure, value)."""
+"""Measurements in long format (block, treatment, repetition, one column per measure), read
+from MLflow runs or from a CSV file of results (wide: one column per measure; or tidy: measure,
+value)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from svmlab import vocabulary
 from svmlab.analysis import precision
 from svmlab.errors import SvmlabError
+from svmlab.tracking import columns
 
 KEY_COLUMNS = ("block", "treatment", "repetition")
 JOIN = " / "  # between the values of a combined block or treatment key
 #: Params that may differ between the runs of one treatment: the dataset's own settings (they
 #: vary with the block) and where a run was stored.
 CONTEXT_PREFIXES = ("dataset.", "tracking.", "paths.", "hydra.")
-#: The tag of a run's config digest (the sha256 of its resolved config, ``svmlab train``).
-DIGEST_TAG = "tags.svmlab.config_sha256"
-#: The tag of a run whose fit started from another fit's solution (`recording.results`).
-WARM_START = "tags.svmlab.warm_start"
+#: The columns of a run's config digest (the sha256 of its resolved config, ``svmlab train``),
+#: of a run whose fit started from another fit's solution, and of a run's role.
+DIGEST = columns.tag(vocabulary.DIGEST_TAG)
+WARM_START = columns.tag(vocabulary.WARM_START_TAG)
+ROLE = columns.tag(vocabulary.ROLE_TAG)
 
 
 @dataclass
@@ -73,18 +77,18 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
     values, notes = (precision.derive(runs, derived, tracking_uri, queries.load_trace)
                      if derived else ({}, []))
     for name in measures:
-        column = f"metrics.{name}"
+        column = columns.metric(name)
         if name in values:
             long[name] = values[name]
             continue
         if column not in runs:
-            available = sorted(c[8:] for c in runs.columns
-                               if c.startswith("metrics.") and not c.startswith("metrics.trace/"))
+            available = sorted(c for c in columns.names(runs.columns, columns.METRICS)
+                               if not c.startswith("trace/"))
             raise SvmlabError(f"no run logged the metric {name!r}; logged: {', '.join(available)}")
         long[name] = runs[column].to_numpy(dtype=float)
     keys = {*block_columns, *treatment_columns, _column(runs, repetition)}
     found = confounds(runs, long["treatment"].to_numpy(), keys)
-    long, repeated = once_per_config(long, runs.get(DIGEST_TAG), measures)
+    long, repeated = once_per_config(long, runs.get(DIGEST), measures)
     return Selection(long.reset_index(drop=True), source=f"mlflow:{','.join(experiments)}",
                      excluded=excluded,
                      columns={"block": block_columns, "treatment": treatment_columns},
@@ -93,7 +97,7 @@ def from_mlflow(experiments: list[str], filter_string: str = "", *, measures: li
 
 def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
                     measures: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    """One row per config: runs with the same config digest (DIGEST_TAG: the same resolved
+    """One row per config: runs with the same config digest (DIGEST: the same resolved
     config in the same experiment, e.g. the same command run twice) computed the same thing,
     so they are one measurement, not repetitions: their measures are averaged (a time over its
     re-timings) into the row of the first of them, and one line says how many were merged."""
@@ -108,7 +112,7 @@ def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
     repeats = len(long) - len(merged)
     configs = int(key[key.duplicated(keep=False)].nunique())
     said = (f"{repeats} run(s) repeat the exact config of another ({configs} config(s), same "
-            f"{DIGEST_TAG.removeprefix('tags.')}): each config counted once, its measures "
+            f"{vocabulary.DIGEST_TAG}): each config counted once, its measures "
             f"averaged over its identical re-runs")
     return merged, [said]
 
@@ -116,12 +120,12 @@ def once_per_config(long: pd.DataFrame, digests: pd.Series | None,
 def confounds(runs: pd.DataFrame, treatments, keys: set[str]) -> dict[str, dict[str, list]]:
     """Per treatment, the params (other than ``keys`` and CONTEXT_PREFIXES) with more than one
     value among its runs: runs that would be pooled although their settings differ."""
-    params = [c for c in runs.columns if c.startswith("params.") and c not in keys
-              and not c[len("params."):].startswith(CONTEXT_PREFIXES)]
+    params = {columns.param(p): p for p in columns.names(runs.columns, columns.PARAMS)
+              if columns.param(p) not in keys and not p.startswith(CONTEXT_PREFIXES)}
     found: dict[str, dict[str, list]] = {}
-    for treatment, group in runs[params].groupby(pd.Series(treatments, index=runs.index)):
-        values = {c[len("params."):]: sorted(group[c].astype("string").fillna("(none)").unique())
-                  for c in params}
+    for treatment, group in runs[list(params)].groupby(pd.Series(treatments, index=runs.index)):
+        values = {p: sorted(group[c].astype("string").fillna("(none)").unique())
+                  for c, p in params.items()}
         varying = {k: v for k, v in values.items() if len(v) > 1}
         if varying:
             found[str(treatment)] = varying
@@ -154,14 +158,15 @@ def finished_runs(experiments: list[str], filter_string: str, tracking_uri: str 
     if runs.empty:
         raise SvmlabError(f"no runs in {', '.join(experiments)} match the filter "
                           f"{filter_string!r}")
-    if "tags.svmlab.role" in runs:
-        runs = runs[runs["tags.svmlab.role"].isna()]
+    if ROLE in runs:
+        runs = runs[runs[ROLE].isna()]
     warm = (runs[WARM_START] == "true" if WARM_START in runs
             else pd.Series(False, index=runs.index))
     runs, excluded = runs[~warm], {"warm-started": int(warm.sum())} if warm.any() else {}
     if runs.empty and warm.any():
         raise SvmlabError(f"the {int(warm.sum())} runs selected all started from another fit "
-                          f"({WARM_START}): their times are not those of a fit from scratch")
+                          f"({vocabulary.WARM_START_TAG}): their times are not those of a fit "
+                          f"from scratch")
     finished = runs["status"] == "FINISHED"
     excluded |= dict(Counter(runs.loc[~finished, "status"]))
     if not finished.any():
@@ -184,11 +189,11 @@ def from_csv(path: str | Path, measures: list[str], blocks=("dataset",),
               for role, keys in (("block", list(blocks)), ("treatment", list(treatments)),
                                  ("repetition", [repetition]))
               if role in long or all(k in long for k in keys)}
-    for role, columns in labels.items():
-        _check_labels(long, columns, role, path)
-    for role, columns in labels.items():
-        if columns != [role]:
-            long[role] = long[columns].astype(str).agg(JOIN.join, axis=1)
+    for role, keys in labels.items():
+        _check_labels(long, keys, role, path)
+    for role, keys in labels.items():
+        if keys != [role]:
+            long[role] = long[keys].astype(str).agg(JOIN.join, axis=1)
     tidy = {"measure", "value"} <= set(long.columns)
     if tidy:
         long = _widen(long, path)
@@ -252,10 +257,12 @@ def _label(runs: pd.DataFrame, columns: list[str]) -> pd.Series:
 def _column(runs: pd.DataFrame, key: str) -> str:
     """The column of a param or tag: 'params.X' or 'tags.X' as given, else the tag X, else the
     param X."""
-    candidates = [key] if key.startswith(("params.", "tags.")) else [f"tags.{key}",
-                                                                      f"params.{key}"]
+    kind, name = columns.split(key)
+    candidates = ([columns.column(kind, name)] if kind in (columns.PARAMS, columns.TAGS)
+                  else [columns.tag(key), columns.param(key)])
     for column in candidates:
         if column in runs and runs[column].notna().any():
             return column
-    available = sorted(c for c in runs.columns if c.startswith(("params.", "tags.")))
+    available = sorted(columns.column(kind, name) for kind in (columns.PARAMS, columns.TAGS)
+                       for name in columns.names(runs.columns, kind))
     raise SvmlabError(f"no run has the param or tag {key!r}; available: {', '.join(available)}")
