@@ -11,9 +11,15 @@ from setuptools.command.build_py import build_py
 
 def source_commit() -> str | None:
     """HEAD of the checkout being built, ``+dirty`` if modified; None outside a checkout."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(Path(__file__).parent), *args], check=True,
-                              capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(Path(__file__).parent), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
 
     try:
         return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain") else "")

@@ -48,8 +48,12 @@ from svmlab.estimator.formulations import L2, LOSSES, Formulation, FreeBias
 from svmlab.estimator.trace import Trace
 from svmlab.solvers.alm import SVMALM
 
-DATASETS = {"ijcnn1": "ijcnn1/ijcnn1.bz2", "w8a": "w8a/w8a", "a9a": "a9a/a9a",
-            "w8a_split": None}  # w8a_split: the training part of bench_data.load_split
+DATASETS = {
+    "ijcnn1": "ijcnn1/ijcnn1.bz2",
+    "w8a": "w8a/w8a",
+    "a9a": "a9a/a9a",
+    "w8a_split": None,
+}  # w8a_split: the training part of bench_data.load_split
 TARGETS = (1e-2, 1e-4)
 TOLS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm"
@@ -69,8 +73,7 @@ def load(data_dir: Path, name: str):
 def certificate(X, y, p, w, b, duals=()):
     """The certificate of (w, b) for the free-bias problem (C = 1)."""
     form = Formulation(LOSSES[LOSS[p]](), L2(), FreeBias())
-    return certify(form, 1.0, y * (X @ w + b), 0.5 * float(w @ w), LinearImage(X, y, w, b),
-                   duals)
+    return certify(form, 1.0, y * (X @ w + b), 0.5 * float(w @ w), LinearImage(X, y, w, b), duals)
 
 
 def judge(X, y, p, w, b, duals=()) -> float:
@@ -99,8 +102,12 @@ def alm_times(X, y, p, steps, repeats, max_iter):
         model._fit(X, y, trace)  # the solver alone (fit would add the final certificate)
         columns = trace.columns()
         gap = next(v for k, v in columns.items() if k.startswith("rel_gap_"))
-        runs.append([columns["time_s"][np.argmax(gap <= t)] if (gap <= t).any() else np.inf
-                     for t in TARGETS])
+        runs.append(
+            [
+                columns["time_s"][np.argmax(gap <= t)] if (gap <= t).any() else np.inf
+                for t in TARGETS
+            ]
+        )
     times = [statistics.median(r[i] for r in runs) for i in range(len(TARGETS))]
     final = judge(X, y, p, model.coef_[0], model.intercept_[0], (-y * model.multipliers_,))
     return times, int(columns["iteration"][-1]), final
@@ -110,8 +117,9 @@ def liblinear_times(X, y, p, dual, repeats, scaling=1.0, max_iter=100_000, tols=
     """Seconds to each target (inf if no tol reached it) and the (tol, seconds, gap) rows."""
     reached, rows = [np.inf] * len(TARGETS), []
     for tol in tols:
-        svc = LinearSVC(C=1.0, loss=LOSS[p], dual=dual, tol=tol, intercept_scaling=scaling,
-                        max_iter=max_iter)
+        svc = LinearSVC(
+            C=1.0, loss=LOSS[p], dual=dual, tol=tol, intercept_scaling=scaling, max_iter=max_iter
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             seconds, fitted = median_time(lambda: svc.fit(X, y), repeats)
@@ -127,11 +135,15 @@ def liblinear_times(X, y, p, dual, repeats, scaling=1.0, max_iter=100_000, tols=
 
 def table3(data_dir: Path) -> None:
     """Test accuracy on ijcnn1.t of models trained on ijcnn1 (C = 1) over p."""
-    files = [load_svmlight_file(str(data_dir / "ijcnn1" / f), n_features=22)
-             for f in ("ijcnn1.bz2", "ijcnn1.t.bz2")]
+    files = [
+        load_svmlight_file(str(data_dir / "ijcnn1" / f), n_features=22)
+        for f in ("ijcnn1.bz2", "ijcnn1.t.bz2")
+    ]
     (X, y), (X_test, y_test) = files
-    print(f"# ijcnn1, C = 1: majority class (negative) {100 * np.mean(y < 0):.2f} % of the "
-          f"training file, {100 * np.mean(y_test < 0):.2f} % of the test file")
+    print(
+        f"# ijcnn1, C = 1: majority class (negative) {100 * np.mean(y < 0):.2f} % of the "
+        f"training file, {100 * np.mean(y_test < 0):.2f} % of the test file"
+    )
 
     def accuracy(model):
         return 100 * np.mean(model.predict(X_test) == y_test)
@@ -141,9 +153,11 @@ def table3(data_dir: Path) -> None:
             warnings.simplefilter("ignore", ConvergenceWarning)
             paper = SVMALM(p=p).fit(X, y)
         tight = SVMALM(p=p, inner_steps=5, tol=0.0, tol_gap=1e-4, max_iter=3000).fit(X, y)
-        print(f"p = {p}: paper settings {accuracy(paper):.2f} % ({paper.n_iter_} iterations, "
-              f"gap {paper.certificate_.rel_gap:.1e}); certified 1e-4 {accuracy(tight):.2f} % "
-              f"({tight.n_iter_} iterations, gap {tight.certificate_.rel_gap:.1e})")
+        print(
+            f"p = {p}: paper settings {accuracy(paper):.2f} % ({paper.n_iter_} iterations, "
+            f"gap {paper.certificate_.rel_gap:.1e}); certified 1e-4 {accuracy(tight):.2f} % "
+            f"({tight.n_iter_} iterations, gap {tight.certificate_.rel_gap:.1e})"
+        )
     for loss in ("hinge", "squared_hinge"):
         model = LinearSVC(loss=loss, tol=1e-4, max_iter=100_000).fit(X, y)
         print(f"LIBLINEAR {loss}: {100 * np.mean(model.predict(X_test) == y_test):.2f} %")
@@ -158,11 +172,16 @@ def overhead(data_dir: Path, repeats: int) -> None:
         settings = dict(p=p, inner_steps=steps, tol=0.0)
         iterations = SVMALM(**settings, tol_gap=1e-4, max_iter=3000).fit(X, y).n_iter_
         times = [
-            statistics.median(SVMALM(**settings, max_iter=iterations, **extra).fit(X, y)
-                              .fit_time_s_ for _ in range(repeats))
-            for extra in ({"tol_gap": 1e-4}, {"trace_certificate": False})]
-        print(f"ijcnn1, p = {p:g}, {steps} CG step(s), {iterations} iterations: "
-              f"{times[0]:.3f} s with the certificate, {times[1]:.3f} s without")
+            statistics.median(
+                SVMALM(**settings, max_iter=iterations, **extra).fit(X, y).fit_time_s_
+                for _ in range(repeats)
+            )
+            for extra in ({"tol_gap": 1e-4}, {"trace_certificate": False})
+        ]
+        print(
+            f"ijcnn1, p = {p:g}, {steps} CG step(s), {iterations} iterations: "
+            f"{times[0]:.3f} s with the certificate, {times[1]:.3f} s without"
+        )
 
 
 def fmt(seconds: float) -> str:
@@ -183,17 +202,19 @@ def main():
         return table3(args.data_dir)
     if args.overhead:
         return overhead(args.data_dir, args.repeats)
-    print(f"# SVM-ALM vs LIBLINEAR, C = 1, free bias, median of {args.repeats}; "
-          "n/r: not reached (ALM: within max_iter; LIBLINEAR: at tol >= 1e-6)")
+    print(
+        f"# SVM-ALM vs LIBLINEAR, C = 1, free bias, median of {args.repeats}; "
+        "n/r: not reached (ALM: within max_iter; LIBLINEAR: at tol >= 1e-6)"
+    )
     for name in args.datasets:
         X, y = load(args.data_dir, name)
-        print(f"\n## {name}: n = {X.shape[0]}, d = {X.shape[1]}, nnz/row = "
-              f"{X.nnz / X.shape[0]:.1f}")
+        print(
+            f"\n## {name}: n = {X.shape[0]}, d = {X.shape[1]}, nnz/row = {X.nnz / X.shape[0]:.1f}"
+        )
         for p in (1.0, 2.0):
             print(f"\n### p = {p:g} ({LOSS[p]})")
             print(f"{'solver':<28}{'1e-2 s':>9}{'1e-4 s':>9}  detail")
-            baselines = {"LIBLINEAR dual CD": True} | ({"LIBLINEAR TRON": False} if p == 2
-                                                      else {})
+            baselines = {"LIBLINEAR dual CD": True} | ({"LIBLINEAR TRON": False} if p == 2 else {})
             best = [np.inf] * len(TARGETS)
             for label, dual in baselines.items():
                 reached, rows = liblinear_times(X, y, p, dual, args.repeats)
@@ -202,15 +223,21 @@ def main():
                 print(f"{label:<28}{fmt(reached[0])}{fmt(reached[1])}  {detail}")
             if args.paper_bias:
                 reached, rows = liblinear_times(X, y, p, True, 1, 1000.0, 1000, (1e-1,))
-                print(f"{'dual CD, T = 1000, 1000 it':<28}{fmt(reached[0])}{fmt(reached[1])}  "
-                      f"{rows[0][1]:.3f}s gap {rows[0][2]:.1e}")
+                print(
+                    f"{'dual CD, T = 1000, 1000 it':<28}{fmt(reached[0])}{fmt(reached[1])}  "
+                    f"{rows[0][1]:.3f}s gap {rows[0][2]:.1e}"
+                )
             for steps in (1, 5):
                 times, iters, final = alm_times(X, y, p, steps, args.repeats, args.max_iter)
-                ratios = " ".join(f"{t / b:6.2f}x" if np.isfinite(t / b) else "   n/a"
-                                  for t, b in zip(times, best))
-                print(f"{f'SVM-ALM, {steps} CG step(s)':<28}{fmt(times[0])}{fmt(times[1])}  "
-                      f"ratio to best LIBLINEAR {ratios}; {iters} iterations, judged gap "
-                      f"{final:.1e}")
+                ratios = " ".join(
+                    f"{t / b:6.2f}x" if np.isfinite(t / b) else "   n/a"
+                    for t, b in zip(times, best)
+                )
+                print(
+                    f"{f'SVM-ALM, {steps} CG step(s)':<28}{fmt(times[0])}{fmt(times[1])}  "
+                    f"ratio to best LIBLINEAR {ratios}; {iters} iterations, judged gap "
+                    f"{final:.1e}"
+                )
 
 
 if __name__ == "__main__":

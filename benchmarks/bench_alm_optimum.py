@@ -80,8 +80,10 @@ def reference(X, y, p):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         alm.fit(X, y)
-    certs = [certificate(X, y, p, alm.coef_[0], alm.intercept_[0], (-y * alm.multipliers_,)),
-             liblinear(X, y, p, True, 1e-8, 1)[1]]
+    certs = [
+        certificate(X, y, p, alm.coef_[0], alm.intercept_[0], (-y * alm.multipliers_,)),
+        liblinear(X, y, p, True, 1e-8, 1)[1],
+    ]
     best, lower = min(c.primal for c in certs), max(c.dual for c in certs)
     return best, (best - lower) / abs(best)
 
@@ -140,28 +142,34 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=["a9a", "ijcnn1"])
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    print(f"# SVM-ALM vs LIBLINEAR, C = 1, free bias, median of {args.repeats}; "
-          f"targets: ALM to 1 % of obj* <= 1x LIBLINEAR's, to a certified 1e-2 <= 2x")
+    print(
+        f"# SVM-ALM vs LIBLINEAR, C = 1, free bias, median of {args.repeats}; "
+        f"targets: ALM to 1 % of obj* <= 1x LIBLINEAR's, to a certified 1e-2 <= 2x"
+    )
     for name in args.datasets:
         X, y = load(args.data_dir, name)
         print(f"\n## {name}: n = {X.shape[0]}, d = {X.shape[1]}")
         for p in (1.0, 2.0):
             obj_star, width = reference(X, y, p)
-            print(f"\n### p = {p:g} ({LOSS[p]}): obj* = {obj_star:.6f} (certified within "
-                  f"{width:.1e})")
+            print(
+                f"\n### p = {p:g} ({LOSS[p]}): obj* = {obj_star:.6f} (certified within {width:.1e})"
+            )
             best_opt = best_gap = np.inf
             solvers = {"dual CD": True} | ({"TRON": False} if p == 2 else {})
             for label, dual in solvers.items():
                 to_opt, to_gap, rows = liblinear_times(X, y, p, dual, obj_star, args.repeats)
                 best_opt, best_gap = min(best_opt, to_opt), min(best_gap, to_gap)
-                print(f"LIBLINEAR {label}: 1 % {to_opt:.3f} s, certified 1e-2 {to_gap:.3f} s; "
-                      + "; ".join(rows))
+                print(
+                    f"LIBLINEAR {label}: 1 % {to_opt:.3f} s, certified 1e-2 {to_gap:.3f} s; "
+                    + "; ".join(rows)
+                )
             for steps in (3, 1, 5):
-                to_opt, to_gap, its_opt, its_gap = alm_times(X, y, p, steps, obj_star,
-                                                             args.repeats)
-                print(f"SVM-ALM {steps} CG step(s): 1 % {to_opt:.3f} s ({its_opt} it) = "
-                      f"{ratio(to_opt, best_opt)} LIBLINEAR; certified 1e-2 {to_gap:.3f} s "
-                      f"({its_gap} it) = {ratio(to_gap, best_gap)} LIBLINEAR")
+                to_opt, to_gap, its_opt, its_gap = alm_times(X, y, p, steps, obj_star, args.repeats)
+                print(
+                    f"SVM-ALM {steps} CG step(s): 1 % {to_opt:.3f} s ({its_opt} it) = "
+                    f"{ratio(to_opt, best_opt)} LIBLINEAR; certified 1e-2 {to_gap:.3f} s "
+                    f"({its_gap} it) = {ratio(to_gap, best_gap)} LIBLINEAR"
+                )
             if args.profile:
                 profile(X, y, p, SVMALM().inner_steps)
 

@@ -49,8 +49,14 @@ from svmlab.solvers.nesvm import NESVM
 from svmlab.solvers.pegasos import Pegasos
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm"
-NESVM_PAPER = {"stop": "paper", "eps": 1e-3, "homotopy": "off", "lipschitz": "paper",
-               "mu_target": 0.05, "nu_target": 0.05}
+NESVM_PAPER = {
+    "stop": "paper",
+    "eps": 1e-3,
+    "homotopy": "off",
+    "lipschitz": "paper",
+    "mu_target": 0.05,
+    "nu_target": 0.05,
+}
 L1_NEWTON_PAPER = {"tol": 0.0, "alpha_min": 1e-4, "eta": 0.1}
 W8A_SPLIT = {"test_fraction": 0.2}
 CASES = {
@@ -93,8 +99,10 @@ def main():
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
-    print(f"{'case':16} {'data':7} {'fit s':>7} {'cert s':>8} {'ratio':>6} {'rel_gap':>10} "
-          f"{'LP cert s':>10} {'LP rel_gap':>11} {'speed-up':>8}")
+    print(
+        f"{'case':16} {'data':7} {'fit s':>7} {'cert s':>8} {'ratio':>6} {'rel_gap':>10} "
+        f"{'LP cert s':>10} {'LP rel_gap':>11} {'speed-up':>8}"
+    )
     for name in args.cases:
         dataset, make = CASES[name]
         d = data.load(dataset, data_dir=args.data_dir, **SPLITS.get(dataset, {}))
@@ -102,11 +110,15 @@ def main():
         fit_s = statistics.median(fit.fit_time_s_ for fit in fits)
         cert_s = statistics.median(fit.certificate_time_s_ for fit in fits)
         model = fits[0]
-        row = (f"{name:16} {dataset:7} {fit_s:7.2f} {cert_s:8.3f} "
-               f"{cert_s / fit_s:6.2f} {model.certificate_.rel_gap:10.6f}")
+        row = (
+            f"{name:16} {dataset:7} {fit_s:7.2f} {cert_s:8.3f} "
+            f"{cert_s / fit_s:6.2f} {model.certificate_.rel_gap:10.6f}"
+        )
         if not args.no_reference:
-            X, y_pm = model._validated_X(d.X_train), np.where(d.y_train == model.classes_[1],
-                                                               1., -1.)
+            X, y_pm = (
+                model._validated_X(d.X_train),
+                np.where(d.y_train == model.classes_[1], 1.0, -1.0),
+            )
             seconds, _ = timed_certificate(model, X, y_pm, args.repeats)
             L2.ascent, certificate.LINPROG = False, True
             try:

@@ -45,8 +45,11 @@ def wall_seconds(args: list[str], folder: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one command; CPU is user + system time of the process and its
     children, which the wall time approaches on an idle machine."""
     store = folder / "mlflow.db"
-    extra = ([f"tracking.uri=sqlite:///{store}", f"hydra.run.dir={folder}/outputs"]
-             if args[:1] == ["train"] and "--help" not in args else [])
+    extra = (
+        [f"tracking.uri=sqlite:///{store}", f"hydra.run.dir={folder}/outputs"]
+        if args[:1] == ["train"] and "--help" not in args
+        else []
+    )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([shutil.which("svmlab"), *args, *extra], cwd=folder, capture_output=True)
@@ -61,13 +64,19 @@ HEAVY = ("numba", "sklearn", "mlflow", "matplotlib")
 def import_profile(args: list[str], folder: Path) -> tuple[list[str], list[tuple[float, str]]]:
     """(heavy modules imported, the 8 slowest top-level imports in seconds) of one command."""
     extra = [f"tracking.uri=sqlite:///{folder / 'mlflow.db'}", f"hydra.run.dir={folder}/outputs"]
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "svmlab.app.cli", *args,
-                           *extra], cwd=folder, capture_output=True, text=True)
-    rows = [m.groups() for m in re.finditer(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)",
-                                            done.stderr)]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "svmlab.app.cli", *args, *extra],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    rows = [
+        m.groups() for m in re.finditer(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", done.stderr)
+    ]
     names = {name for _, _, name in rows}
-    top = sorted(((int(cum) / 1e6, name) for cum, indent, name in rows if len(indent) == 1),
-                 reverse=True)
+    top = sorted(
+        ((int(cum) / 1e6, name) for cum, indent, name in rows if len(indent) == 1), reverse=True
+    )
     return [h for h in HEAVY if h in names], top[:8]
 
 
@@ -75,8 +84,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     repeat = parser.parse_args().repeat
-    print(f"{'command':44s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'cpu s':>7s} "
-          f"{'target':>7s}  met")
+    print(
+        f"{'command':44s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'cpu s':>7s} "
+        f"{'target':>7s}  met"
+    )
     reference = statistics.median(reference_seconds() for _ in range(repeat))
     print(f"{'reference: python -c pass':44s} {reference:9.2f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,14 +97,18 @@ def main() -> None:
             times = [wall for wall, _ in measured]
             median = statistics.median(times)
             cpu = statistics.median(c for _, c in measured)
-            print(f"{label:44s} {median:9.2f} {min(times):7.2f} {max(times):7.2f} {cpu:7.2f} "
-                  f"{target:7.1f}  {'yes' if median < target else 'NO'}")
+            print(
+                f"{label:44s} {median:9.2f} {min(times):7.2f} {max(times):7.2f} {cpu:7.2f} "
+                f"{target:7.1f}  {'yes' if median < target else 'NO'}"
+            )
         for label, args, _ in COMMANDS:
             if label.startswith("config error"):
                 heavy, top = import_profile(args, Path(tmp))
-                print(f"\n{label}: heavy imports: {', '.join(heavy) or 'none'}; slowest "
-                      "top-level imports (s): "
-                      + ", ".join(f"{name} {seconds:.2f}" for seconds, name in top))
+                print(
+                    f"\n{label}: heavy imports: {', '.join(heavy) or 'none'}; slowest "
+                    "top-level imports (s): "
+                    + ", ".join(f"{name} {seconds:.2f}" for seconds, name in top)
+                )
 
 
 if __name__ == "__main__":

@@ -30,5 +30,6 @@ def load_split(dataset: str, data_dir: str, **params):
     except DownloadError:
         X, y = load_svmlight_file(os.path.join(data_dir, dataset, dataset))
         X_train, X_test, y_train, y_test = train_test_split(
-            X, np.where(y > 0, 1.0, -1.0), test_size=0.2, stratify=y, random_state=0)
+            X, np.where(y > 0, 1.0, -1.0), test_size=0.2, stratify=y, random_state=0
+        )
         return X_train.tocsr(), y_train, X_test.tocsr(), y_test

@@ -31,8 +31,9 @@ TARGET_PP = 1.0
 def default_estimator(solver: str, kernel: str):
     register_configs()
     with initialize_config_module("svmlab.conf", version_base="1.3"):
-        return build_estimator(compose("config", overrides=[f"solver={solver}",
-                                                            f"kernel={kernel}"]))
+        return build_estimator(
+            compose("config", overrides=[f"solver={solver}", f"kernel={kernel}"])
+        )
 
 
 def measure(solver: str, kernel: str, split) -> dict:
@@ -43,39 +44,58 @@ def measure(solver: str, kernel: str, split) -> dict:
         est.fit(X_train, y_train)
     certificate = est.certificate_
     gaps = {certificate.formulation: certificate.rel_gap} if certificate else {}
-    return {"acc": float(np.mean(est.predict(X_test) == y_test)), "fit_s": est.fit_time_s_,
-            "converged": getattr(est, "converged_", None), "gaps": gaps,
-            "warned": any("stopped before" in str(w.message) for w in caught)}
+    return {
+        "acc": float(np.mean(est.predict(X_test) == y_test)),
+        "fit_s": est.fit_time_s_,
+        "converged": getattr(est, "converged_", None),
+        "gaps": gaps,
+        "warned": any("stopped before" in str(w.message) for w in caught),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["ijcnn1", "a9a", "w8a"])
     parser.add_argument("--solvers", nargs="+", default=[*LINEAR, *KERNEL])
-    parser.add_argument("--linear-reference", choices=["liblinear", "libsvm"], default="liblinear",
-                        help="the reference of the linear solvers (libsvm: SVC, linear kernel)")
-    parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA")
-                        or os.path.join(os.path.dirname(__file__), "../../shared/data/libsvm"))
+    parser.add_argument(
+        "--linear-reference",
+        choices=["liblinear", "libsvm"],
+        default="liblinear",
+        help="the reference of the linear solvers (libsvm: SVC, linear kernel)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get("SVMLAB_SHARED_DATA")
+        or os.path.join(os.path.dirname(__file__), "../../shared/data/libsvm"),
+    )
     args = parser.parse_args()
     REFERENCE["linear"] = args.linear_reference
-    print("| dataset | solver | kernel | test accuracy | reference | difference (pp) | within 1 pp "
-          "| certified relative gap | converged | fit time (s) |")
+    print(
+        "| dataset | solver | kernel | test accuracy | reference | difference (pp) | within 1 pp "
+        "| certified relative gap | converged | fit time (s) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for dataset in args.datasets:
         split = load_split(dataset, args.data_dir)
         kernels = sorted({"linear" if s in LINEAR else "rbf" for s in args.solvers})
         refs = {k: measure(REFERENCE[k], k, split) for k in kernels}
         for k, r in refs.items():
-            print(f"| {dataset} | {REFERENCE[k]} | {k} | {100 * r['acc']:.2f} % | | | "
-                  f"| {_gap(r)} | {r['converged']} | {r['fit_s']:.2f} |", flush=True)
+            print(
+                f"| {dataset} | {REFERENCE[k]} | {k} | {100 * r['acc']:.2f} % | | | "
+                f"| {_gap(r)} | {r['converged']} | {r['fit_s']:.2f} |",
+                flush=True,
+            )
         for solver in args.solvers:
             kernel = "linear" if solver in LINEAR else "rbf"
             r, ref = measure(solver, kernel, split), refs[kernel]
             diff = 100 * (r["acc"] - ref["acc"])
-            print(f"| {dataset} | {solver} | {kernel} | {100 * r['acc']:.2f} % | "
-                  f"{REFERENCE[kernel]} {100 * ref['acc']:.2f} % | {diff:+.2f} | "
-                  f"{'yes' if diff >= -TARGET_PP else 'NO'} | {_gap(r)} | {r['converged']} | "
-                  f"{r['fit_s']:.2f} |", flush=True)
+            print(
+                f"| {dataset} | {solver} | {kernel} | {100 * r['acc']:.2f} % | "
+                f"{REFERENCE[kernel]} {100 * ref['acc']:.2f} % | {diff:+.2f} | "
+                f"{'yes' if diff >= -TARGET_PP else 'NO'} | {_gap(r)} | {r['converged']} | "
+                f"{r['fit_s']:.2f} |",
+                flush=True,
+            )
 
 
 def _gap(result: dict) -> str:

@@ -56,26 +56,35 @@ def main() -> None:
     for name in ("a9a", "ijcnn1"):
         X, y = load(args.data_dir, name)
         dense = X.toarray()
-        print(f"# {name}: {X.shape[0]} x {X.shape[1]}, {X.nnz / np.prod(X.shape):.3f} nonzeros; "
-              f"median of {args.repeats}; columns: now, before, ratio")
+        print(
+            f"# {name}: {X.shape[0]} x {X.shape[1]}, {X.nnz / np.prod(X.shape):.3f} nonzeros; "
+            f"median of {args.repeats}; columns: now, before, ratio"
+        )
         weights = 1.0 / np.abs(dense).max(axis=1)
         rows = rows_of(dense)
         weighted_gram(rows_of(dense[:10]), weights[:10], False)  # compiled before timing
-        report(f"Gram matrix for NESVM's L (dense {name})",
-               median_time(lambda: weighted_gram(rows, weights, False), args.repeats)[0],
-               median_time(lambda: blas_gram(dense, weights), args.repeats)[0])
+        report(
+            f"Gram matrix for NESVM's L (dense {name})",
+            median_time(lambda: weighted_gram(rows, weights, False), args.repeats)[0],
+            median_time(lambda: blas_gram(dense, weights), args.repeats)[0],
+        )
     X, y = load(args.data_dir, "a9a")
-    part, labels = X.toarray()[:args.rows], y[:args.rows]
+    part, labels = X.toarray()[: args.rows], y[: args.rows]
     spec = kernel_spec("rbf", 1.0 / X.shape[1])
     out = np.empty((100, args.rows))
     now, before = point_set(rows_layout(part)), point_set(part)
     _kernel_rows(spec, now, now, out[:1])
     _kernel_rows(spec, before, before, out[:1])
-    report(f"100 rows of K(X, X), rbf, X = first {args.rows} rows",
-           median_time(lambda: _kernel_rows(spec, now, now, out), args.repeats)[0],
-           median_time(lambda: _kernel_rows(spec, before, before, out), args.repeats)[0])
-    report("  FW fit on X (solver clock)",
-           fw_time(part, labels, args.repeats), fw_time(part, labels, args.repeats, old=True))
+    report(
+        f"100 rows of K(X, X), rbf, X = first {args.rows} rows",
+        median_time(lambda: _kernel_rows(spec, now, now, out), args.repeats)[0],
+        median_time(lambda: _kernel_rows(spec, before, before, out), args.repeats)[0],
+    )
+    report(
+        "  FW fit on X (solver clock)",
+        fw_time(part, labels, args.repeats),
+        fw_time(part, labels, args.repeats, old=True),
+    )
 
 
 def fw_time(X, y, repeats: int, old: bool = False) -> float:
@@ -86,8 +95,10 @@ def fw_time(X, y, repeats: int, old: bool = False) -> float:
         fw_kernel.rows_layout = lambda X: layout(X) if sp.issparse(X) else X
     try:
         FrankWolfe(gamma=1.0 / X.shape[1], random_state=0).fit(X[:50], y[:50])
-        times = [FrankWolfe(gamma=1.0 / X.shape[1], random_state=0).fit(X, y).fit_time_s_
-                 for _ in range(repeats)]
+        times = [
+            FrankWolfe(gamma=1.0 / X.shape[1], random_state=0).fit(X, y).fit_time_s_
+            for _ in range(repeats)
+        ]
     finally:
         fw_kernel.rows_layout = layout
     return statistics.median(times)

@@ -59,11 +59,26 @@ import numpy as np
 from bench_data import load_split
 
 # dataset -> (C, gamma); gamma None = 1 / n_features, a string: a gamma rule
-SETTINGS = {"ijcnn1": (32.0, 2.0), "w8a": (1.0, None), "a9a": (1.0, None),
-            "w1a": (32.0, "avg_sq_dist"), "w3a": (32.0, "avg_sq_dist"),
-            "a1a": (32.0, "avg_sq_dist")}
-SOLVERS = ("svc", "mfw", "fw", "cvm", "mfw_check", "fw_check", "mfw_full", "fw_full", "cvm_full",
-           "cvm_gap")
+SETTINGS = {
+    "ijcnn1": (32.0, 2.0),
+    "w8a": (1.0, None),
+    "a9a": (1.0, None),
+    "w1a": (32.0, "avg_sq_dist"),
+    "w3a": (32.0, "avg_sq_dist"),
+    "a1a": (32.0, "avg_sq_dist"),
+}
+SOLVERS = (
+    "svc",
+    "mfw",
+    "fw",
+    "cvm",
+    "mfw_check",
+    "fw_check",
+    "mfw_full",
+    "fw_full",
+    "cvm_full",
+    "cvm_gap",
+)
 TARGET_RATIO, TARGET_PP = 0.25, 1.0
 
 
@@ -81,8 +96,9 @@ def _parse_solver(text: str) -> str:
         try:
             float(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: the tolerance after ':' must be a "
-                                             "number") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: the tolerance after ':' must be a number"
+            ) from None
     return text
 
 
@@ -106,13 +122,13 @@ def _estimator(solver: str, C: float, gamma: float, seed: int, settings: dict):
 
     solver, _, tolerance = solver.partition(":")
     if solver == "svc":
-        return Libsvm(C=C, kernel="rbf", gamma=gamma, cache_size=200.0,
-                      tol=float(tolerance or 1e-3))
+        return Libsvm(
+            C=C, kernel="rbf", gamma=gamma, cache_size=200.0, tol=float(tolerance or 1e-3)
+        )
     name, _, variant = solver.partition("_")
     cls = {"mfw": ModifiedFrankWolfe, "fw": FrankWolfe, "cvm": CoreVectorMachine}[name]
     if variant == "full":
-        options = {"sampling": "full", "eps": settings["full_eps"],
-                   "stop": settings["full_stop"]}
+        options = {"sampling": "full", "eps": settings["full_eps"], "stop": settings["full_stop"]}
     elif variant == "gap":
         options = {"stop": "gap", "sampling": "random", "eps": 1e-2}
     else:
@@ -140,8 +156,9 @@ def _fit_once(args) -> dict:
     dataset, C, gamma, solver, seed, data_dir, settings = args
     X_train, y_train, X_test, y_test = load_split(dataset, data_dir)
     if settings["subset"] and settings["subset"] < X_train.shape[0]:
-        rows = np.sort(np.random.default_rng(0).choice(X_train.shape[0], settings["subset"],
-                                                       replace=False))
+        rows = np.sort(
+            np.random.default_rng(0).choice(X_train.shape[0], settings["subset"], replace=False)
+        )
         X_train, y_train = X_train[rows], y_train[rows]
     gamma = _gamma(gamma, X_train)
     if not solver.startswith("svc"):  # load the numba cache on a tiny problem (A17: no JIT time)
@@ -159,14 +176,26 @@ def _fit_once(args) -> dict:
     peak = _status("VmHWM") - rss
     acc = float(np.mean(est.predict(X_test) == y_test))
     n_sv = int(np.sum(est.n_support_))
-    result = {"fit_s": est.fit_time_s_, "wall_s": wall, "acc": acc, "n_sv": n_sv,
-              "peak_mb": peak / 2**20, "gamma": gamma, "n_iter": est.n_iter_, "converged": est.converged_,
-              "rel_gap": est.certificate_.rel_gap}
+    result = {
+        "fit_s": est.fit_time_s_,
+        "wall_s": wall,
+        "acc": acc,
+        "n_sv": n_sv,
+        "peak_mb": peak / 2**20,
+        "gamma": gamma,
+        "n_iter": est.n_iter_,
+        "converged": est.converged_,
+        "rel_gap": est.certificate_.rel_gap,
+    }
     if not solver.startswith("svc"):
         need, value = _needed(solver, est, X_train.shape[0])
-        result |= {"evals": est.n_kernel_evals_, "hit_rate": est.cache_hit_rate_,
-                   "need": need, "need_evals": value,
-                   "core": int(est.trace_.columns()["core_size"][-1])}
+        result |= {
+            "evals": est.n_kernel_evals_,
+            "hit_rate": est.cache_hit_rate_,
+            "need": need,
+            "need_evals": value,
+            "core": int(est.trace_.columns()["core_size"][-1]),
+        }
     return result
 
 
@@ -182,36 +211,76 @@ def _gamma(gamma, X) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--solvers", nargs="+", default=["svc", "mfw", "mfw_full", "fw"],
-                        type=_parse_solver, metavar="NAME[:TOL]",
-                        help=f"solvers, each optionally with its tolerance: {', '.join(SOLVERS)}")
+    parser.add_argument(
+        "--solvers",
+        nargs="+",
+        default=["svc", "mfw", "mfw_full", "fw"],
+        type=_parse_solver,
+        metavar="NAME[:TOL]",
+        help=f"solvers, each optionally with its tolerance: {', '.join(SOLVERS)}",
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--paper-eps", type=float, default=1e-6,
-                        help="eps of the sampled variants mfw, fw, cvm, *_check (paper: 1e-6)")
-    parser.add_argument("--full-eps", type=float, default=1e-5,
-                        help="eps of the full-scan variants mfw_full, fw_full and cvm_full")
-    parser.add_argument("--full-stop", choices=("meb", "gap"), default="meb",
-                        help="stopping rule of the full-scan variants")
-    parser.add_argument("--gap-targets", nargs="*", type=float, default=[],
-                        help="certified relative gaps at which to compare each solver's fastest "
-                             "tolerance with svc's")
-    parser.add_argument("--subset", type=int, default=0,
-                        help="train on this many training rows drawn with seed 0 (0: all)")
-    parser.add_argument("--C", type=float, help="C on every dataset (default: "
-                        + ", ".join(f"{name} {C:g}" for name, (C, _) in SETTINGS.items()) + ")")
-    parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA")
-                        or "../shared/data/libsvm")
+    parser.add_argument(
+        "--paper-eps",
+        type=float,
+        default=1e-6,
+        help="eps of the sampled variants mfw, fw, cvm, *_check (paper: 1e-6)",
+    )
+    parser.add_argument(
+        "--full-eps",
+        type=float,
+        default=1e-5,
+        help="eps of the full-scan variants mfw_full, fw_full and cvm_full",
+    )
+    parser.add_argument(
+        "--full-stop",
+        choices=("meb", "gap"),
+        default="meb",
+        help="stopping rule of the full-scan variants",
+    )
+    parser.add_argument(
+        "--gap-targets",
+        nargs="*",
+        type=float,
+        default=[],
+        help="certified relative gaps at which to compare each solver's fastest "
+        "tolerance with svc's",
+    )
+    parser.add_argument(
+        "--subset",
+        type=int,
+        default=0,
+        help="train on this many training rows drawn with seed 0 (0: all)",
+    )
+    parser.add_argument(
+        "--C",
+        type=float,
+        help="C on every dataset (default: "
+        + ", ".join(f"{name} {C:g}" for name, (C, _) in SETTINGS.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA") or "../shared/data/libsvm"
+    )
     args = parser.parse_args()
     ctx = mp.get_context("spawn")
-    settings = {"paper_eps": args.paper_eps, "full_eps": args.full_eps,
-                "full_stop": args.full_stop, "subset": args.subset}
-    print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or 'cpu'}, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; *_full: "
-          f"sampling='full', stop={args.full_stop}, eps={args.full_eps:g}; mfw, fw, cvm, "
-          f"*_check: 59-point samples, stop=meb, eps={args.paper_eps:g}"
-          + (f"; training rows: a seeded subset of {args.subset}" if args.subset else ""))
-    print("dataset  solver         C      gamma     fit_s(median)  ratio_to_svc  vs_cvm  "
-          "test_acc  d_acc_pp  n_sv   peak_mb  notes")
+    settings = {
+        "paper_eps": args.paper_eps,
+        "full_eps": args.full_eps,
+        "full_stop": args.full_stop,
+        "subset": args.subset,
+    }
+    print(
+        f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or 'cpu'}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; *_full: "
+        f"sampling='full', stop={args.full_stop}, eps={args.full_eps:g}; mfw, fw, cvm, "
+        f"*_check: 59-point samples, stop=meb, eps={args.paper_eps:g}"
+        + (f"; training rows: a seeded subset of {args.subset}" if args.subset else "")
+    )
+    print(
+        "dataset  solver         C      gamma     fit_s(median)  ratio_to_svc  vs_cvm  "
+        "test_acc  d_acc_pp  n_sv   peak_mb  notes"
+    )
     for dataset in args.datasets:
         C, gamma = SETTINGS[dataset]
         C = C if args.C is None else args.C
@@ -222,13 +291,17 @@ def main() -> None:
                 with ctx.Pool(1) as pool:
                     results[solver].append(pool.apply(_fit_once, (task,)))
                 last = results[solver][-1]
-                print(f"# {datetime.now(UTC):%H:%M:%S} {dataset} {solver} seed {seed}: "
-                      f"{last['fit_s']:.2f} s (wall {last['wall_s']:.2f} s), rel gap "
-                      f"{last['rel_gap']:.2g}, test acc "
-                      f"{100 * last['acc']:.2f}, load average {os.getloadavg()[0]:.2f}",
-                      file=sys.stderr, flush=True)
-        median = {solver: statistics.median(r["fit_s"] for r in runs)
-                  for solver, runs in results.items()}
+                print(
+                    f"# {datetime.now(UTC):%H:%M:%S} {dataset} {solver} seed {seed}: "
+                    f"{last['fit_s']:.2f} s (wall {last['wall_s']:.2f} s), rel gap "
+                    f"{last['rel_gap']:.2g}, test acc "
+                    f"{100 * last['acc']:.2f}, load average {os.getloadavg()[0]:.2f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        median = {
+            solver: statistics.median(r["fit_s"] for r in runs) for solver, runs in results.items()
+        }
         base_t = median.get("svc", np.nan)  # svc at LIBSVM's default tol
         base_acc = statistics.median(r["acc"] for r in results.get("svc", [{"acc": np.nan}]))
         for solver, runs in results.items():
@@ -236,24 +309,31 @@ def main() -> None:
             acc = statistics.median(r["acc"] for r in runs)
             cvm = median.get("cvm_full" if _certified(solver) else "cvm", np.nan)
             mid = partial(_median, runs)
-            notes = (f"iters {mid('n_iter'):.0f}, converged "
-                     f"{sum(r['converged'] for r in runs)}/{len(runs)}, rel gap "
-                     f"{mid('rel_gap'):.2g}, fit_s {[round(r['fit_s'], 3) for r in runs]}")
+            notes = (
+                f"iters {mid('n_iter'):.0f}, converged "
+                f"{sum(r['converged'] for r in runs)}/{len(runs)}, rel gap "
+                f"{mid('rel_gap'):.2g}, fit_s {[round(r['fit_s'], 3) for r in runs]}"
+            )
             if not solver.startswith("svc"):
                 per_iter = statistics.median(r["evals"] / max(r["n_iter"], 1) for r in runs)
-                notes = (f"{'certified' if _certified(solver) else 'uncertified'}, {notes}, "
-                         f"kernel evals {mid('evals'):.3g} ({per_iter:.3g} per iteration, "
-                         f"{statistics.median(r['evals'] / r['need_evals'] for r in runs):.3g}"
-                         f" x {runs[0]['need']}), cache hit {mid('hit_rate'):.2f}, final "
-                         f"core {mid('core'):.0f}")
+                notes = (
+                    f"{'certified' if _certified(solver) else 'uncertified'}, {notes}, "
+                    f"kernel evals {mid('evals'):.3g} ({per_iter:.3g} per iteration, "
+                    f"{statistics.median(r['evals'] / r['need_evals'] for r in runs):.3g}"
+                    f" x {runs[0]['need']}), cache hit {mid('hit_rate'):.2f}, final "
+                    f"core {mid('core'):.0f}"
+                )
             if solver.startswith("mfw") and dataset in ("ijcnn1", "w8a"):
                 met = t / base_t <= TARGET_RATIO and abs(acc - base_acc) * 100 <= TARGET_PP
                 notes += f"; target {'MET' if met else 'MISSED'}"
-            print(f"{dataset:8s} {solver:14s} {C:<6g} {runs[0]['gamma']:<9.4g} {t:13.3f}  "
-                  f"{t / base_t:12.3f}  {t / cvm:6.3f}  {100 * acc:8.2f}  "
-                  f"{100 * (acc - base_acc):+8.2f}  "
-                  f"{statistics.median(r['n_sv'] for r in runs):5.0f}  "
-                  f"{statistics.median(r['peak_mb'] for r in runs):7.1f}  {notes}", flush=True)
+            print(
+                f"{dataset:8s} {solver:14s} {C:<6g} {runs[0]['gamma']:<9.4g} {t:13.3f}  "
+                f"{t / base_t:12.3f}  {t / cvm:6.3f}  {100 * acc:8.2f}  "
+                f"{100 * (acc - base_acc):+8.2f}  "
+                f"{statistics.median(r['n_sv'] for r in runs):5.0f}  "
+                f"{statistics.median(r['peak_mb'] for r in runs):7.1f}  {notes}",
+                flush=True,
+            )
         _print_gap_targets(dataset, results, median, args.gap_targets)
 
 
@@ -269,12 +349,18 @@ def _print_gap_targets(dataset: str, results: dict, median: dict, targets: list)
                 best[name] = (solver, median[solver])
         svc = best.get("svc", ("none", np.nan))
         for name, (solver, t) in best.items():
-            print(f"{dataset:8s} certified rel gap <= {target:g}: {name} fastest {solver} "
-                  f"{t:.3f} s, ratio to svc ({svc[0]}) {t / svc[1]:.3f}", flush=True)
+            print(
+                f"{dataset:8s} certified rel gap <= {target:g}: {name} fastest {solver} "
+                f"{t:.3f} s, ratio to svc ({svc[0]}) {t / svc[1]:.3f}",
+                flush=True,
+            )
         missing = sorted({s.partition(":")[0] for s in results} - set(best))
         if missing:
-            print(f"{dataset:8s} certified rel gap <= {target:g}: none of the tolerances of "
-                  f"{', '.join(missing)} reached it", flush=True)
+            print(
+                f"{dataset:8s} certified rel gap <= {target:g}: none of the tolerances of "
+                f"{', '.join(missing)} reached it",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

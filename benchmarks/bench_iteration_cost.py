@@ -104,8 +104,9 @@ def bsca_cpu_rows(K, y, gamma: float, budget: int, repeats: int) -> list[tuple]:
     against the floor's block by thread CPU time."""
     A, Z = K[:BLOCK], K[:budget]
     a2, z2 = (A * A).sum(1), (Z * Z).sum(1)
-    block = cpu_seconds(lambda: np.exp(-gamma * (a2[:, None] + z2[None, :] - 2.0 * (A @ Z.T))),
-                        max(repeats, 7))
+    block = cpu_seconds(
+        lambda: np.exp(-gamma * (a2[:, None] + z2[None, :] - 2.0 * (A @ Z.T))), max(repeats, 7)
+    )
     value = statistics.median(block) / (BLOCK * budget)
     n, spec = len(y), kernel_spec("rbf", gamma)
     points = point_set(_csr_rows(K))
@@ -114,19 +115,46 @@ def bsca_cpu_rows(K, y, gamma: float, budget: int, repeats: int) -> list[tuple]:
     rows = []
     for search in ("golden", "table"):
         stats = np.zeros(len(loops.STAT_NAMES))
-        opt = bm.Options(budget, bm.MERGE, bm.SAME_LABEL, 0.01, 0.001, True, False,
-                         _h_table() if search == "table" else np.empty((0, 0)))
+        opt = bm.Options(
+            budget,
+            bm.MERGE,
+            bm.SAME_LABEL,
+            0.01,
+            0.001,
+            True,
+            False,
+            _h_table() if search == "table" else np.empty((0, 0)),
+        )
 
         def epoch(stats=stats, opt=opt):
             stats[:] = 0.0
-            loops.bsca_epoch(points, y, qdiag, np.zeros(n), 1.0, bm.new_model(n, K.shape[1],
-                             budget + 1), spec, opt, order, np.zeros(n), 0, 0.0, stats,
-                             bm.new_log(0))
+            loops.bsca_epoch(
+                points,
+                y,
+                qdiag,
+                np.zeros(n),
+                1.0,
+                bm.new_model(n, K.shape[1], budget + 1),
+                spec,
+                opt,
+                order,
+                np.zeros(n),
+                0,
+                0.0,
+                stats,
+                bm.new_log(0),
+            )
 
         seconds = statistics.median(cpu_seconds(epoch, repeats)) / n
         merges = stats[loops.MERGES] / n
-        rows.append((f"BSCA {search} CPU", seconds, (1 + merges) * budget * value,
-                     f"(1 + {merges:.2f} merges) x B = {budget} kernel values, thread CPU time"))
+        rows.append(
+            (
+                f"BSCA {search} CPU",
+                seconds,
+                (1 + merges) * budget * value,
+                f"(1 + {merges:.2f} merges) x B = {budget} kernel values, thread CPU time",
+            )
+        )
     return rows
 
 
@@ -149,8 +177,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernel-rows", type=int, default=5000)
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=FAMILIES)
-    parser.add_argument("--cpu-time", action="store_true",
-                        help="also time BSCA's epoch and its floor by thread CPU time")
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="also time BSCA's epoch and its floor by thread CPU time",
+    )
     args = parser.parse_args()
     run = set(args.families)
     r = args.repeats
@@ -160,15 +191,26 @@ def main():
     rows = []
 
     if "nesvm" in run:
-        seconds, _ = per_iteration(NESVM(C=1.0, mu=5.0, stop="paper", eps=1e-300,
-                                         homotopy="off", max_iter=300), X, y, r)
+        seconds, _ = per_iteration(
+            NESVM(C=1.0, mu=5.0, stop="paper", eps=1e-300, homotopy="off", max_iter=300), X, y, r
+        )
         rows.append(("NESVM", seconds, f["Xw"] + f["XTu"], "X @ w + X.T @ u"))
 
     if "alm" in run:
-        seconds, _ = per_iteration(SVMALM(p=1.0, inner_steps=1, tol_gap=None,
-                                          trace_certificate=False, max_iter=300), X, y, r)
-        rows.append(("SVM-ALM", seconds, 2 * f["XTu"] + f["Xw"] * (1 + 1 / 50),
-                     "X.T @ r + X @ d + X.T @ q (+ X @ w / 50)"))
+        seconds, _ = per_iteration(
+            SVMALM(p=1.0, inner_steps=1, tol_gap=None, trace_certificate=False, max_iter=300),
+            X,
+            y,
+            r,
+        )
+        rows.append(
+            (
+                "SVM-ALM",
+                seconds,
+                2 * f["XTu"] + f["Xw"] * (1 + 1 / 50),
+                "X.T @ r + X @ d + X.T @ q (+ X @ w / 50)",
+            )
+        )
 
     if "l1_newton" in run:
         seconds, model = per_iteration(L1NewtonSVM(), X, y, r)
@@ -176,8 +218,14 @@ def main():
         XA = X[:, active]
         gram = timed(lambda: (XA.T @ XA).toarray(), r)
         products = (model.n_steps_ + model.n_levels_) / model.n_iter_
-        rows.append(("l1 Newton", seconds, f["XTu"] + gram + products * f["Xw"],
-                     f"X.T @ r + X_A^T X_A (|A| = {active.size}) + {products:.2f} X @ d"))
+        rows.append(
+            (
+                "l1 Newton",
+                seconds,
+                f["XTu"] + gram + products * f["Xw"],
+                f"X.T @ r + X_A^T X_A (|A| = {active.size}) + {products:.2f} X @ d",
+            )
+        )
 
     m = args.kernel_rows
     K = MinMaxScaler().fit_transform(X[:m].toarray())
@@ -187,23 +235,48 @@ def main():
         axpy = timed(lambda: np.add(K[:, 0], 0.5 * K[:, 1]), r)
         seconds, model = per_iteration(FrankWolfe(C=1.0, gamma=gamma, random_state=0), K, yk, r)
         values = model.n_kernel_evals_ / model.n_iter_
-        rows.append(("FW", seconds, values * value + axpy,
-                     (f"{values:.0f} kernel values (n = {m}, cache hits "
-                      f"{100 * model.cache_hit_rate_:.0f} %, {model.n_iter_} iterations) "
-                      "+ axpy over n")))
+        rows.append(
+            (
+                "FW",
+                seconds,
+                values * value + axpy,
+                (
+                    f"{values:.0f} kernel values (n = {m}, cache hits "
+                    f"{100 * model.cache_hit_rate_:.0f} %, {model.n_iter_} iterations) "
+                    "+ axpy over n"
+                ),
+            )
+        )
 
     if "bsca" in run:
         budget = 200
         Z = K[:budget]
         value = rbf_value_cost(K[:BLOCK], Z, gamma, r)
         for search in ("golden", "table"):
-            seconds, model = per_iteration(BSCA(C=1.0, gamma=gamma, budget=budget, epochs=1,
-                                                partner_search=search, random_state=0), K, yk, r)
+            seconds, model = per_iteration(
+                BSCA(
+                    C=1.0,
+                    gamma=gamma,
+                    budget=budget,
+                    epochs=1,
+                    partner_search=search,
+                    random_state=0,
+                ),
+                K,
+                yk,
+                r,
+            )
             merges = model.n_merges_ / model.n_iter_
             merging = model.trace_.columns()["merge_time_s"][-1] / model.fit_time_s_
-            rows.append((f"BSCA {search}", seconds, (1 + merges) * budget * value,
-                         f"(1 + {merges:.2f} merges) x B = {budget} kernel values; "
-                         f"{100 * merging:.0f} % of the fit merging"))
+            rows.append(
+                (
+                    f"BSCA {search}",
+                    seconds,
+                    (1 + merges) * budget * value,
+                    f"(1 + {merges:.2f} merges) x B = {budget} kernel values; "
+                    f"{100 * merging:.0f} % of the fit merging",
+                )
+            )
         if args.cpu_time:
             rows += bsca_cpu_rows(K, yk, gamma, budget, r)
 
@@ -211,8 +284,7 @@ def main():
         seconds, _ = per_iteration(Pegasos(C=1.0, epochs=1, tol=0.0, random_state=0), X, y, r)
         rows.append(("Pegasos", seconds, (f["Xw"] + f["XTu"]) / n, "(X @ w + X.T @ u) / n"))
 
-    print(f"# a9a: n = {n}, d = {d}, nnz = {X.nnz}; kernel families on {m} rows; "
-          f"medians of {r}")
+    print(f"# a9a: n = {n}, d = {d}, nnz = {X.nnz}; kernel families on {m} rows; medians of {r}")
     report(rows)
 
 

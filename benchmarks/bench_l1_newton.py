@@ -37,8 +37,16 @@ import numpy as np
 import scipy.sparse as sp
 from bench_data import load_split
 
-DATASETS = {"australian": {"max_abs_scale": True}, "colon-cancer": {}, "a9a": {}, "w8a": {},
-            "w8a_split": {}, "ijcnn1": {}, "synthetic_tall": {}, "synthetic_wide": {}}
+DATASETS = {
+    "australian": {"max_abs_scale": True},
+    "colon-cancer": {},
+    "a9a": {},
+    "w8a": {},
+    "w8a_split": {},
+    "ijcnn1": {},
+    "synthetic_tall": {},
+    "synthetic_wide": {},
+}
 SOLVERS = ("linprog", "newton", "liblinear")
 TARGET_RATIO, TARGET_ON = 0.1, ("a9a", "w8a", "w8a_split")
 
@@ -57,7 +65,7 @@ def run_linprog(X, y, mu, method):
     if result.status != 0:
         raise RuntimeError(f"linprog failed: {result.message}")
     theta = np.clip(-n * result.ineqlin.marginals, 0.0, 1.0)
-    return seconds, result.x[:d] - result.x[d:2 * d], theta, int(result.nit)
+    return seconds, result.x[:d] - result.x[d : 2 * d], theta, int(result.nit)
 
 
 def lp_objective(X, y, w, mu):
@@ -74,8 +82,14 @@ def gap_of(X, y, w, theta, mu):
     from svmlab.estimator.formulations import L1, Formulation, Hinge
 
     C = 1.0 / (len(y) * mu)
-    return certify(Formulation(Hinge(), L1()), C, y * (X @ w), float(np.abs(w).sum()),
-                   LinearImage(X, y, w), (C * theta,)).rel_gap
+    return certify(
+        Formulation(Hinge(), L1()),
+        C,
+        y * (X @ w),
+        float(np.abs(w).sum()),
+        LinearImage(X, y, w),
+        (C * theta,),
+    ).rel_gap
 
 
 def liblinear_gap(X, y, model, C):
@@ -83,8 +97,13 @@ def liblinear_gap(X, y, model, C):
     from svmlab.estimator.formulations import L1, Formulation, SquaredHinge
 
     w = model.coef_[0]
-    return certify(Formulation(SquaredHinge(), L1()), C, y * (X @ w), float(np.abs(w).sum()),
-                   LinearImage(X, y, w)).rel_gap
+    return certify(
+        Formulation(SquaredHinge(), L1()),
+        C,
+        y * (X @ w),
+        float(np.abs(w).sum()),
+        LinearImage(X, y, w),
+    ).rel_gap
 
 
 def fit(solver, X, y, mu, args) -> dict:
@@ -100,18 +119,33 @@ def fit(solver, X, y, mu, args) -> dict:
         model.fit(X, y)
         alphas = model.trace_.columns()["alpha"]
         per_level = np.unique(alphas, return_counts=True)[1]
-        return {"time": model.fit_time_s_, "w": model.coef_[0],
-                "gap": model.certificate_.rel_gap, "passes": model.n_passes_,
-                "levels": model.n_levels_, "per_level": (float(np.median(per_level)),
-                                                          int(per_level.max()))}
+        return {
+            "time": model.fit_time_s_,
+            "w": model.coef_[0],
+            "gap": model.certificate_.rel_gap,
+            "passes": model.n_passes_,
+            "levels": model.n_levels_,
+            "per_level": (float(np.median(per_level)), int(per_level.max())),
+        }
     C = 1.0 / (len(y) * mu)
-    model = LinearSVC(penalty="l1", loss="squared_hinge", dual=False, fit_intercept=False, C=C,
-                      tol=args.ll_tol, max_iter=100_000)
+    model = LinearSVC(
+        penalty="l1",
+        loss="squared_hinge",
+        dual=False,
+        fit_intercept=False,
+        C=C,
+        tol=args.ll_tol,
+        max_iter=100_000,
+    )
     start = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - start
-    return {"time": seconds, "w": model.coef_[0], "gap": liblinear_gap(X, y, model, C),
-            "passes": int(model.n_iter_)}
+    return {
+        "time": seconds,
+        "w": model.coef_[0],
+        "gap": liblinear_gap(X, y, model, C),
+        "passes": int(model.n_iter_),
+    }
 
 
 def main() -> None:
@@ -125,20 +159,25 @@ def main() -> None:
     parser.add_argument("--alpha-min", type=float, default=1e-9, help="newton: last alpha")
     parser.add_argument("--lp-method", default="highs", help="highs | highs-ds | highs-ipm")
     parser.add_argument("--ll-tol", type=float, default=1e-4, help="LIBLINEAR's tol")
-    parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA")
-                        or "../shared/data/libsvm")
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("SVMLAB_SHARED_DATA") or "../shared/data/libsvm"
+    )
     args = parser.parse_args()
     from svmlab.solvers.l1_newton import L1NewtonSVM
 
     rng = np.random.default_rng(0)  # the numba code compiled (or loaded) once, off the clock
     L1NewtonSVM(lam=0.0, mu=0.01).fit(rng.standard_normal((20, 3)), np.repeat([-1.0, 1.0], 10))
-    print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or 'cpu'}, "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; lam = 0, "
-          f"mu = {args.mu_ratio:g} mu_max; newton eta={args.eta:g} tol={args.tol:g} "
-          f"alpha_min={args.alpha_min:g}; "
-          f"linprog {args.lp_method}; liblinear tol={args.ll_tol:g}")
-    print("dataset         N x d            mu        solver     time_s   ratio  rel_gap   "
-          "excess    nnz  test_acc  passes  notes")
+    print(
+        f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.processor() or 'cpu'}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; lam = 0, "
+        f"mu = {args.mu_ratio:g} mu_max; newton eta={args.eta:g} tol={args.tol:g} "
+        f"alpha_min={args.alpha_min:g}; "
+        f"linprog {args.lp_method}; liblinear tol={args.ll_tol:g}"
+    )
+    print(
+        "dataset         N x d            mu        solver     time_s   ratio  rel_gap   "
+        "excess    nnz  test_acc  passes  notes"
+    )
     for name in args.datasets:
         X, y, X_test, y_test = load_split(name, args.data_dir, **DATASETS[name])
         mu = args.mu_ratio * float(np.abs(np.asarray(X.T @ y)).max()) / X.shape[0]
@@ -156,16 +195,21 @@ def main() -> None:
             notes = ""
             if solver == "newton":
                 median, most = last["per_level"]
-                notes = (f"levels {last['levels']}, Newton iterations per level: median "
-                         f"{median:g}, max {most}")
+                notes = (
+                    f"levels {last['levels']}, Newton iterations per level: median "
+                    f"{median:g}, max {most}"
+                )
                 if name in TARGET_ON and "linprog" in runs:
                     met = t <= TARGET_RATIO * base and last["gap"] <= args.tol
                     notes += f"; target {'MET' if met else 'MISSED'}"
             notes += f"; times {[round(r['time'], 3) for r in results]}"
-            print(f"{name:15s} {X.shape[0]:6d} x {X.shape[1]:<6d} {mu:<9.3g} {solver:9s} "
-                  f"{t:8.3f} {t / base:7.3f}  {last['gap']:.1e}  {excess:8.1e} "
-                  f"{np.count_nonzero(last['w']):5d}"
-                  f"  {100 * acc:7.2f}  {last['passes']:6d}  {notes}", flush=True)
+            print(
+                f"{name:15s} {X.shape[0]:6d} x {X.shape[1]:<6d} {mu:<9.3g} {solver:9s} "
+                f"{t:8.3f} {t / base:7.3f}  {last['gap']:.1e}  {excess:8.1e} "
+                f"{np.count_nonzero(last['w']):5d}"
+                f"  {100 * acc:7.2f}  {last['passes']:6d}  {notes}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

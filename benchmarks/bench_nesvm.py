@@ -69,8 +69,9 @@ def liblinear(X, y, C, tol):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         start = time.perf_counter()
-        model = LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=tol,
-                          max_iter=100_000).fit(X, y)
+        model = LinearSVC(
+            C=C, loss="hinge", fit_intercept=False, dual=True, tol=tol, max_iter=100_000
+        ).fit(X, y)
         elapsed = time.perf_counter() - start
     return model, elapsed, bool(caught)
 
@@ -100,52 +101,77 @@ def iteration_cost(X, y, repeats):
     oracle = median_time(one_pass, repeats) / iterations
     print("\n## 1. cost of one iteration (C = 1, mu = 5)")
     print(f"scipy X @ w + X.T @ u              {1e3 * reference:8.3f} ms")
-    print(f"NESVM oracle pass at w = 0         {1e3 * oracle:8.3f} ms   ratio {oracle / reference:.2f}")
-    print(f"NESVM iteration (first {iterations})      {1e3 * full:8.3f} ms   ratio {full / reference:.2f}"
-          "   (target <= 0.5)")
+    print(
+        f"NESVM oracle pass at w = 0         {1e3 * oracle:8.3f} ms   ratio {oracle / reference:.2f}"
+    )
+    print(
+        f"NESVM iteration (first {iterations})      {1e3 * full:8.3f} ms   ratio {full / reference:.2f}"
+        "   (target <= 0.5)"
+    )
 
 
 def experiment_a(d, repeats):
     print("\n## 2. experiment A: mu = 5, eps = 1e-3, lipschitz = paper, no bias")
-    print(f"{'C':>7} {'NESVM s':>9} {'iters':>6} {'conv':>5} {'acc %':>7} "
-          f"{'LIBLINEAR s':>12} {'acc %':>7} {'d acc pp':>9} {'F_nesvm/F_lib':>14}")
+    print(
+        f"{'C':>7} {'NESVM s':>9} {'iters':>6} {'conv':>5} {'acc %':>7} "
+        f"{'LIBLINEAR s':>12} {'acc %':>7} {'d acc pp':>9} {'F_nesvm/F_lib':>14}"
+    )
     for C in C_GRID:
-        model = NESVM(C=C, mu=5.0, eps=1e-3, stop="paper", homotopy="off", lipschitz="paper",
-                      step="fixed")
+        model = NESVM(
+            C=C, mu=5.0, eps=1e-3, stop="paper", homotopy="off", lipschitz="paper", step="fixed"
+        )
         model.fit(d.X_train, d.y_train)  # compiled and warm
         fit_s = median_time(partial(model.fit, d.X_train, d.y_train), repeats)
         ref, ref_s, warned = liblinear(d.X_train, d.y_train, C, 1e-3)
         acc = 100 * np.mean(model.predict(d.X_test) == d.y_test)
         ref_acc = 100 * np.mean(ref.predict(d.X_test) == d.y_test)
-        ratio = (model.objectives(d.X_train, d.y_train)["objective_hinge_l2"]
-                 / hinge_objective(d.X_train, np.where(d.y_train > 0, 1.0, -1.0),
-                                   ref.coef_[0], C))
-        print(f"{C:7.0e} {fit_s:9.3f} {model.n_iter_:6d} {model.converged_!s:>5} {acc:7.2f} "
-              f"{ref_s:12.3f}{'*' if warned else ' '}{ref_acc:7.2f} {acc - ref_acc:9.2f} "
-              f"{ratio:14.4f}")
+        ratio = model.objectives(d.X_train, d.y_train)["objective_hinge_l2"] / hinge_objective(
+            d.X_train, np.where(d.y_train > 0, 1.0, -1.0), ref.coef_[0], C
+        )
+        print(
+            f"{C:7.0e} {fit_s:9.3f} {model.n_iter_:6d} {model.converged_!s:>5} {acc:7.2f} "
+            f"{ref_s:12.3f}{'*' if warned else ' '}{ref_acc:7.2f} {acc - ref_acc:9.2f} "
+            f"{ratio:14.4f}"
+        )
     print("(* LIBLINEAR warned that it reached max_iter)")
 
 
 def homotopy(d, Cs, mu_target, tolerances):
-    print(f"\n## 3. to mu = {mu_target}: geometric homotopy from mu = 5 (rho = 0.5, inner_eps = "
-          "scaled) and a direct run, tight L, stop = rel; against LIBLINEAR tol 1e-6")
+    print(
+        f"\n## 3. to mu = {mu_target}: geometric homotopy from mu = 5 (rho = 0.5, inner_eps = "
+        "scaled) and a direct run, tight L, stop = rel; against LIBLINEAR tol 1e-6"
+    )
     y_pm = np.where(d.y_train > 0, 1.0, -1.0)
-    print(f"{'C':>7} {'run':>9} {'eps':>7} {'rel gap':>10} {'NESVM s':>9} {'iters':>7} "
-          f"{'LIBLINEAR s':>12} {'time ratio':>11}")
+    print(
+        f"{'C':>7} {'run':>9} {'eps':>7} {'rel gap':>10} {'NESVM s':>9} {'iters':>7} "
+        f"{'LIBLINEAR s':>12} {'time ratio':>11}"
+    )
     for C in Cs:
         ref, ref_s, warned = liblinear(d.X_train, d.y_train, C, 1e-6)
         F_ref = hinge_objective(d.X_train, y_pm, ref.coef_[0], C)
-        for run, params in (("homotopy", {"mu": 5.0, "homotopy": "geometric"}),
-                            ("direct", {"mu": mu_target})):
+        for run, params in (
+            ("homotopy", {"mu": 5.0, "homotopy": "geometric"}),
+            ("direct", {"mu": mu_target}),
+        ):
             for eps in tolerances:
                 start = time.perf_counter()
-                model = NESVM(C=C, mu_target=mu_target, stop="rel", eps=eps, inner_eps="scaled",
-                              lipschitz="tight", step="fixed", **params).fit(d.X_train, d.y_train)
+                model = NESVM(
+                    C=C,
+                    mu_target=mu_target,
+                    stop="rel",
+                    eps=eps,
+                    inner_eps="scaled",
+                    lipschitz="tight",
+                    step="fixed",
+                    **params,
+                ).fit(d.X_train, d.y_train)
                 nes_s = time.perf_counter() - start
                 F = model.objectives(d.X_train, d.y_train)["objective_hinge_l2"]
-                print(f"{C:7.0e} {run:>9} {eps:7.0e} {(F - F_ref) / F_ref:10.2e} {nes_s:9.3f} "
-                      f"{model.n_iter_:7d} {ref_s:11.3f}{'*' if warned else ' '} "
-                      f"{nes_s / ref_s:11.2f}")
+                print(
+                    f"{C:7.0e} {run:>9} {eps:7.0e} {(F - F_ref) / F_ref:10.2e} {nes_s:9.3f} "
+                    f"{model.n_iter_:7d} {ref_s:11.3f}{'*' if warned else ' '} "
+                    f"{nes_s / ref_s:11.2f}"
+                )
 
 
 PROBE = """
@@ -172,11 +198,14 @@ def compile_times():
     with tempfile.TemporaryDirectory() as cache:
         env = os.environ | {"NUMBA_CACHE_DIR": cache}
         for label in ("empty cache (compiles)", "second process (loads cache)"):
-            out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
-                                 text=True, check=True).stdout.split()
+            out = subprocess.run(
+                [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+            ).stdout.split()
             imported, first, second = map(float, out)
-            print(f"{label:30s} import {imported:6.3f} s  first fits {first:6.3f} s  "
-                  f"same fits again {second:6.3f} s  overhead {first - second:6.3f} s")
+            print(
+                f"{label:30s} import {imported:6.3f} s  first fits {first:6.3f} s  "
+                f"same fits again {second:6.3f} s  overhead {first - second:6.3f} s"
+            )
 
 
 class LiblinearTo1e2(Liblinear):
@@ -191,9 +220,11 @@ def to_certified_gap(data_dir, names, repeats, steps):
     """Section 5: the default (and with --steps fixed, the paper's step) against LIBLINEAR, both
     to a certified relative gap of 1e-2."""
     print("\n## 5. time to a certified relative gap of 1e-2 (hinge, no intercept, C = 1)")
-    print(f"{'data':>7} {'LIBLINEAR s':>11} {'tol':>6} {'gap':>8} {'step':>8} {'NESVM s':>8} "
-          f"{'gap':>8} {'iters':>6} {'cert s':>7} {'cert %':>6} {'ratio':>6} {'load':>5}  "
-          "iterations per mu")
+    print(
+        f"{'data':>7} {'LIBLINEAR s':>11} {'tol':>6} {'gap':>8} {'step':>8} {'NESVM s':>8} "
+        f"{'gap':>8} {'iters':>6} {'cert s':>7} {'cert %':>6} {'ratio':>6} {'load':>5}  "
+        "iterations per mu"
+    )
     for name in names:
         X, y, _, _ = load_split(name, data_dir)
         for tol in (1e-1, 1e-2, 1e-3):
@@ -229,10 +260,12 @@ def to_certified_gap(data_dir, names, repeats, steps):
             fit_s, cert_s = sorted(fits)[len(fits) // 2]
             mus, counts = np.unique(model.trace_.columns()["mu"], return_counts=True)
             stages = " ".join(f"{m:g}:{c}" for m, c in zip(mus[::-1], counts[::-1]))
-            print(f"{name:>7} {ref_s:11.3f} {tol:6.0e} {ref.certificate_.rel_gap:8.1e} {step:>8} "
-                  f"{fit_s:8.2f} {model.certificate_.rel_gap:8.1e} {model.n_iter_:6d} "
-                  f"{cert_s:7.2f} {100 * cert_s / fit_s:6.1f} {fit_s / ref_s:6.1f} "
-                  f"{os.getloadavg()[0]:5.1f}  {stages}")
+            print(
+                f"{name:>7} {ref_s:11.3f} {tol:6.0e} {ref.certificate_.rel_gap:8.1e} {step:>8} "
+                f"{fit_s:8.2f} {model.certificate_.rel_gap:8.1e} {model.n_iter_:6d} "
+                f"{cert_s:7.2f} {100 * cert_s / fit_s:6.1f} {fit_s / ref_s:6.1f} "
+                f"{os.getloadavg()[0]:5.1f}  {stages}"
+            )
 
 
 def main():
@@ -241,21 +274,34 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--homotopy-C", type=float, nargs="+", default=[0.1, 1.0])
     parser.add_argument("--mu-target", type=float, default=1e-2)
-    parser.add_argument("--eps", type=float, nargs="+", default=[1e-7, 1e-8],
-                        help="relative stopping tolerances of the small-mu runs")
+    parser.add_argument(
+        "--eps",
+        type=float,
+        nargs="+",
+        default=[1e-7, 1e-8],
+        help="relative stopping tolerances of the small-mu runs",
+    )
     parser.add_argument("--sections", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--datasets", nargs="+", default=["a9a", "ijcnn1", "w8a"],
-                        help="datasets of section 5")
-    parser.add_argument("--steps", nargs="+", default=["adaptive"], choices=["adaptive", "fixed"],
-                        help="NESVM steps of section 5 (fixed: the paper's 1/L)")
+    parser.add_argument(
+        "--datasets", nargs="+", default=["a9a", "ijcnn1", "w8a"], help="datasets of section 5"
+    )
+    parser.add_argument(
+        "--steps",
+        nargs="+",
+        default=["adaptive"],
+        choices=["adaptive", "fixed"],
+        help="NESVM steps of section 5 (fixed: the paper's 1/L)",
+    )
     args = parser.parse_args()
     if 5 in args.sections:
         to_certified_gap(args.data_dir, args.datasets, args.repeats, args.steps)
     if not set(args.sections) & {1, 2, 3, 4}:
         return
     d = data.load("a9a", data_dir=args.data_dir)
-    print(f"a9a: train {d.X_train.shape}, nnz {d.X_train.nnz}; test {d.X_test.shape}; "
-          f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')} (loops are serial)")
+    print(
+        f"a9a: train {d.X_train.shape}, nnz {d.X_train.nnz}; test {d.X_test.shape}; "
+        f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')} (loops are serial)"
+    )
     if 1 in args.sections:
         iteration_cost(d.X_train, np.where(d.y_train > 0, 1.0, -1.0), args.repeats)
     if 2 in args.sections:

@@ -25,9 +25,11 @@ from pathlib import Path
 
 from commands import timed
 
-LOAD = ("import sys, time\nfrom svmlab import data\nstart = time.perf_counter()\n"
-        "data.load(sys.argv[1], data_dir=sys.argv[2], cache_dir=sys.argv[3])\n"
-        "print(time.perf_counter() - start)")
+LOAD = (
+    "import sys, time\nfrom svmlab import data\nstart = time.perf_counter()\n"
+    "data.load(sys.argv[1], data_dir=sys.argv[2], cache_dir=sys.argv[3])\n"
+    "print(time.perf_counter() - start)"
+)
 
 
 def load_seconds(dataset: str, data_dir: str, cache: Path) -> float:
@@ -39,17 +41,21 @@ def load_seconds(dataset: str, data_dir: str, cache: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="a9a")
-    parser.add_argument("--data-dir", default=os.environ.get("SVMLAB_DATA_DIR",
-                                                             "/work/shared/data/libsvm"))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("SVMLAB_DATA_DIR", "/work/shared/data/libsvm")
+    )
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         cache = Path(folder) / "cache"
         cases = [  # in this order: the second case's loads leave the entry the third one reads
             ("empty cache folder", lambda: shutil.rmtree(cache, ignore_errors=True)),
-            ("records, no parsed files",
-             lambda: shutil.rmtree(cache / ".parsed", ignore_errors=True)),
-            ("warm (parsed files kept)", lambda: None)]
+            (
+                "records, no parsed files",
+                lambda: shutil.rmtree(cache / ".parsed", ignore_errors=True),
+            ),
+            ("warm (parsed files kept)", lambda: None),
+        ]
         results = []
         for label, prepare in cases:
             seconds = []
@@ -62,8 +68,11 @@ def main() -> None:
     print(f"{'cache folder':28s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'x warm':>7s}")
     for label, seconds in results:
         median = statistics.median(seconds)
-        print(f"{label:28s} {median:9.3f} {min(seconds):7.3f} {max(seconds):7.3f} "
-              f"{median / warm:7.1f}")
+        print(
+            f"{label:28s} {median:9.3f} {min(seconds):7.3f} {max(seconds):7.3f} "
+            f"{median / warm:7.1f}"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -38,8 +38,9 @@ TRIAL_SECONDS = re.compile(r"^trial \d+ COMPLETE: .*\(([0-9.]+) s\)$", re.MULTIL
 WORKFLOWS = Path(__file__).resolve().parents[1] / "src" / "svmlab" / "workflows"
 
 
-def study(workflow, scale: str, dataset: str, warm: bool, folder: Path
-          ) -> tuple[float, float, float, dict]:
+def study(
+    workflow, scale: str, dataset: str, warm: bool, folder: Path
+) -> tuple[float, float, float, dict]:
     """(wall seconds of the study's ``svmlab tune`` command, the sum of its trials' seconds, the
     sum of their fits' solver seconds, the best trial's values and score)."""
     workflow = replace(workflow, select=replace(workflow.select, warm_start=warm))
@@ -48,16 +49,38 @@ def study(workflow, scale: str, dataset: str, warm: bool, folder: Path
     chosen = workflow_selection.study(workflow, scale, arguments, dataset, storage)
     assert chosen.warm_start == warm, "the selecting solver cannot start from another fit"
     overrides = workflow_selection.study_overrides(workflow.select, arguments, dataset)
-    command = [sys.executable, "-m", "svmlab.app.cli", "tune", "--trials", str(chosen.trials),
-               "--sampler", "grid", "--pruner", "none", "--validation", str(chosen.validation),
-               "--metric", chosen.metric, "--storage", storage, "--study", chosen.name,
-               "--no-refit", *(["--warm-start"] if warm else []), "--", *overrides]
+    command = [
+        sys.executable,
+        "-m",
+        "svmlab.app.cli",
+        "tune",
+        "--trials",
+        str(chosen.trials),
+        "--sampler",
+        "grid",
+        "--pruner",
+        "none",
+        "--validation",
+        str(chosen.validation),
+        "--metric",
+        chosen.metric,
+        "--storage",
+        storage,
+        "--study",
+        chosen.name,
+        "--no-refit",
+        *(["--warm-start"] if warm else []),
+        "--",
+        *overrides,
+    ]
     wall, done = timed(command, folder, f"the {'warm' if warm else 'cold'} study of {dataset}")
     trials = sum(float(m) for m in TRIAL_SECONDS.findall(done.stdout))
     client = MlflowClient(uri)
     ids = [e.experiment_id for e in client.search_experiments()]
-    fits = sum(r.data.metrics["fit_time_s"] for r in client.search_runs(
-        ids, "tags.`svmlab.role` = 'trial'", max_results=1000))
+    fits = sum(
+        r.data.metrics["fit_time_s"]
+        for r in client.search_runs(ids, "tags.`svmlab.role` = 'trial'", max_results=1000)
+    )
     loaded = optuna.load_study(study_name=chosen.name, storage=storage)
     best = best_trial(loaded, chosen.metric)
     return wall, trials, fits, {**best.params, chosen.metric: round(best.value, 4)}
@@ -78,12 +101,18 @@ def main() -> None:
                 *seconds, best = study(workflow, options.scale, dataset, warm, Path(folder))
             for what, value in zip(totals, seconds):
                 totals[what][warm] += value
-            print(f"{options.workflow} {options.scale} {dataset} {'warm' if warm else 'cold'}: "
-                  f"{seconds[0]:.1f} s ({seconds[1]:.1f} s in its trials, {seconds[2]:.1f} s "
-                  f"in their fits), selected {best}", flush=True)
+            print(
+                f"{options.workflow} {options.scale} {dataset} {'warm' if warm else 'cold'}: "
+                f"{seconds[0]:.1f} s ({seconds[1]:.1f} s in its trials, {seconds[2]:.1f} s "
+                f"in their fits), selected {best}",
+                flush=True,
+            )
     for what, total in totals.items():
-        print(f"selection ({what}): cold {total[False]:.1f} s, warm {total[True]:.1f} s: "
-              f"{total[False] / total[True]:.2f}x", flush=True)
+        print(
+            f"selection ({what}): cold {total[False]:.1f} s, warm {total[True]:.1f} s: "
+            f"{total[False] / total[True]:.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

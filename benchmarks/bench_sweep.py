@@ -52,8 +52,13 @@ LAUNCHERS = {"basic": [], "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_
 
 def run_sweep(folder: Path, launcher: str, data_dir: str) -> tuple[float, list[dict]]:
     """Wall seconds of the command and the jobs' outcomes."""
-    arguments = [*JOBS, *LAUNCHERS[launcher], f"tracking.uri=sqlite:///{folder}/mlflow.db",
-                 f"paths.data_dir={data_dir}", f"hydra.sweep.dir={folder}/sweep"]
+    arguments = [
+        *JOBS,
+        *LAUNCHERS[launcher],
+        f"tracking.uri=sqlite:///{folder}/mlflow.db",
+        f"paths.data_dir={data_dir}",
+        f"hydra.sweep.dir={folder}/sweep",
+    ]
     wall, outcomes, _ = sweep_command(folder, arguments, f"{launcher} sweep")
     return wall, outcomes
 
@@ -81,8 +86,11 @@ def warm_jobs(outcomes: list[dict]) -> list[dict]:
 
 def overhead(outcome: dict) -> float:
     """A job's time less its fit and compile time."""
-    return (outcome["time_s"] - outcome["metrics"]["fit_time_s"]
-            - outcome["metrics"].get("compile_time_s", 0.0))
+    return (
+        outcome["time_s"]
+        - outcome["metrics"]["fit_time_s"]
+        - outcome["metrics"].get("compile_time_s", 0.0)
+    )
 
 
 def phases(outcome: dict) -> dict[str, float]:
@@ -91,8 +99,9 @@ def phases(outcome: dict) -> dict[str, float]:
     recorded = dict(outcome["phases"])
     metrics = outcome["metrics"]
     split = {"fit": metrics["fit_time_s"], "certificate": metrics["certificate_time_s"]}
-    recorded["rest"] = (outcome["time_s"] - sum(recorded.values())
-                        + recorded.pop("fit", 0.0) - sum(split.values()))
+    recorded["rest"] = (
+        outcome["time_s"] - sum(recorded.values()) + recorded.pop("fit", 0.0) - sum(split.values())
+    )
     return {name: {**recorded, **split}.get(name, 0.0) for name in PHASES}
 
 
@@ -112,18 +121,23 @@ def untracked_jobs(data_dir: str) -> list[dict[str, float]]:
 
     register_configs()
     values = [arg.split("=", 1) for arg in JOBS[1:]]
-    combinations = itertools.product(*[[f"{key}={v}" for v in vals.split(",")]
-                                       for key, vals in values])
+    combinations = itertools.product(
+        *[[f"{key}={v}" for v in vals.split(",")] for key, vals in values]
+    )
     with initialize_config_module("svmlab.conf", version_base="1.3"):
-        configs = [compose("config", overrides=[*c, f"paths.data_dir={data_dir}"])
-                   for c in combinations]
+        configs = [
+            compose("config", overrides=[*c, f"paths.data_dir={data_dir}"]) for c in combinations
+        ]
     jobs = []
     for cfg in [configs[0], *configs]:
         took: dict[str, float] = {}
         estimator = build_estimator(cfg)
         with timed_phase(took, "data"):
-            dataset = data.load(**OmegaConf.to_container(cfg.dataset, resolve=True),
-                                seed=cfg.seed, data_dir=data_dir)
+            dataset = data.load(
+                **OmegaConf.to_container(cfg.dataset, resolve=True),
+                seed=cfg.seed,
+                data_dir=data_dir,
+            )
         with timed_phase(took, "compile"):
             warm_up(estimator, dataset.X_train, dataset.y_train)
         with timed_phase(took, "fit_phase"):
@@ -141,8 +155,9 @@ def median_row(name: str, jobs: list[dict[str, float]]) -> str:
     return f"| {name} | {len(jobs)} | " + " | ".join(cells) + " |"
 
 
-def workflow_arguments(name: str, scale: str, seeds: int | None, launcher: str, folder: Path,
-                       data_dir: str) -> list[str]:
+def workflow_arguments(
+    name: str, scale: str, seeds: int | None, launcher: str, folder: Path, data_dir: str
+) -> list[str]:
     """The sweep of workflow ``name`` at ``scale`` as ``svmlab workflow`` runs it, with
     ``launcher`` (2 joblib workers), into ``folder`` (its store and sweep folder); ``seeds``:
     the scale's first seeds only."""
@@ -158,8 +173,17 @@ def workflow_arguments(name: str, scale: str, seeds: int | None, launcher: str, 
         values = override_value(workflow.sweep_overrides(scale), "seed")
         (seed,) = OverridesParser.create().parse_overrides([f"seed={values}"])
         extra.append("seed=" + ",".join(str(s) for s in list(seed.sweep_iterator())[:seeds]))
-    return ["-m", *sweep_arguments(workflow, scale, f"sqlite:///{folder}/mlflow.db", launcher,
-                                   2 if launcher == "joblib" else None, extra)]
+    return [
+        "-m",
+        *sweep_arguments(
+            workflow,
+            scale,
+            f"sqlite:///{folder}/mlflow.db",
+            launcher,
+            2 if launcher == "joblib" else None,
+            extra,
+        ),
+    ]
 
 
 def worker_gaps(outcomes: list[dict]) -> list[float]:
@@ -208,9 +232,11 @@ def launcher_costs(arguments: list[str], samples: int = 12) -> dict[str, float]:
         HydraConfig.instance().set_config(config)
         hydra_overrides = list(config.hydra.overrides.hydra)
         for num, job in list(enumerate(job_overrides(config)))[:samples]:
-            steps = {"check": (check_chunk, "config", hydra_overrides, [(num, job)]),
-                     "hydra_compose": (loader.load_sweep_config, config, list(job)),
-                     "pickle": (dumps, (loader, config, Singleton.get_state()))}
+            steps = {
+                "check": (check_chunk, "config", hydra_overrides, [(num, job)]),
+                "hydra_compose": (loader.load_sweep_config, config, list(job)),
+                "pickle": (dumps, (loader, config, Singleton.get_state())),
+            }
             for name, (step, *values) in steps.items():
                 start = time.process_time()
                 step(*values)
@@ -223,32 +249,42 @@ def workflow_main(args, data_dir: str) -> None:
     walls: dict[str, float] = {}
     for launcher in LAUNCHERS:
         with tempfile.TemporaryDirectory() as tmp:
-            arguments = workflow_arguments(args.workflow, args.scale, args.seeds, launcher,
-                                           Path(tmp), data_dir)
+            arguments = workflow_arguments(
+                args.workflow, args.scale, args.seeds, launcher, Path(tmp), data_dir
+            )
             wall, outcomes, state = sweep_command(Path(tmp), arguments, f"{launcher} sweep")
         walls[launcher] = wall
         first = min(o["started_at"] for o in outcomes)
         last = max(o["started_at"] + o["time_s"] for o in outcomes)
         checks = state.get("checks_s", float("nan"))  # nan: a version that did not record it
-        print(f"{launcher:7s} {len(outcomes)} jobs, command {wall:6.1f} s: start "
-              f"{first - state['command_start']:.1f} s (checks {checks:.1f} s, "
-              f"{1000 * checks / len(outcomes):.0f} ms a job, in "
-              f"{len(state.get('checked_in', [])) or 'no'} workers), jobs {last - first:.1f} s, "
-              f"end {state['command_end'] - last:.1f} s; gap between a worker's jobs: median "
-              f"{statistics.median(worker_gaps(outcomes)):.3f} s; each worker's first job: "
-              + ", ".join(f"{o['time_s']:.1f} s" for o in first_jobs(outcomes)), flush=True)
+        print(
+            f"{launcher:7s} {len(outcomes)} jobs, command {wall:6.1f} s: start "
+            f"{first - state['command_start']:.1f} s (checks {checks:.1f} s, "
+            f"{1000 * checks / len(outcomes):.0f} ms a job, in "
+            f"{len(state.get('checked_in', [])) or 'no'} workers), jobs {last - first:.1f} s, "
+            f"end {state['command_end'] - last:.1f} s; gap between a worker's jobs: median "
+            f"{statistics.median(worker_gaps(outcomes)):.3f} s; each worker's first job: "
+            + ", ".join(f"{o['time_s']:.1f} s" for o in first_jobs(outcomes)),
+            flush=True,
+        )
     speedup = walls["basic"] / walls["joblib"]
-    print(f"joblib speed-up over basic: {speedup:.2f}x (target >= 1.8x: "
-          f"{'met' if speedup >= 1.8 else 'NOT met'})")
+    print(
+        f"joblib speed-up over basic: {speedup:.2f}x (target >= 1.8x: "
+        f"{'met' if speedup >= 1.8 else 'NOT met'})"
+    )
     costs = launcher_costs(arguments)
-    print("launching process, CPU ms per job (medians): "
-          + ", ".join(f"{name} {ms:.1f}" for name, ms in costs.items()))
+    print(
+        "launching process, CPU ms per job (medians): "
+        + ", ".join(f"{name} {ms:.1f}" for name, ms in costs.items())
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--data-dir", default=str(Path(__file__).parents[1] / "../shared/data/libsvm"))
+    parser.add_argument(
+        "--data-dir", default=str(Path(__file__).parents[1] / "../shared/data/libsvm")
+    )
     parser.add_argument("--workflow", help="a workflow's own sweep (e.g. alm_paper)")
     parser.add_argument("--scale", default="medium")
     parser.add_argument("--seeds", type=int, help="the scale's first SEEDS seeds only")
@@ -267,18 +303,24 @@ def main() -> None:
             walls[name].append(wall)
             warm[name] += warm_jobs(outcomes)
             fits += [o["metrics"]["fit_time_s"] for o in outcomes]
-    print(f"{len(outcomes)} jobs; fit_time_s per job: median {statistics.median(fits):.2f} s, "
-          f"min {min(fits):.2f} s, max {max(fits):.2f} s; sum per sweep "
-          f"{sum(fits) / (2 * args.repeats):.1f} s")
+    print(
+        f"{len(outcomes)} jobs; fit_time_s per job: median {statistics.median(fits):.2f} s, "
+        f"min {min(fits):.2f} s, max {max(fits):.2f} s; sum per sweep "
+        f"{sum(fits) / (2 * args.repeats):.1f} s"
+    )
     for name in LAUNCHERS:
         o = [overhead(job) for job in warm[name]]
-        print(f"{name:7s} command median {statistics.median(walls[name]):6.1f} s "
-              f"(min {min(walls[name]):.1f}, max {max(walls[name]):.1f}); per-job overhead in a "
-              f"warm worker: median {statistics.median(o):.3f} s, max {max(o):.3f} s "
-              f"(target <= 0.3 s: {'met' if statistics.median(o) <= 0.3 else 'NOT met'})")
+        print(
+            f"{name:7s} command median {statistics.median(walls[name]):6.1f} s "
+            f"(min {min(walls[name]):.1f}, max {max(walls[name]):.1f}); per-job overhead in a "
+            f"warm worker: median {statistics.median(o):.3f} s, max {max(o):.3f} s "
+            f"(target <= 0.3 s: {'met' if statistics.median(o) <= 0.3 else 'NOT met'})"
+        )
     speedup = statistics.median(walls["basic"]) / statistics.median(walls["joblib"])
-    print(f"joblib speed-up over basic: {speedup:.2f}x (target >= 1.8x: "
-          f"{'met' if speedup >= 1.8 else 'NOT met'})")
+    print(
+        f"joblib speed-up over basic: {speedup:.2f}x (target >= 1.8x: "
+        f"{'met' if speedup >= 1.8 else 'NOT met'})"
+    )
     print("\nWhere a warm job's time goes, seconds, medians over the jobs:\n")
     print("| jobs | n | " + " | ".join(PHASES) + " |")
     print("| --- | --- |" + " --- |" * len(PHASES))

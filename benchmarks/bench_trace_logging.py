@@ -34,8 +34,12 @@ SLOW_ROW_S = 1e-3  # what the slow consumer spends per trace row
 
 def trace_columns(n: int) -> dict[str, np.ndarray]:
     i = np.arange(n)
-    return {"iteration": i, "time_s": 1e-6 * i, "objective_hinge_l2": 1.0 / (i + 1.0),
-            "rel_gap_hinge_l2": 1.0 / (i + 2.0)}
+    return {
+        "iteration": i,
+        "time_s": 1e-6 * i,
+        "objective_hinge_l2": 1.0 / (i + 1.0),
+        "rel_gap_hinge_l2": 1.0 / (i + 2.0),
+    }
 
 
 def time_log_trace(folder: Path, columns: dict[str, np.ndarray], repeat: int) -> float:
@@ -69,10 +73,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         logging_s = [time_log_trace(Path(folder), columns, r) for r in range(args.repeats)]
     per_million = statistics.median(logging_s) * 1e6 / args.rows
-    print(f"1. log_trace of {args.rows:,} rows x {len(columns) - 1} columns: median "
-          f"{statistics.median(logging_s):.3f} s (min {min(logging_s):.3f}, max "
-          f"{max(logging_s):.3f}); per 1,000,000 rows {per_million:.3f} s "
-          f"(target < 1 s: {'met' if per_million < 1.0 else 'NOT met'})")
+    print(
+        f"1. log_trace of {args.rows:,} rows x {len(columns) - 1} columns: median "
+        f"{statistics.median(logging_s):.3f} s (min {min(logging_s):.3f}, max "
+        f"{max(logging_s):.3f}); per 1,000,000 rows {per_million:.3f} s "
+        f"(target < 1 s: {'met' if per_million < 1.0 else 'NOT met'})"
+    )
 
     data = load("breast_cancer")
     X, y = data.X_train, data.y_train
@@ -83,12 +89,16 @@ def main() -> None:
         slow.append(timed_fit(X, y, lambda row: time.sleep(SLOW_ROW_S)))
     fit_fast, fit_slow = (statistics.median(r[0] for r in runs) for runs in (fast, slow))
     wall_fast, wall_slow = (statistics.median(r[1] for r in runs) for runs in (fast, slow))
-    print(f"2. NESVM, breast_cancer, {fast[0][2]} trace rows, callback sleeping "
-          f"{SLOW_ROW_S * 1e3:.0f} ms per row (medians of {args.repeats}):")
+    print(
+        f"2. NESVM, breast_cancer, {fast[0][2]} trace rows, callback sleeping "
+        f"{SLOW_ROW_S * 1e3:.0f} ms per row (medians of {args.repeats}):"
+    )
     print(f"   no callback:   fit_time_s {fit_fast:.4f} s, wall {wall_fast:.3f} s")
     print(f"   slow callback: fit_time_s {fit_slow:.4f} s, wall {wall_slow:.3f} s")
-    print(f"   fit_time_s ratio slow/none {fit_slow / fit_fast:.3f}; wall ratio "
-          f"{wall_slow / wall_fast:.1f}")
+    print(
+        f"   fit_time_s ratio slow/none {fit_slow / fit_fast:.3f}; wall ratio "
+        f"{wall_slow / wall_fast:.1f}"
+    )
 
 
 if __name__ == "__main__":

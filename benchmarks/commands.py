@@ -15,6 +15,7 @@ def timed(command: list[str], folder: Path, what: str) -> tuple[float, subproces
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if done.returncode:
-        raise SystemExit(f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}"
-                         f"\n{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return wall, done

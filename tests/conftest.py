@@ -13,8 +13,10 @@ from urllib.parse import unquote
 
 import pytest
 
-SHARED_LIBSVM = Path(os.environ.get("SVMLAB_SHARED_DATA")
-                     or Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm")
+SHARED_LIBSVM = Path(
+    os.environ.get("SVMLAB_SHARED_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "data" / "libsvm"
+)
 
 
 def closed_port() -> int:
@@ -131,8 +133,9 @@ def pytest_sessionstart(session):
     processes (`support.numba_cache`) while the tests are collected; under pytest-xdist the
     controller does it once for all workers."""
     config = session.config
-    whole_suite = (config.args_source is pytest.Config.ArgsSource.TESTPATHS
-                   and not config.option.keyword)
+    whole_suite = (
+        config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
+    )
     if whole_suite and not hasattr(config, "workerinput"):
         import tempfile
 
@@ -162,8 +165,10 @@ def pytest_sessionfinish(session):
 def pytest_terminal_summary(terminalreporter, config):
     filling = config.stash.get(NUMBA_CACHE, None)
     if filling is not None and filling.seconds is not None:
-        terminalreporter.write_line(f"numba cache filled in {filling.seconds:.0f} s; failed: "
-                                    f"{'; '.join(filling.errors) or 'none'}")
+        terminalreporter.write_line(
+            f"numba cache filled in {filling.seconds:.0f} s; failed: "
+            f"{'; '.join(filling.errors) or 'none'}"
+        )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -27,15 +27,29 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 
 def make_problem(n=300, d=10, seed=0, sep=0.7):
     """Standardised, clearly non-separable, both labels; y in {-1, +1}."""
-    X, y01 = make_classification(n, d, n_informative=min(d, 6), n_redundant=0, flip_y=0.1,
-                                 class_sep=sep, random_state=seed)
+    X, y01 = make_classification(
+        n, d, n_informative=min(d, 6), n_redundant=0, flip_y=0.1, class_sep=sep, random_state=seed
+    )
     return StandardScaler().fit_transform(X), np.where(y01 == 1, 1.0, -1.0)
 
 
 def settings(**changes):
-    base = dict(C=1.0, p=1.0, exact=True, inner_steps=1, cg_tol=1e-12, cg_maxit=1000,
-                prox_tol=1e-12, prox_maxit=100, refresh_every=50, bias=True,
-                schedule="constant", rho=1.0, mu_max=1e5, precondition=False)
+    base = dict(
+        C=1.0,
+        p=1.0,
+        exact=True,
+        inner_steps=1,
+        cg_tol=1e-12,
+        cg_maxit=1000,
+        prox_tol=1e-12,
+        prox_maxit=100,
+        refresh_every=50,
+        bias=True,
+        schedule="constant",
+        rho=1.0,
+        mu_max=1e5,
+        precondition=False,
+    )
     return Settings(**{**base, **changes})
 
 
@@ -45,8 +59,7 @@ def run(A, y, n_iter, mu=0.1, w0=None, **changes):
     state = State.start(rows, np.ones(A.shape[1]) if w0 is None else w0, mu)
     states, steps = [], []
     for step in iterate(rows, y, state, settings(**changes)):
-        states.append((state.w.copy(), state.b, state.lam.copy(), state.e.copy(),
-                       state.u.copy()))
+        states.append((state.w.copy(), state.b, state.lam.copy(), state.e.copy(), state.u.copy()))
         steps.append(step)
         if step.iteration == n_iter:
             return states, steps
@@ -59,13 +72,20 @@ def objective(A, y, w, b, C, p):
 
 def lbfgs_optimum(A, y, C, p, bias=True):
     """min obj by L-BFGS-B with the analytic gradient (p > 1), gtol 1e-12."""
+
     def f(theta):
         w, b = theta[:-1], theta[-1] if bias else 0.0
         xi = np.maximum(0.0, 1.0 - y * (A @ w + b))
         a = C * p * xi ** (p - 1) * y
         return 0.5 * w @ w + C * np.sum(xi**p), np.append(w - A.T @ a, -a.sum() if bias else 0)
-    result = minimize(f, np.zeros(A.shape[1] + 1), jac=True, method="L-BFGS-B",
-                      options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20000})
+
+    result = minimize(
+        f,
+        np.zeros(A.shape[1] + 1),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20000},
+    )
     return result.fun
 
 
@@ -80,13 +100,20 @@ def model_objective(model, A, y, p):
 
 # -- numpy reference of the whole iteration (spec §2.2), written independently of the kernels --
 
+
 def prox_reference(v, gam, p):
     if p == 1.0:
         return np.where(v > gam, v - gam, np.where(v >= 0, 0.0, v))
     if p == 2.0:
         return np.where(v > 0, v / (1 + 2 * gam), v)
-    return np.array([x if x <= 0 else brentq(lambda u: u + p * gam * u ** (p - 1) - x, 0, x,
-                                             xtol=1e-300, rtol=1e-15) for x in v])
+    return np.array(
+        [
+            x
+            if x <= 0
+            else brentq(lambda u: u + p * gam * u ** (p - 1) - x, 0, x, xtol=1e-300, rtol=1e-15)
+            for x in v
+        ]
+    )
 
 
 def numpy_alm(A, y, C, p, mu, n_iter, inner_steps):
@@ -120,8 +147,9 @@ V = np.concatenate([np.linspace(-3, 3, 61), [1e-9, 0.05, 0.5, 7.0, 40.0]])
 @pytest.mark.parametrize("gam", [0.01, 0.3, 2.0])
 def test_1_prox_matches_eqs_12_13_and_the_closed_forms(gam):
     got = {p: np.array([prox(v, gam, p, 1e-12, 100) for v in V]) for p in (1.0, 2.0, 1.5, 3.0)}
-    np.testing.assert_allclose(got[1.0], np.where(gam < V, V - gam, np.where(V >= 0, 0, V)),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        got[1.0], np.where(gam < V, V - gam, np.where(V >= 0, 0, V)), rtol=0, atol=1e-12
+    )
     np.testing.assert_allclose(got[2.0], np.where(V > 0, V / (1 + 2 * gam), V), atol=1e-12)
     pos = V > 0
     closed15 = ((-1.5 * gam + np.sqrt(2.25 * gam**2 + 4 * V[pos])) / 2) ** 2
@@ -141,8 +169,7 @@ def test_1_general_p_prox_agrees_with_brute_force_minimisation(p, y):
     for t in np.linspace(-2.5, 2.5, 21):
         F = lambda e: gam * max(y * e, 0.0) ** p + 0.5 * (e - t) ** 2
         lo, hi = min(0.0, t) - 1, max(0.0, t) + 1
-        brute = minimize_scalar(F, bounds=(lo, hi), method="bounded",
-                                options={"xatol": 1e-13}).x
+        brute = minimize_scalar(F, bounds=(lo, hi), method="bounded", options={"xatol": 1e-13}).x
         u = prox(y * t, gam, p, 1e-12, 100)
         assert abs(y * u - brute) <= 1e-7 and F(y * u) <= F(brute) + 1e-12
         if y * t > 0:  # the root of u + p gam u^(p-1) = y t lies within 1e-12 max(y t, 1)
@@ -163,8 +190,10 @@ def test_2_prox_symmetry_identity_and_continuity(p):
             if p == 1.0 and 0 <= y * t <= gam:
                 assert e(t, y) == 0.0
     for kink in (0.0, gam):
-        assert abs(prox(kink + 1e-10, gam, p, 1e-12, 100)
-                   - prox(kink - 1e-10, gam, p, 1e-12, 100)) <= 1e-9
+        assert (
+            abs(prox(kink + 1e-10, gam, p, 1e-12, 100) - prox(kink - 1e-10, gam, p, 1e-12, 100))
+            <= 1e-9
+        )
 
 
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0, 3.0])
@@ -198,6 +227,7 @@ def test_4_bad_parameters_and_labels_raise():
 
 # -- (w, b)-step ----------------------------------------------------------------------------
 
+
 def jacobi(A, mu):
     """The inverse diagonal of the normal equations' matrix: 1 / (||A_j||^2 + 1/mu), 1 / n."""
     return 1.0 / (np.sum(A * A, axis=0) + 1.0 / mu), 1.0 / A.shape[0]
@@ -211,9 +241,24 @@ def cg_solve(A, z, mu, w, b, maxit, tol_abs=0.0, precondition=False):
     r = u + b - z
     res_w = -(A.T @ r + w / mu)
     pre_w, pre_b = jacobi(A, mu) if precondition else (np.empty(0), 1.0)
-    b, _, _ = conjugate_gradient(rows_of(A), w, b, u, res_w, -r.sum(), mu, True, maxit,
-                                 tol_abs, np.empty(d), np.empty(n), np.empty(d), pre_w, pre_b,
-                                 np.empty(d))
+    b, _, _ = conjugate_gradient(
+        rows_of(A),
+        w,
+        b,
+        u,
+        res_w,
+        -r.sum(),
+        mu,
+        True,
+        maxit,
+        tol_abs,
+        np.empty(d),
+        np.empty(n),
+        np.empty(d),
+        pre_w,
+        pre_b,
+        np.empty(d),
+    )
     return w, b, u
 
 
@@ -246,8 +291,9 @@ def test_6_7_the_inexact_step_is_eq_18_and_one_cg_iteration():
     long_form = (q @ r + w_g @ w / mu) / (q @ q + w_g @ w_g / mu)  # Eq.18, first form
     short_form = (w_g @ w_g + b_g**2) / (q @ q + w_g @ w_g / mu)
     assert short_form == pytest.approx(long_form, rel=1e-10) and short_form > 0
-    line = minimize_scalar(lambda s: G(A, z, mu, w - s * w_g, b - s * b_g),
-                           bracket=(0, short_form), tol=1e-12).x
+    line = minimize_scalar(
+        lambda s: G(A, z, mu, w - s * w_g, b - s * b_g), bracket=(0, short_form), tol=1e-12
+    ).x
     assert line == pytest.approx(short_form, rel=1e-6)
     assert G(A, z, mu, w - short_form * w_g, b - short_form * b_g) < G(A, z, mu, w, b)
     w1, b1, u1 = cg_solve(A, z, mu, w, b, 1)
@@ -266,8 +312,9 @@ def test_7b_a_preconditioned_step_is_the_exact_line_search_along_the_scaled_grad
     r = A @ w + b - z
     pre_w, pre_b = jacobi(A, mu)
     d_w, d_b = pre_w * (A.T @ r + w / mu), pre_b * r.sum()
-    line = minimize_scalar(lambda s: G(A, z, mu, w - s * d_w, b - s * d_b), bracket=(0, 1e-3),
-                           tol=1e-12).x
+    line = minimize_scalar(
+        lambda s: G(A, z, mu, w - s * d_w, b - s * d_b), bracket=(0, 1e-3), tol=1e-12
+    ).x
     w1, b1, u1 = cg_solve(A, z, mu, w, b, 1, precondition=True)
     np.testing.assert_allclose(w1, w - line * d_w, rtol=1e-6, atol=1e-9)
     assert b1 == pytest.approx(b - line * d_b, rel=1e-6, abs=1e-9)
@@ -302,6 +349,7 @@ def test_8_the_incremental_u_stays_a_w_and_is_exact_after_a_refresh():
 
 # -- whole-algorithm invariants -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0])
 def test_9_10_11_exact_invariants_at_every_iteration(p):
     A, y = make_problem(200, 8, seed=5)
@@ -311,8 +359,9 @@ def test_9_10_11_exact_invariants_at_every_iteration(p):
         assert np.linalg.norm(w + A.T @ lam) <= 1e-6 * max(1.0, np.linalg.norm(w))
         assert abs(lam.sum()) <= 1e-6 * max(1.0, np.linalg.norm(lam))
         res = u + b - y + e
-        np.testing.assert_array_equal(lam - previous_lam, (previous_lam + step.mu * res)
-                                      - previous_lam)
+        np.testing.assert_array_equal(
+            lam - previous_lam, (previous_lam + step.mu * res) - previous_lam
+        )
         if previous_u is not None:
             V.append(res @ res + np.sum((u - previous_u + b - previous_b) ** 2))
         previous_lam, previous_u, previous_b = lam, u, b
@@ -343,11 +392,12 @@ def test_12b_eq29_schedule_is_the_papers_bound_one_iteration_late():
     bound where rho mu_k exceeds it."""
     A, y = make_problem(200, 6)
     C, rho, mu_max = 1.0, 1.5, 50.0
-    states, steps = run(A, y, 40, mu=0.1 * C, exact=False, schedule="paper29", rho=rho,
-                        mu_max=mu_max, C=C)
+    states, steps = run(
+        A, y, 40, mu=0.1 * C, exact=False, schedule="paper29", rho=rho, mu_max=mu_max, C=C
+    )
     mus = np.array([step.mu for step in steps])
     f = np.array([0.5 * w @ w + C * np.sum(np.maximum(y * e, 0)) for w, _, _, e, _ in states])
-    res2 = np.array([step.primal_residual ** 2 for step in steps])
+    res2 = np.array([step.primal_residual**2 for step in steps])
     assert mus[1] == pytest.approx(rho * mus[0], rel=1e-15)
     rhs = (0.5 * mus[:-1] * res2[:-1] + f[:-1] - f[1:]) / (0.5 * res2[1:])
     expected = np.minimum(np.maximum(np.minimum(rho * mus[1:-1], rhs[:-1]), mus[1:-1]), mu_max)
@@ -365,8 +415,9 @@ def test_12c_objective_change_stop_as_written():
     start = objective(A, y, np.ones(8), 0.0, 10.0, 1.0)
     stops = {}
     for tol_change in ("absolute", "relative"):
-        model = SVMALM(C=10.0, inner_steps=1, tol=1e-4, tol_change=tol_change, tol_gap=None,
-                       max_iter=3000).fit(A, y)
+        model = SVMALM(
+            C=10.0, inner_steps=1, tol=1e-4, tol_change=tol_change, tol_gap=None, max_iter=3000
+        ).fit(A, y)
         obj = np.array(model.trace_.columns()["objective_hinge_l2"])
         previous = np.append(start, obj[:-1])
         scale = np.maximum(1.0, np.abs(previous)) if tol_change == "relative" else 1.0
@@ -379,13 +430,16 @@ def test_12c_objective_change_stop_as_written():
 
 # -- optimality and agreement with reference solvers ----------------------------------------
 
+
 @pytest.mark.parametrize("C", [0.01, 1.0])
 def test_13_hinge_matches_libsvm_with_bias(C):
     A, y = make_problem(300, 10, seed=6)
     model = fit(A, y, C=C)
     ref = SVC(kernel="linear", C=C, tol=1e-8).fit(A, y)
-    ours, theirs = model_objective(model, A, y, 1), objective(A, y, ref.coef_[0],
-                                                              ref.intercept_[0], C, 1)
+    ours, theirs = (
+        model_objective(model, A, y, 1),
+        objective(A, y, ref.coef_[0], ref.intercept_[0], C, 1),
+    )
     assert ours == pytest.approx(theirs, rel=1e-6)
     assert ours - theirs <= model.certificate_.gap + 1e-12 * theirs
     agree = np.sum(model.predict(A) == y) - np.sum(ref.predict(A) == y)
@@ -401,10 +455,20 @@ def test_14_matches_liblinear_on_its_own_problems(loss, p, C):
     for scaling in (None, 1.0):
         data = A if scaling is None else np.hstack([A, np.full((300, 1), scaling)])
         model = fit(data, y, C=C, p=p, fit_intercept=False)
-        ref = LinearSVC(C=C, loss=loss, dual=True, fit_intercept=scaling is not None,
-                        intercept_scaling=scaling or 1.0, tol=1e-10, max_iter=10**6).fit(A, y)
-        w = ref.coef_[0] if scaling is None else np.append(ref.coef_[0],
-                                                           ref.intercept_[0] / scaling)
+        ref = LinearSVC(
+            C=C,
+            loss=loss,
+            dual=True,
+            fit_intercept=scaling is not None,
+            intercept_scaling=scaling or 1.0,
+            tol=1e-10,
+            max_iter=10**6,
+        ).fit(A, y)
+        w = (
+            ref.coef_[0]
+            if scaling is None
+            else np.append(ref.coef_[0], ref.intercept_[0] / scaling)
+        )
         ours, theirs = model_objective(model, data, y, p), objective(data, y, w, 0.0, C, p)
         assert ours == pytest.approx(theirs, rel=1e-8)
         assert ours - theirs <= model.certificate_.gap + 1e-12 * theirs
@@ -416,8 +480,9 @@ def test_14_squared_hinge_with_bias_matches_liblinear_primal_newton():
     ill-conditioned to converge in reasonable time, hence TRON."""
     A, y = make_problem(300, 10, seed=7)
     model = fit(A, y, p=2.0)
-    ref = LinearSVC(loss="squared_hinge", dual=False, intercept_scaling=1e3, tol=1e-10,
-                    max_iter=10**5).fit(A, y)
+    ref = LinearSVC(
+        loss="squared_hinge", dual=False, intercept_scaling=1e3, tol=1e-10, max_iter=10**5
+    ).fit(A, y)
     theirs = objective(A, y, ref.coef_[0], ref.intercept_[0], 1.0, 2.0)
     assert model_objective(model, A, y, 2.0) == pytest.approx(theirs, rel=1e-5)
 
@@ -428,8 +493,7 @@ def test_14_15_general_p_matches_lbfgs(p, variant):
     A, y = make_problem(300, 10, seed=8)
     model = fit(A, y, p=p, variant=variant, inner_steps=5)
     assert model.converged_
-    assert model_objective(model, A, y, p) == pytest.approx(lbfgs_optimum(A, y, 1.0, p),
-                                                            rel=1e-7)
+    assert model_objective(model, A, y, p) == pytest.approx(lbfgs_optimum(A, y, 1.0, p), rel=1e-7)
 
 
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0])
@@ -467,12 +531,14 @@ def test_18_inexact_variant_reaches_the_reference(p, precondition):
     A, y = make_problem(1000, 10, seed=10)
     reference = model_objective(fit(A, y, p=p), A, y, p)
     for steps, within in ((1, 1e-3), (5, 1e-4)):
-        model = SVMALM(p=p, inner_steps=steps, max_iter=300, tol_gap=None,
-                       precondition=precondition).fit(A, y)
+        model = SVMALM(
+            p=p, inner_steps=steps, max_iter=300, tol_gap=None, precondition=precondition
+        ).fit(A, y)
         assert model_objective(model, A, y, p) <= reference * (1 + within)
 
 
 # -- sanity, symmetry, implementation equivalence -------------------------------------------
+
 
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0])
 def test_19_objective_at_zero_and_at_the_solution(p):
@@ -483,7 +549,8 @@ def test_19_objective_at_zero_and_at_the_solution(p):
     best = min(C * 200, objective(A, y, np.ones(6), 0.0, C, p))
     assert model_objective(model, A, y, p) <= best
     assert model.trace_.columns()[model._formulation().metric("objective")][-1] == pytest.approx(
-        model_objective(model, A, y, p), rel=1e-10)
+        model_objective(model, A, y, p), rel=1e-10
+    )
 
 
 @pytest.mark.parametrize("p", [1.0, 1.5])
@@ -510,7 +577,8 @@ def test_20_numba_kernels_equal_the_numpy_reference_over_20_iterations(p, inner_
     A, y = make_problem(150, 7, seed=13)
     states, _ = run(A, y, 20, mu=0.2, p=p, C=0.7, exact=False, inner_steps=inner_steps)
     for (w, b, lam, _, _), (w_ref, b_ref, lam_ref) in zip(
-            states, numpy_alm(A, y, 0.7, p, 0.2, 20, inner_steps)):
+        states, numpy_alm(A, y, 0.7, p, 0.2, 20, inner_steps)
+    ):
         np.testing.assert_allclose(w, w_ref, rtol=1e-10, atol=1e-10)
         assert b == pytest.approx(b_ref, rel=1e-10, abs=1e-10)
         np.testing.assert_allclose(lam, lam_ref, rtol=1e-10, atol=1e-10)
@@ -527,8 +595,9 @@ def test_21_separable_data_large_c():
 
 
 def test_22_one_vs_rest():
-    A, y = make_classification(300, 6, n_informative=4, n_classes=3, n_clusters_per_class=1,
-                               random_state=15)
+    A, y = make_classification(
+        300, 6, n_informative=4, n_classes=3, n_clusters_per_class=1, random_state=15
+    )
     ovr = OneVsRestClassifier(SVMALM(p=2.0, inner_steps=5, max_iter=300)).fit(A, y)
     assert len(ovr.estimators_) == 3
     scores = np.column_stack([m.decision_function(A) for m in ovr.estimators_])
@@ -540,6 +609,7 @@ def test_22_one_vs_rest():
 
 
 # -- certificates of the power hinge, stopping rules, trace ---------------------------------
+
 
 @pytest.mark.parametrize("p", [1.3, 1.7])
 def test_power_hinge_certificate_closes_at_the_optimum_and_bounds_any_model(p):
@@ -579,11 +649,24 @@ def test_stopping_rules_and_trace_columns():
     name = "hinge_p1.5_l2_bias"
     assert model.converged_ and columns[f"rel_gap_{name}"][-1] <= 1e-6
     assert columns[f"rel_gap_{name}"][:-1].min() > 1e-6
-    assert set(columns) == {"iteration", "time_s", "objective_hinge_p1.5_l2", "primal_residual",
-                            "dual_residual", "mu", "cg_iterations", f"dual_{name}",
-                            f"gap_{name}", f"rel_gap_{name}"}
-    np.testing.assert_allclose(columns[f"gap_{name}"], columns["objective_hinge_p1.5_l2"]
-                               - columns[f"dual_{name}"], rtol=1e-12, atol=1e-12)
+    assert set(columns) == {
+        "iteration",
+        "time_s",
+        "objective_hinge_p1.5_l2",
+        "primal_residual",
+        "dual_residual",
+        "mu",
+        "cg_iterations",
+        f"dual_{name}",
+        f"gap_{name}",
+        f"rel_gap_{name}",
+    }
+    np.testing.assert_allclose(
+        columns[f"gap_{name}"],
+        columns["objective_hinge_p1.5_l2"] - columns[f"dual_{name}"],
+        rtol=1e-12,
+        atol=1e-12,
+    )
     assert np.all(columns[f"gap_{name}"] >= -1e-9)
     assert np.all(np.diff(columns[f"dual_{name}"]) >= 0)  # the best bound so far
     assert np.all(np.diff(columns["time_s"]) >= 0)
@@ -596,8 +679,7 @@ def test_stopping_rules_and_trace_columns():
     assert not graded.converged_ and np.hypot(np.linalg.norm(w - A.T @ a), a.sum()) <= 1e-6
     # the paper's rule and a gap asked for: converged_ says whether the gap held when it fired
     paper = SVMALM(p=2.0, tol=1e-4, max_iter=100, tol_gap=1e-2).fit(A, y)
-    assert paper.converged_ == (paper.trace_.columns()["rel_gap_squared_hinge_l2_bias"][-1]
-                                <= 1e-2)
+    assert paper.converged_ == (paper.trace_.columns()["rel_gap_squared_hinge_l2_bias"][-1] <= 1e-2)
     assert paper.certificate_.rel_gap <= 1e-2 or not paper.converged_
     quiet = SVMALM(trace_certificate=False, tol_gap=None, max_iter=5).fit(A, y)
     assert not any(name.startswith("rel_gap") for name in quiet.trace_.columns())
@@ -626,8 +708,9 @@ def test_the_dual_bound_runs_on_a_growing_schedule_and_converged_means_certified
     assert model.stop_reason_ == "certified gap <= tol_gap"
     assert model.certificate_.rel_gap <= 1e-5 * (1 + 1e-9)  # the final one has that bound too
     assert np.all(np.diff(bounds) >= 0) and len(np.unique(bounds)) <= len(calls)
-    np.testing.assert_allclose(columns[f"gap_{name}"], columns["objective_hinge_l2"] - bounds,
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        columns[f"gap_{name}"], columns["objective_hinge_l2"] - bounds, rtol=1e-12, atol=1e-12
+    )
     # asked for, the bound is computed at every iteration, and stops the fit no later
     calls.clear()
     every = SVMALM(tol_gap=1e-5, max_iter=5000, trace_certificate=True).fit(A, y)
@@ -641,6 +724,7 @@ def test_the_dual_bound_runs_on_a_growing_schedule_and_converged_means_certified
 
 # -- configs and the paper preset -----------------------------------------------------------
 
+
 def test_the_preset_composes_into_the_paper_sweep():
     from svmlab.app.config.schema import build_estimator
 
@@ -649,8 +733,11 @@ def test_the_preset_composes_into_the_paper_sweep():
     assert (sweep.solver, sweep.dataset, sweep["solver.C"], sweep.seed) == (
         "alm_paper,alm_l2_paper,alm_paper_timing,alm_l2_paper_timing,liblinear_hinge_paper,"
         "liblinear_paper,pegasos,alm_paper_exact,alm_lp19_paper,alm_lp16_paper,"
-        "liblinear_hinge_reference", "ijcnn1,w8a,w1a,w3a",
-        "1.0,10.0", "range(5)")
+        "liblinear_hinge_reference",
+        "ijcnn1,w8a,w1a,w3a",
+        "1.0,10.0",
+        "range(5)",
+    )
     assert cfg.tracking.experiment == "alm_paper" and cfg.solver.C == 1.0
     for solver in sweep.solver.split(","):
         build_estimator(composed("+experiment=alm_paper", f"solver={solver}"))
@@ -660,12 +747,23 @@ def test_the_preset_composes_into_the_paper_sweep():
         paper = build_estimator(composed(f"solver={name}"))
         assert (paper.p, paper.max_iter, paper.tol, paper.tol_gap) == (p, 100, 1e-4, None)
         assert (paper.tol_change, paper.mu_schedule, paper.rho, paper.mu0) == (
-            "absolute", "paper29", 1.01, None)
+            "absolute",
+            "paper29",
+            1.01,
+            None,
+        )
         timing = build_estimator(composed(f"solver={name}_timing"))
         assert (timing.p, timing.max_iter, timing.tol, timing.mu_schedule) == (
-            p, 1000, 0.0, "paper29")
-    for name, p, variant in (("alm_paper_exact", 1.0, "exact"), ("alm_lp19_paper", 1.9, "inexact"),
-                             ("alm_lp16_paper", 1.6, "inexact")):
+            p,
+            1000,
+            0.0,
+            "paper29",
+        )
+    for name, p, variant in (
+        ("alm_paper_exact", 1.0, "exact"),
+        ("alm_lp19_paper", 1.9, "inexact"),
+        ("alm_lp16_paper", 1.6, "inexact"),
+    ):
         other = build_estimator(composed(f"solver={name}"))
         assert (other.p, other.variant, other.max_iter, other.tol) == (p, variant, 100, 1e-4)
     # DCD with the paper's bias feature T = 1e3, capped; the tight reference at LIBLINEAR's T = 1
@@ -681,16 +779,34 @@ def test_the_preset_composes_into_the_paper_sweep():
 def test_a_tiny_lp_sweep_logs_the_power_hinge_quantities(store):
     from support.runs import runs, train
 
-    assert train(store, "-m", "+experiment=alm_paper", "solver=alm", "solver.p=1.0,1.5",
-                 "solver.max_iter=300", "dataset=breast_cancer", "seed=0",
-                 "tracking.log_model=false") == 0
-    found = {run.data.params["solver.p"]: run for run in runs(store, "alm_paper")
-             if "solver" in run.data.tags}
+    assert (
+        train(
+            store,
+            "-m",
+            "+experiment=alm_paper",
+            "solver=alm",
+            "solver.p=1.0,1.5",
+            "solver.max_iter=300",
+            "dataset=breast_cancer",
+            "seed=0",
+            "tracking.log_model=false",
+        )
+        == 0
+    )
+    found = {
+        run.data.params["solver.p"]: run
+        for run in runs(store, "alm_paper")
+        if "solver" in run.data.tags
+    }
     assert sorted(found) == ["1.0", "1.5"]
     metrics = found["1.5"].data.metrics
     assert metrics["test_accuracy"] > 0.9
     assert metrics["objective_hinge_p1.5_l2"] == pytest.approx(
-        metrics["trace/objective_hinge_p1.5_l2"], rel=1e-9)
-    assert 0 <= metrics["rel_gap_hinge_p1.5_l2_bias"] <= (
-        metrics["trace/rel_gap_hinge_p1.5_l2_bias"] * (1 + 1e-9))  # the final one adds candidates
+        metrics["trace/objective_hinge_p1.5_l2"], rel=1e-9
+    )
+    assert (
+        0
+        <= metrics["rel_gap_hinge_p1.5_l2_bias"]
+        <= (metrics["trace/rel_gap_hinge_p1.5_l2_bias"] * (1 + 1e-9))
+    )  # the final one adds candidates
     assert "trace/primal_residual" in metrics and "trace/mu" in metrics

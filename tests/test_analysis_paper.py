@@ -71,8 +71,11 @@ KDD-full 19.5 0.764 0.744"""
 
 def frame(text: str) -> pd.DataFrame:
     rows = [line.split() for line in text.splitlines()]
-    return pd.DataFrame([[float(v) for v in row[1:]] for row in rows],
-                        index=[row[0] for row in rows], columns=["CVM", "FW", "MFW"])
+    return pd.DataFrame(
+        [[float(v) for v in row[1:]] for row in rows],
+        index=[row[0] for row in rows],
+        columns=["CVM", "FW", "MFW"],
+    )
 
 
 ACC, TIME_S = frame(ACCURACY), frame(TIME)
@@ -104,8 +107,9 @@ def test_unrounded_differences_break_the_ties_the_rounding_keeps():
     assert wilcoxon.signed_rank_test(ACC["MFW"], ACC["CVM"], alternative="less").w_plus == 48.5
 
 
-@pytest.mark.parametrize("a, b, p", [("FW", "CVM", 4.08e-06), ("MFW", "CVM", 2.84e-04),
-                                     ("FW", "MFW", 1.09e-03)])
+@pytest.mark.parametrize(
+    "a, b, p", [("FW", "CVM", 4.08e-06), ("MFW", "CVM", 2.84e-04), ("FW", "MFW", 1.09e-03)]
+)
 def test_wilcox_zero_method_gives_the_values_the_spec_rules_out(a, b, p):
     result = wilcoxon.signed_rank_test(ACC[a], ACC[b], alternative="less", zero_method="wilcox")
     assert result.p_value == pytest.approx(p, rel=5e-3)
@@ -113,13 +117,15 @@ def test_wilcox_zero_method_gives_the_values_the_spec_rules_out(a, b, p):
 
 def test_normal_approximation_is_what_the_spec_computed():
     """The spec's z = -3.2149 (p = 6.52e-04) has no continuity correction; with it, |z| shrinks."""
-    plain = wilcoxon.signed_rank_test(ACC["MFW"], ACC["CVM"], alternative="less",
-                                      method="normal", continuity=False)
+    plain = wilcoxon.signed_rank_test(
+        ACC["MFW"], ACC["CVM"], alternative="less", method="normal", continuity=False
+    )
     assert plain.method == "normal"
     assert plain.z == pytest.approx(-3.2149, abs=1e-4)
     assert plain.p_value == pytest.approx(6.52e-04, rel=5e-3)
-    corrected = wilcoxon.signed_rank_test(ACC["MFW"], ACC["CVM"], alternative="less",
-                                          method="normal")
+    corrected = wilcoxon.signed_rank_test(
+        ACC["MFW"], ACC["CVM"], alternative="less", method="normal"
+    )
     assert plain.z < corrected.z < 0
 
 
@@ -151,17 +157,26 @@ def test_decisions_of_table_7_at_the_three_levels():
     the paper)."""
     options = compare.Options(correction="none", bayes_samples=200)
     for values, a, b, alternative, *_ in WILCOXON_TARGETS:
-        row = compare.signed_rank_table(values, [hypotheses.Pair(a, b, alternative)],
-                                        table.Measure("m", True), options).iloc[0]
+        row = compare.signed_rank_table(
+            values, [hypotheses.Pair(a, b, alternative)], table.Measure("m", True), options
+        ).iloc[0]
         expected = not (values is TIME_S and {a, b} == {"FW", "MFW"})
         assert all((row["p_value"] <= alpha) == expected for alpha in options.alphas)
 
 
 def tidy_csv(tmp_path) -> str:
     """Both tables as a published table is typed in: dataset, solver, measure, value."""
-    tidy = pd.concat([values.rename_axis("dataset").rename_axis(columns="solver").stack()
-                      .rename("value").reset_index().assign(measure=name)
-                      for name, values in (("accuracy", ACC), ("time_s", TIME_S))])
+    tidy = pd.concat(
+        [
+            values.rename_axis("dataset")
+            .rename_axis(columns="solver")
+            .stack()
+            .rename("value")
+            .reset_index()
+            .assign(measure=name)
+            for name, values in (("accuracy", ACC), ("time_s", TIME_S))
+        ]
+    )
     path = tmp_path / "frandi.csv"
     tidy[["dataset", "solver", "measure", "value"]].to_csv(path, index=False)
     return str(path)
@@ -173,12 +188,39 @@ def test_tables_5_and_6_from_the_published_table_in_one_run(new_store, tmp_path,
     add_parser(parser.add_subparsers(dest="command", required=True))
     uri = f"sqlite:///{new_store(tmp_path / 'analysis.db')}"
     # lists comma-separated and unused options empty, as the MLproject entry point passes them
-    args = parser.parse_args(["analyze", "--csv", tidy_csv(tmp_path), "--tracking-uri", uri,
-                              "-m", "accuracy:higher:1,time_s:lower", "--control", "CVM",
-                              "-H", "FW<CVM,MFW<CVM", "-H", "accuracy:FW<MFW",
-                              "--correction", "none", "--alpha", "0.01,0.05,0.1", "-e", "",
-                              "--filter", "", "--block", "", "--treatment", "",
-                              "--objective", "", "--bayes-samples", "2000"])
+    args = parser.parse_args(
+        [
+            "analyze",
+            "--csv",
+            tidy_csv(tmp_path),
+            "--tracking-uri",
+            uri,
+            "-m",
+            "accuracy:higher:1,time_s:lower",
+            "--control",
+            "CVM",
+            "-H",
+            "FW<CVM,MFW<CVM",
+            "-H",
+            "accuracy:FW<MFW",
+            "--correction",
+            "none",
+            "--alpha",
+            "0.01,0.05,0.1",
+            "-e",
+            "",
+            "--filter",
+            "",
+            "--block",
+            "",
+            "--treatment",
+            "",
+            "--objective",
+            "",
+            "--bayes-samples",
+            "2000",
+        ]
+    )
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "Iman-Davenport F(2, 50) from the tie-corrected chi2 = 14.8585" in out
@@ -192,8 +234,11 @@ def test_tables_5_and_6_from_the_published_table_in_one_run(new_store, tmp_path,
     time_pairs = {(p["A"], p["B"]): p for p in summary["measures"]["time_s"]["pairwise"]}
     assert set(time_pairs) == {("FW", "CVM"), ("MFW", "CVM"), ("FW", "MFW")}
     # Table 5 (time): W and p of the paper
-    for pair, w, p in ((("FW", "CVM"), 17, 3.085e-06), (("MFW", "CVM"), 20, 5.528e-06),
-                       (("FW", "MFW"), 159, 0.6893)):
+    for pair, w, p in (
+        (("FW", "CVM"), 17, 3.085e-06),
+        (("MFW", "CVM"), 20, 5.528e-06),
+        (("FW", "MFW"), 159, 0.6893),
+    ):
         assert time_pairs[pair]["W"] == w
         assert time_pairs[pair]["p_value"] == pytest.approx(p, rel=2e-4)
     acc_pairs = {(p["A"], p["B"]): p for p in summary["measures"]["accuracy"]["pairwise"]}
@@ -209,5 +254,7 @@ def test_tables_5_and_6_from_the_published_table_in_one_run(new_store, tmp_path,
     control = pd.read_csv(tmp_path / "artifacts" / "time_s" / "control.csv")
     # the control table tests the same directed hypotheses as the pairwise table
     assert list(zip(control["A"], control["B"], control["alternative"])) == [
-        ("FW", "CVM", "less"), ("MFW", "CVM", "less")]
+        ("FW", "CVM", "less"),
+        ("MFW", "CVM", "less"),
+    ]
     np.testing.assert_allclose(control["p_wilcoxon"], [3.0845e-06, 5.5283e-06], rtol=1e-4)

@@ -27,6 +27,7 @@ def brute_force_w_plus(ranks) -> dict[float, float]:
 
 # -- exact distribution ------------------------------------------------------------------------
 
+
 def test_exact_distribution_with_ties_by_hand():
     """Ranks 1.5, 1.5, 3: W+ in {0, 1.5, 1.5, 3, 3, 4.5, 4.5, 6} over the 8 sign vectors."""
     dist = wilcoxon.exact_distribution([1.5, 1.5, 3.0])
@@ -54,11 +55,13 @@ def test_exact_p_with_ties_and_zeros_by_hand():
     result = wilcoxon.signed_rank_test([0, 1, -1, 2], [0, 0, 0, 0], alternative="greater")
     assert (result.w_plus, result.w_minus, result.n, result.n_zero) == (6.5, 2.5, 3, 1)
     assert result.p_value == pytest.approx(3 / 8)
-    wilcox = wilcoxon.signed_rank_test([0, 1, -1, 2], [0, 0, 0, 0], alternative="greater",
-                                       zero_method="wilcox")
+    wilcox = wilcoxon.signed_rank_test(
+        [0, 1, -1, 2], [0, 0, 0, 0], alternative="greater", zero_method="wilcox"
+    )
     assert (wilcox.w_plus, wilcox.w_minus) == (4.5, 1.5)  # ranks 1.5, 1.5, 3 without the zero
-    zsplit = wilcoxon.signed_rank_test([0, 1, -1, 2], [0, 0, 0, 0], alternative="greater",
-                                       zero_method="zsplit")
+    zsplit = wilcoxon.signed_rank_test(
+        [0, 1, -1, 2], [0, 0, 0, 0], alternative="greater", zero_method="zsplit"
+    )
     assert (zsplit.w_plus, zsplit.w_minus) == (7.0, 3.0)  # the zero's rank 1 split in halves
     assert zsplit.p_value == pytest.approx(3 / 8)  # the split half is a constant shift
 
@@ -77,14 +80,22 @@ def test_exact_without_ties_matches_scipy(alternative):
 @pytest.mark.parametrize("zero_method", ["pratt", "wilcox"])
 @pytest.mark.parametrize("alternative", wilcoxon.ALTERNATIVES)
 @pytest.mark.parametrize("continuity", [True, False])
-def test_normal_approximation_with_ties_and_zeros_matches_scipy(zero_method, alternative,
-                                                                 continuity):
+def test_normal_approximation_with_ties_and_zeros_matches_scipy(
+    zero_method, alternative, continuity
+):
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 6, 60).astype(float), rng.integers(0, 6, 60).astype(float)
-    ours = wilcoxon.signed_rank_test(a, b, alternative=alternative, zero_method=zero_method,
-                                     continuity=continuity)
-    theirs = stats.wilcoxon(a, b, alternative=alternative, zero_method=zero_method,
-                            method="approx", correction=continuity)
+    ours = wilcoxon.signed_rank_test(
+        a, b, alternative=alternative, zero_method=zero_method, continuity=continuity
+    )
+    theirs = stats.wilcoxon(
+        a,
+        b,
+        alternative=alternative,
+        zero_method=zero_method,
+        method="approx",
+        correction=continuity,
+    )
     assert ours.method == "normal"  # chosen automatically: more than 50 ranked differences
     assert ours.w_plus == theirs.statistic
     assert ours.z == pytest.approx(theirs.zstatistic, rel=1e-12)
@@ -98,9 +109,15 @@ def test_zsplit_normal_approximation_uses_the_moments_of_the_exact_distribution(
     ranks, _, _ = wilcoxon.signed_ranks(d, "zsplit")
     dist = wilcoxon.exact_distribution(ranks)
     support = np.arange(len(dist)) / 2
-    mean, var = dist @ support, dist @ support ** 2 - (dist @ support) ** 2
-    result = wilcoxon.signed_rank_test(d, np.zeros_like(d), zero_method="zsplit",
-                                       method="normal", alternative="greater", continuity=False)
+    mean, var = dist @ support, dist @ support**2 - (dist @ support) ** 2
+    result = wilcoxon.signed_rank_test(
+        d,
+        np.zeros_like(d),
+        zero_method="zsplit",
+        method="normal",
+        alternative="greater",
+        continuity=False,
+    )
     w = result.w_plus - 1.5  # W+ minus the zeros' halves (the zeros have ranks 1.5, 1.5)
     assert result.z == pytest.approx((w - mean) / np.sqrt(var), rel=1e-12)
 
@@ -130,8 +147,12 @@ def test_effect_sizes_by_hand():
     # d = 1, 2, 4: Walsh averages 1, 1.5, 2, 2.5, 3, 4; their median 2.25
     assert wilcoxon.hodges_lehmann(np.array([1.0, 2, 4]))["estimate"] == 2.25
     # n = 2, too few for 95 %: the widest interval, [1, 2], of coverage 1 - 2 P(W+ = 0) = 1/2
-    assert wilcoxon.hodges_lehmann(np.array([1.0, 2])) == {"estimate": 1.5, "low": 1.0,
-                                                           "high": 2.0, "coverage": 0.5}
+    assert wilcoxon.hodges_lehmann(np.array([1.0, 2])) == {
+        "estimate": 1.5,
+        "low": 1.0,
+        "high": 2.0,
+        "coverage": 0.5,
+    }
 
 
 def test_censored_differences_bound_the_estimate_and_the_interval():
@@ -141,8 +162,13 @@ def test_censored_differences_bound_the_estimate_and_the_interval():
     d = np.array([0.5, 1.0, 2.0, 3.5, 1.5, 0.2, 2.5, 1.1])
     plain = wilcoxon.hodges_lehmann(d)
     same = wilcoxon.hodges_lehmann_bounds(d, d)
-    assert same == {"estimate_low": plain["estimate"], "estimate_high": plain["estimate"],
-                    "low": plain["low"], "high": plain["high"], "coverage": plain["coverage"]}
+    assert same == {
+        "estimate_low": plain["estimate"],
+        "estimate_high": plain["estimate"],
+        "low": plain["low"],
+        "high": plain["high"],
+        "coverage": plain["coverage"],
+    }
     high = d.copy()
     high[0] = np.inf
     low = d.copy()
@@ -153,22 +179,27 @@ def test_censored_differences_bound_the_estimate_and_the_interval():
         assert censored["estimate_low"] <= shift["estimate"] <= censored["estimate_high"]
         assert censored["low"] <= shift["low"] and shift["high"] <= censored["high"]
     assert censored["estimate_low"] == wilcoxon.hodges_lehmann(low)["estimate"]
-    below = wilcoxon.hodges_lehmann_bounds(np.where(np.arange(8) == 0, -np.inf, d),
-                                           np.where(np.arange(8) == 0, 0.0, d))
-    assert below["low"] == -np.inf and below["high"] == wilcoxon.hodges_lehmann(
-        np.where(np.arange(8) == 0, 0.0, d))["high"]
+    below = wilcoxon.hodges_lehmann_bounds(
+        np.where(np.arange(8) == 0, -np.inf, d), np.where(np.arange(8) == 0, 0.0, d)
+    )
+    assert (
+        below["low"] == -np.inf
+        and below["high"] == wilcoxon.hodges_lehmann(np.where(np.arange(8) == 0, 0.0, d))["high"]
+    )
     with pytest.raises(SvmlabError, match="censored differences need bounds low <= high"):
         wilcoxon.hodges_lehmann_bounds(high, low)
 
 
 def test_hypothesis_in_words():
     words = wilcoxon.hypothesis("FW", "CVM", "fit_time_s", False, "less")
-    assert words == {"H0": "d = FW - CVM on fit_time_s is symmetric about 0",
-                     "H1": "FW has lower fit_time_s than CVM (d = FW - CVM tends to be "
-                           "negative): FW is better"}
+    assert words == {
+        "H0": "d = FW - CVM on fit_time_s is symmetric about 0",
+        "H1": "FW has lower fit_time_s than CVM (d = FW - CVM tends to be negative): FW is better",
+    }
     assert wilcoxon.hypothesis("FW", "CVM", "acc", True, "less")["H1"].endswith("FW is worse")
     assert wilcoxon.hypothesis("A", "B", "acc", True, "two-sided")["H1"] == (
-        "d = A - B on acc is not symmetric about 0")
+        "d = A - B on acc is not symmetric about 0"
+    )
 
 
 def test_bad_choices_name_what_is_allowed():
@@ -184,6 +215,7 @@ def test_bad_choices_name_what_is_allowed():
 
 # -- Friedman ------------------------------------------------------------------------------------
 
+
 def test_friedman_with_ties_matches_scipy_and_the_formula_without():
     rng = np.random.default_rng(4)
     values = pd.DataFrame(rng.integers(0, 4, size=(15, 4)).astype(float))
@@ -193,7 +225,7 @@ def test_friedman_with_ties_matches_scipy_and_the_formula_without():
     assert result.chi2_tied == pytest.approx(scipy_result.statistic, rel=1e-12)
     assert result.chi2_tied_p == pytest.approx(scipy_result.pvalue, rel=1e-10)
     r_sums = ranks.sum().to_numpy()  # Friedman's form: 12/(Nk(k+1)) sum R_j^2 - 3N(k+1)
-    assert result.chi2 == pytest.approx(12 / (15 * 4 * 5) * (r_sums ** 2).sum() - 3 * 15 * 5)
+    assert result.chi2 == pytest.approx(12 / (15 * 4 * 5) * (r_sums**2).sum() - 3 * 15 * 5)
     f = (15 - 1) * result.chi2 / (15 * 3 - result.chi2)
     assert result.iman_davenport_f == pytest.approx(f)
     assert result.iman_davenport_p == pytest.approx(stats.f.sf(f, 3, 3 * 14))
@@ -214,6 +246,7 @@ def test_identical_rankings_give_an_infinite_iman_davenport_f():
 
 # -- post-hoc ----------------------------------------------------------------------------------
 
+
 def test_nemenyi_matches_scikit_posthocs():
     rng = np.random.default_rng(5)
     shifts = np.array([0, 0.3, 0.6, 1.2])
@@ -228,8 +261,16 @@ def test_nemenyi_matches_scikit_posthocs():
         assert row.p_value == pytest.approx(theirs.iloc[i, j], rel=1e-6, abs=1e-12)
 
 
-@pytest.mark.parametrize("k, q05, q10", [(2, 1.960, 1.645), (3, 2.343, 2.052), (4, 2.569, 2.291),
-                                          (5, 2.728, 2.459), (10, 3.164, 2.920)])
+@pytest.mark.parametrize(
+    "k, q05, q10",
+    [
+        (2, 1.960, 1.645),
+        (3, 2.343, 2.052),
+        (4, 2.569, 2.291),
+        (5, 2.728, 2.459),
+        (10, 3.164, 2.920),
+    ],
+)
 def test_nemenyi_critical_values_of_demsar_table_5a(k, q05, q10):
     scale = posthoc.rank_se(n_blocks=1, n_treatments=k)
     assert posthoc.nemenyi_cd(1, k, 0.05) / scale == pytest.approx(q05, abs=1e-3)
@@ -253,8 +294,9 @@ def test_shaffer_by_hand_and_never_above_holm():
     assert posthoc._true_counts(4) == {0, 1, 2, 3, 6}
     np.testing.assert_allclose(posthoc.shaffer([0.01, 0.02, 0.04], 3), [0.03, 0.03, 0.04])
     p = np.array([0.001, 0.01, 0.02, 0.03, 0.04, 0.05])
-    np.testing.assert_allclose(posthoc.shaffer(p, 4),
-                               [0.006, 0.03, 0.06, 0.09, 0.09, 0.09])  # times 6, 3, 3, 3, 2, 1
+    np.testing.assert_allclose(
+        posthoc.shaffer(p, 4), [0.006, 0.03, 0.06, 0.09, 0.09, 0.09]
+    )  # times 6, 3, 3, 3, 2, 1
     assert (posthoc.shaffer(p, 4) <= posthoc.holm(p)).all()
     with pytest.raises(SvmlabError, match="all 6 pairwise p-values"):
         posthoc.shaffer(p[:5], 4)
@@ -279,6 +321,7 @@ def test_nemenyi_groups_are_the_maximal_cliques_of_the_cd_diagram():
 
 # -- Bayesian signed-rank ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("rope", [0.0, 0.005])
 def test_bayesian_signed_rank_matches_baycomp(rope):
     rng = np.random.default_rng(7)
@@ -288,8 +331,7 @@ def test_bayesian_signed_rank_matches_baycomp(rope):
     theirs = baycomp.SignedRankTest.probs(b, a, rope, nsamples=50000, random_state=1)
     if rope == 0:
         theirs = (theirs[0], 0.0, theirs[1])
-    np.testing.assert_allclose([ours["p_left"], ours["p_rope"], ours["p_right"]], theirs,
-                               atol=0.01)
+    np.testing.assert_allclose([ours["p_left"], ours["p_rope"], ours["p_right"]], theirs, atol=0.01)
 
 
 def test_bayesian_signed_rank_limits():
@@ -303,18 +345,23 @@ def test_bayesian_signed_rank_limits():
 
 # -- tables and the whole protocol ---------------------------------------------------------------
 
+
 def long_table(values: dict, repetitions: int = 1) -> pd.DataFrame:
     """{(block, treatment): [values per repetition]} in long format."""
-    rows = [{"block": b, "treatment": t, "repetition": i, "m": v}
-            for (b, t), vs in values.items() for i, v in enumerate(vs)]
+    rows = [
+        {"block": b, "treatment": t, "repetition": i, "m": v}
+        for (b, t), vs in values.items()
+        for i, v in enumerate(vs)
+    ]
     return pd.DataFrame(rows)
 
 
 def test_measure_specifications():
     assert table.parse_measure("test_accuracy") == table.Measure("test_accuracy", True, 0.01)
     assert table.parse_measure("fit_time_s") == table.Measure("fit_time_s", False, 0.1, True)
-    assert table.parse_measure("objective_hinge_l2") == table.Measure("objective_hinge_l2",
-                                                                      False, 0.0)
+    assert table.parse_measure("objective_hinge_l2") == table.Measure(
+        "objective_hinge_l2", False, 0.0
+    )
     assert table.parse_measure("auc:higher:0.01") == table.Measure("auc", True, 0.01)
     assert table.parse_measure("time_s:lower") == table.Measure("time_s", False, 0.1, True)
     assert table.parse_measure("time_s:lower:5%").spec == "time_s:lower:5%"
@@ -330,8 +377,15 @@ def test_measure_specifications():
 
 
 def test_aggregate_by_mean_or_median_and_drop_incomplete_blocks():
-    long = long_table({("x", "A"): [1, 2, 6], ("x", "B"): [3], ("y", "A"): [4], ("z", "A"): [5],
-                       ("z", "B"): [5, 7]})
+    long = long_table(
+        {
+            ("x", "A"): [1, 2, 6],
+            ("x", "B"): [3],
+            ("y", "A"): [4],
+            ("z", "A"): [5],
+            ("z", "B"): [5, 7],
+        }
+    )
     np.testing.assert_array_equal(table.aggregate(long, "m", "mean").loc["x"], [3, 3])
     np.testing.assert_array_equal(table.aggregate(long, "m", "median").loc["x"], [2, 3])
     with pytest.warns(UserWarning, match="dropping 1 block\\(s\\) with missing treatments: y: B"):
@@ -354,14 +408,23 @@ def test_protocol_options_are_checked():
 def test_protocol_on_a_small_table():
     """Four blocks, three treatments: C is always best, A always worst; with A the control,
     every pair with A is oriented (other, A) in the pairwise and the control table alike."""
-    values = {(b, t): [v + i] for i, b in enumerate("wxyz")
-              for t, v in (("A", 0.1), ("B", 0.5), ("C", 0.9))}
-    result = compare.analyze_measure(long_table(values), table.Measure("m", True),
-                                     compare.Options(control="A", bayes_samples=2000))
+    values = {
+        (b, t): [v + i]
+        for i, b in enumerate("wxyz")
+        for t, v in (("A", 0.1), ("B", 0.5), ("C", 0.9))
+    }
+    result = compare.analyze_measure(
+        long_table(values),
+        table.Measure("m", True),
+        compare.Options(control="A", bayes_samples=2000),
+    )
     assert result.mean_ranks.to_dict() == {"A": 3.0, "B": 2.0, "C": 1.0}
     assert result.friedman.chi2 == pytest.approx(8.0)
-    assert list(zip(result.pairwise["A"], result.pairwise["B"])) == [("B", "A"), ("C", "A"),
-                                                                     ("B", "C")]
+    assert list(zip(result.pairwise["A"], result.pairwise["B"])) == [
+        ("B", "A"),
+        ("C", "A"),
+        ("B", "C"),
+    ]
     pairs = result.pairwise.set_index(["A", "B"])
     assert pairs.loc[("C", "A"), "W+"] == 10 and pairs.loc[("C", "A"), "W-"] == 0
     assert pairs.loc[("C", "A"), "p_value"] == pytest.approx(2 / 16)  # exact, two-sided, n = 4

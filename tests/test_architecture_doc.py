@@ -15,10 +15,20 @@ import svmlab
 SRC = Path(svmlab.__file__).parent
 ROOT = SRC.parent.parent
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = {path.stem if path.suffix else path.name for path in SRC.iterdir()
-            if path.suffix == ".py" or (path / "__init__.py").exists()}
-PATH = re.compile(r"(?<![\w.<])((?:[a-z_.][\w.-]*/)+(?:[\w.-]+\.\w+)?|[\w-]+\.(?:py|yaml|toml|txt|md|ipynb))")
-RUN_ARTIFACTS = {"trace/", "trace/trace.parquet", "records/", "report.html"}  # a run's files, not the repo's
+PACKAGES = {
+    path.stem if path.suffix else path.name
+    for path in SRC.iterdir()
+    if path.suffix == ".py" or (path / "__init__.py").exists()
+}
+PATH = re.compile(
+    r"(?<![\w.<])((?:[a-z_.][\w.-]*/)+(?:[\w.-]+\.\w+)?|[\w-]+\.(?:py|yaml|toml|txt|md|ipynb))"
+)
+RUN_ARTIFACTS = {
+    "trace/",
+    "trace/trace.parquet",
+    "records/",
+    "report.html",
+}  # a run's files, not the repo's
 DOTTED = re.compile(r"(?<![\w./<])((?:svmlab\.)?[a-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 
@@ -41,6 +51,7 @@ def _config_keys() -> set[str]:
             yield prefix + str(key)
             if isinstance(value, dict):
                 yield from keys(value, f"{prefix}{key}.")
+
     return set(keys(yaml.safe_load((SRC / "conf" / "config.yaml").read_text())))
 
 
@@ -49,7 +60,8 @@ def _path_exists(token: str) -> bool:
     if "/" not in token:  # a file of the folder the line above names
         return any(SRC.rglob(token)) or (ROOT / token).exists()
     return token in RUN_ARTIFACTS or any(
-        (base / token).exists() for base in (ROOT, SRC, SRC / "app", SRC / "conf"))
+        (base / token).exists() for base in (ROOT, SRC, SRC / "app", SRC / "conf")
+    )
 
 
 def _spelled_in_the_source(token: str) -> bool:
@@ -83,4 +95,5 @@ def test_every_path_and_name_in_the_doc_exists(token):
     elif token.split(".")[0] in PACKAGES or token.startswith("svmlab."):
         assert _name_exists(token) or token in _config_keys() or _spelled_in_the_source(token), (
             f"docs/architecture.md names {token!r}: no such module, symbol, config key, logger "
-            f"or tag")
+            f"or tag"
+        )

@@ -38,9 +38,14 @@ def dual(alpha, X, y, gamma):
 def box_qp(X, y, C, gamma):
     """argmax D over [0, C]^n by L-BFGS-B: the no-bias optimum."""
     Q = rbf(X, X, gamma) * np.outer(y, y)
-    res = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.zeros(len(y)),
-                   jac=True, method="L-BFGS-B", bounds=[(0.0, C)] * len(y),
-                   options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 20000, "maxfun": 40000})
+    res = minimize(
+        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0),
+        np.zeros(len(y)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, C)] * len(y),
+        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 20000, "maxfun": 40000},
+    )
     return res.x, -res.fun
 
 
@@ -61,8 +66,19 @@ def optimum():
 class Stepper:
     """The compiled loops driven one step at a time, as the estimators drive them per epoch."""
 
-    def __init__(self, X, y, C, gamma, budget, solver="bsca", accumulate=False,
-                 rule="same_label", maintenance="merge", endpoint=True):
+    def __init__(
+        self,
+        X,
+        y,
+        C,
+        gamma,
+        budget,
+        solver="bsca",
+        accumulate=False,
+        rule="same_label",
+        maintenance="merge",
+        endpoint=True,
+    ):
         self.X, self.y, self.C = X, y, C
         self.spec = kernel_spec("rbf", gamma)
         self.points = point_set(X)
@@ -70,8 +86,15 @@ class Stepper:
         n = len(y)
         cap = (n if budget is None else budget) + 1
         self.model = bm.new_model(n, X.shape[1], cap)
-        self.opt = bm.Options(cap - 1, bm.MAINTENANCE[maintenance], bm.PARTNER_RULES[rule],
-                              0.01, 0.001, endpoint, accumulate or budget is None)
+        self.opt = bm.Options(
+            cap - 1,
+            bm.MAINTENANCE[maintenance],
+            bm.PARTNER_RULES[rule],
+            0.01,
+            0.001,
+            endpoint,
+            accumulate or budget is None,
+        )
         self.state = np.zeros(n) if solver == "bsca" else np.zeros(n, np.int64)
         self.solver, self.t = solver, 0
         self.stats = np.zeros(len(loops.STAT_NAMES))
@@ -80,11 +103,38 @@ class Stepper:
     def step(self, i):
         order, u = np.array([i], np.int64), np.zeros(1)
         if self.solver == "bsca":
-            loops.bsca_epoch(self.points, self.y, self.qdiag, self.state, self.C, self.model,
-                             self.spec, self.opt, order, u, self.t, 0.0, self.stats, self.log)
+            loops.bsca_epoch(
+                self.points,
+                self.y,
+                self.qdiag,
+                self.state,
+                self.C,
+                self.model,
+                self.spec,
+                self.opt,
+                order,
+                u,
+                self.t,
+                0.0,
+                self.stats,
+                self.log,
+            )
         else:
-            loops.bsgd_epoch(self.points, self.y, self.state, len(self.y) * self.C, self.model,
-                             self.spec, self.opt, order, u, self.t, 0.0, self.stats, self.log)
+            loops.bsgd_epoch(
+                self.points,
+                self.y,
+                self.state,
+                len(self.y) * self.C,
+                self.model,
+                self.spec,
+                self.opt,
+                order,
+                u,
+                self.t,
+                0.0,
+                self.stats,
+                self.log,
+            )
         self.t += 1
 
     def terms(self):
@@ -96,6 +146,7 @@ class Stepper:
 
 
 # ---- T1, T2: box and budget after every iteration ---------------------------------------------
+
 
 def test_alpha_stays_in_the_box_and_the_budget_is_never_exceeded():
     X, y = moons(200, seed=3)
@@ -119,6 +170,7 @@ def test_alpha_stays_in_the_box_and_the_budget_is_never_exceeded():
 
 
 # ---- T3: exact without merging -----------------------------------------------------------------
+
 
 def test_without_a_budget_the_model_is_w_alpha_and_each_step_gains_lemma_1():
     X, y = moons(120, seed=1)
@@ -155,14 +207,16 @@ def test_a_budget_above_the_nonzero_steps_is_exact_too():
 
 # ---- T4, T5: the no-bias optimum and LIBSVM ----------------------------------------------------
 
+
 def test_the_box_qp_reference_reaches_the_specs_value(optimum):
     assert optimum[3] == pytest.approx(281.1375, abs=5e-4)
 
 
 def test_exact_sca_converges_to_the_no_bias_optimum_with_weak_duality(optimum):
     X, y, _, d_star = optimum
-    model = BSCA(C=4.0, gamma=1.0, budget=None, epochs=200, trace_certificate=True,
-                 random_state=0).fit(X, y)
+    model = BSCA(
+        C=4.0, gamma=1.0, budget=None, epochs=200, trace_certificate=True, random_state=0
+    ).fit(X, y)
     d = dual(model.alpha_, X, y, 1.0)
     assert d >= d_star - 1e-3 * abs(d_star)
     assert d <= d_star + 1e-6 * abs(d_star)
@@ -188,6 +242,7 @@ def test_libsvms_bias_optimum_is_below_the_no_bias_one_and_predicts_alike(optimu
 
 # ---- T6, T7, T8: merge algebra, merge beats removal, golden-section search --------------------
 
+
 def test_merge_algebra_against_the_rkhs_norm():
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -196,8 +251,9 @@ def test_merge_algebra_against_the_rkhs_norm():
         gamma, h = rng.uniform(0.05, 2.0), rng.uniform()
         c = gamma * np.sum((zm - zn) ** 2)
         z = h * zm + (1 - h) * zn
-        k_mz, k_nz, kappa = (rbf(a[None], b[None], gamma)[0, 0] for a, b in
-                             ((zm, z), (zn, z), (zm, zn)))
+        k_mz, k_nz, kappa = (
+            rbf(a[None], b[None], gamma)[0, 0] for a, b in ((zm, z), (zn, z), (zm, zn))
+        )
         assert k_mz == pytest.approx(math.exp(-c * (1 - h) ** 2), rel=1e-12)
         merged = mg.merge_at(bm_, bn, c, h)
         assert merged.beta_z == pytest.approx(bm_ * k_mz + bn * k_nz, rel=1e-12, abs=1e-15)
@@ -206,8 +262,7 @@ def test_merge_algebra_against_the_rkhs_norm():
         assert merged.wd == pytest.approx(norm, abs=1e-12)
         # dWD/dbeta_z = 2 beta_z - 2 (beta_m k_mz + beta_n k_nz) = 0 at the closed form
         assert 2 * bz - 2 * (bm_ * k_mz + bn * k_nz) == pytest.approx(0.0, abs=1e-12)
-        assert mg.merge_at(bm_, bn, c, 0.0).wd == pytest.approx(bm_**2 * (1 - kappa**2),
-                                                               abs=1e-12)
+        assert mg.merge_at(bm_, bn, c, 0.0).wd == pytest.approx(bm_**2 * (1 - kappa**2), abs=1e-12)
         same = mg.merge_at(bm_, bn, 0.0, h)
         assert same.beta_z == pytest.approx(bm_ + bn, abs=1e-14)
         assert same.wd == pytest.approx(0.0, abs=1e-12)
@@ -232,8 +287,9 @@ def test_the_endpoint_check_makes_a_merge_never_worse_than_removal():
 @pytest.mark.parametrize("search", ["golden", "table"])
 def test_every_merge_of_a_run_beats_removing_the_smallest_term(search):
     X, y = moons(300, noise=0.3, seed=4)
-    model = BSCA(C=4.0, gamma=1.0, budget=20, epochs=5, random_state=0,
-                 partner_search=search).fit(X, y)
+    model = BSCA(C=4.0, gamma=1.0, budget=20, epochs=5, random_state=0, partner_search=search).fit(
+        X, y
+    )
     log = model.merges_
     assert model.n_merges_ > 100 and len(log["wd"]) == model.n_merges_
     rounding = 1e-14 * (log["beta_m"] ** 2 + log["beta_n"] ** 2)  # cancellation in WD
@@ -263,8 +319,9 @@ def test_the_tabulated_h_scores_a_partner_as_well_as_the_search():
     rng = np.random.default_rng(11)
     for _ in range(2000):
         b_m, b_n = rng.uniform(0.01, 2.0, 2) * rng.choice([-1, 1])
-        c = rng.choice([rng.uniform(0, 0.1), rng.uniform(0, 2), rng.uniform(2, 6),
-                        rng.uniform(6, 60)])
+        c = rng.choice(
+            [rng.uniform(0, 0.1), rng.uniform(0, 2), rng.uniform(2, 6), rng.uniform(6, 60)]
+        )
         mr = b_m / (b_m + b_n)
         s = mr * np.exp(-c * (1 - grid) ** 2) + (1 - mr) * np.exp(-c * grid**2)
         best = b_m**2 + b_n**2 + 2 * b_m * b_n * math.exp(-c) - ((b_m + b_n) * s.max()) ** 2
@@ -275,10 +332,12 @@ def test_the_tabulated_h_scores_a_partner_as_well_as_the_search():
         assert tabulated <= searched + 1e-4 * scale
         kappa = math.exp(-c)
         assert mg.tabulated_h(table, 0.3, kappa) == pytest.approx(
-            1 - mg.tabulated_h(table, 0.7, kappa), abs=1e-12)
+            1 - mg.tabulated_h(table, 0.7, kappa), abs=1e-12
+        )
 
 
 # ---- T9, T10: the residual ledger, partner rules -----------------------------------------------
+
 
 def expansion_norm2(Z, coef, gamma):
     return float(coef @ rbf(Z, Z, gamma) @ coef) if len(coef) else 0.0
@@ -309,8 +368,9 @@ def test_the_ledger_of_appends_and_merge_residuals():
     ledger_Z = np.vstack([Z, w_alpha_Z, *residuals_Z])
     ledger_c = np.concatenate([beta, -w_alpha_c, *residuals_c])
     assert expansion_norm2(ledger_Z, ledger_c, gamma) <= 1e-9 * scale
-    distance = math.sqrt(max(expansion_norm2(np.vstack([Z, X]),
-                                             np.concatenate([beta, -w_alpha_c]), gamma), 0.0))
+    distance = math.sqrt(
+        max(expansion_norm2(np.vstack([Z, X]), np.concatenate([beta, -w_alpha_c]), gamma), 0.0)
+    )
     sum_sqrt_wd = run.stats[loops.STAT_NAMES.index("sum_sqrt_wd")]
     assert len(residuals_c) > 30 and distance <= sum_sqrt_wd + 1e-9
 
@@ -356,14 +416,16 @@ def test_opposite_coefficients_of_one_point_merge_losslessly_and_drop():
 
 def test_same_sign_merges_only_terms_of_one_sign_and_stays_finite():
     X, y = moons(200, noise=0.3, seed=6)
-    model = BSCA(C=4.0, gamma=1.0, budget=10, epochs=5, partner_rule="same_sign",
-                 random_state=0).fit(X, y)
+    model = BSCA(
+        C=4.0, gamma=1.0, budget=10, epochs=5, partner_rule="same_sign", random_state=0
+    ).fit(X, y)
     log = model.merges_
     assert model.n_merges_ > 50 and np.all(log["beta_m"] * log["beta_n"] > 0)
     assert np.isfinite(model.support_vectors_).all() and np.isfinite(model.dual_coef_).all()
 
 
 # ---- T11: budgeted quality ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def quality_problem():
@@ -378,8 +440,9 @@ def quality_problem():
 def test_a_budget_of_50_comes_close_to_the_exact_svm(quality_problem, search):
     X, y, X_test, y_test, p_star, exact_accuracy = quality_problem
     assert p_star == pytest.approx(517.91, abs=0.01)
-    model = BSCA(C=4.0, gamma=1.0, budget=50, epochs=15, random_state=0,
-                 partner_search=search).fit(X, y)
+    model = BSCA(C=4.0, gamma=1.0, budget=50, epochs=15, random_state=0, partner_search=search).fit(
+        X, y
+    )
     p = primal(model.dual_coef_[0], model.support_vectors_, X, y, 4.0, 1.0)
     assert p == pytest.approx(model.certificate_.primal, rel=1e-9)
     assert p <= 1.05 * p_star
@@ -388,13 +451,22 @@ def test_a_budget_of_50_comes_close_to_the_exact_svm(quality_problem, search):
 
 def test_the_primal_improves_with_the_budget(quality_problem):
     X, y = quality_problem[:2]
-    means = [np.mean([BSCA(C=4.0, gamma=1.0, budget=B, epochs=15, random_state=seed)
-                      .fit(X, y).certificate_.primal for seed in range(3)])
-             for B in (10, 20, 50)]
+    means = [
+        np.mean(
+            [
+                BSCA(C=4.0, gamma=1.0, budget=B, epochs=15, random_state=seed)
+                .fit(X, y)
+                .certificate_.primal
+                for seed in range(3)
+            ]
+        )
+        for B in (10, 20, 50)
+    ]
     assert means[0] > means[1] > means[2]
 
 
 # ---- T12: BSGD ---------------------------------------------------------------------------------
+
 
 def test_bsgd_alpha_follows_eq_4_and_merges_only_on_violations():
     X, y = moons(120, noise=0.3, seed=8)
@@ -424,6 +496,7 @@ def test_bsgd_without_a_budget_is_kernel_pegasos():
 
 
 # ---- T13: determinism and a pure-numpy reference ------------------------------------------------
+
 
 def reference_bsca(X, y, C, gamma, B, orders, eps_search=0.01, eps_final=0.001):
     """BSCA with same-label merging and the endpoint check, written out in numpy."""
@@ -491,19 +564,23 @@ def test_the_compiled_bsca_agrees_with_the_numpy_reference():
     np.testing.assert_allclose(beta_run, beta, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("cls,params", [(BSCA, {}), (BSGD, {}),
-                                        (BSCA, {"partner_rule": "random",
-                                                "selection": "uniform"})])
+@pytest.mark.parametrize(
+    "cls,params",
+    [(BSCA, {}), (BSGD, {}), (BSCA, {"partner_rule": "random", "selection": "uniform"})],
+)
 def test_the_same_seed_gives_bit_identical_models(cls, params):
     X, y = moons(200, noise=0.3, seed=11)
-    a, b, other = (cls(C=4.0, gamma=1.0, budget=15, epochs=3, random_state=seed, **params)
-                   .fit(X, y) for seed in (5, 5, 6))
+    a, b, other = (
+        cls(C=4.0, gamma=1.0, budget=15, epochs=3, random_state=seed, **params).fit(X, y)
+        for seed in (5, 5, 6)
+    )
     for name in ("alpha_", "support_vectors_", "dual_coef_"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert not np.array_equal(a.alpha_, other.alpha_)
 
 
 # ---- T15, kernels, trace -----------------------------------------------------------------------
+
 
 def test_predictions_use_the_model_only():
     X, y = moons(200, noise=0.3, seed=12)
@@ -518,8 +595,17 @@ def test_merging_needs_the_rbf_kernel_and_removal_takes_any():
     X, y = moons(100, noise=0.3, seed=13)
     with pytest.raises(ConfigError, match="maintenance='merge' needs kernel='rbf'"):
         BSCA(kernel="poly", budget=10, epochs=1).fit(X, y)
-    model = BSCA(C=1.0, kernel="poly", gamma=0.5, degree=2, coef0=1.0, budget=10, epochs=3,
-                 maintenance="remove", random_state=0).fit(X, y)
+    model = BSCA(
+        C=1.0,
+        kernel="poly",
+        gamma=0.5,
+        degree=2,
+        coef0=1.0,
+        budget=10,
+        epochs=3,
+        maintenance="remove",
+        random_state=0,
+    ).fit(X, y)
     assert model.n_support_ <= 10 and model.n_merges_ > 0
     assert np.isnan(model.merges_["h"]).all()
     wd = model.merges_["wd"]
@@ -530,9 +616,9 @@ def test_the_trace_has_one_certified_row_per_epoch_with_test_accuracy():
     X, y = moons(300, noise=0.3, seed=14)
     X_test, y_test = moons(500, noise=0.3, seed=15)
     labels = np.array(["a", "b"])
-    model = BSGD(C=4.0, gamma=1.0, budget=20, epochs=4, trace_certificate=True,
-                 random_state=0).fit(X, labels[(y > 0) * 1],
-                                     eval_set=(X_test, labels[(y_test > 0) * 1]))
+    model = BSGD(C=4.0, gamma=1.0, budget=20, epochs=4, trace_certificate=True, random_state=0).fit(
+        X, labels[(y > 0) * 1], eval_set=(X_test, labels[(y_test > 0) * 1])
+    )
     trace = model.trace_.columns()
     np.testing.assert_array_equal(trace["iteration"], [300, 600, 900, 1200])
     assert trace["test_accuracy"][-1] == model.score(X_test, labels[(y_test > 0) * 1])
@@ -545,6 +631,7 @@ def test_the_trace_has_one_certified_row_per_epoch_with_test_accuracy():
 
 
 # ---- the free offset (bias=True), the cost of the trace rows, dense and CSR input ----------------
+
 
 def hinge_sum(y, f):
     return float(np.maximum(0.0, 1.0 - y * f).sum())
@@ -568,14 +655,16 @@ def test_best_offset_takes_the_middle_of_a_flat_minimum():
 def test_the_bias_is_the_best_offset_of_the_final_model_and_is_certified(cls):
     X, y = moons(300, noise=0.3, seed=3)
     y = np.where(np.arange(300) % 4 == 0, y, -1.0)  # imbalanced: the offset matters
-    model = cls(C=4.0, gamma=0.05, budget=15, epochs=3, bias=True, trace_certificate=True,
-                random_state=0).fit(X, y)
+    model = cls(
+        C=4.0, gamma=0.05, budget=15, epochs=3, bias=True, trace_certificate=True, random_state=0
+    ).fit(X, y)
     trace = model.trace_.columns()
     f = model.decision_function(X) - model.intercept_[0]
     assert model.intercept_[0] == trace["offset"][-1] != 0.0
     assert model.intercept_[0] == pytest.approx(best_offset(y, f), abs=1e-9)
     assert trace["objective_hinge_l2"][-1] == pytest.approx(
-        model.objectives(X, y)["objective_hinge_l2"], rel=1e-10)
+        model.objectives(X, y)["objective_hinge_l2"], rel=1e-10
+    )
     cert = model.certificate_
     assert cert.formulation == "hinge_l2_bias" and cert.gap >= 0
     assert np.all(trace["gap_hinge_l2_bias"] >= 0)
@@ -595,14 +684,16 @@ def test_exact_bsca_with_a_bias_approaches_libsvms_optimum(optimum):
 def test_the_trace_rows_skip_the_certificate_unless_asked():
     X, y = moons(200, seed=5)
     plain = BSCA(C=2.0, gamma=1.0, budget=10, epochs=2, random_state=0).fit(X, y)
-    certified = BSCA(C=2.0, gamma=1.0, budget=10, epochs=2, trace_certificate=True,
-                     random_state=0).fit(X, y)
+    certified = BSCA(
+        C=2.0, gamma=1.0, budget=10, epochs=2, trace_certificate=True, random_state=0
+    ).fit(X, y)
     columns = set(plain.trace_.columns())
     assert not columns & {"dual_alpha", "dual_hinge_l2", "gap_hinge_l2", "rel_gap_hinge_l2"}
     assert {"dual_alpha", "rel_gap_hinge_l2"} <= set(certified.trace_.columns())
     for name in ("objective_hinge_l2", "dual_hybrid", "offset"):
-        np.testing.assert_array_equal(plain.trace_.columns()[name],
-                                      certified.trace_.columns()[name])
+        np.testing.assert_array_equal(
+            plain.trace_.columns()[name], certified.trace_.columns()[name]
+        )
     assert plain.certificate_ == certified.certificate_
 
 
@@ -611,13 +702,16 @@ def test_dense_and_csr_input_give_the_same_model_bit_for_bit(shared_libsvm, cls,
     """ionosphere_scale at C = 10, B = 20, seed 0: BSGD's margin test y f < 1 once flipped on
     the rounding of a dense against a sparse kernel sum, and the paths parted."""
     X, y = load_svmlight_file(str(shared_libsvm / "ionosphere_scale" / "ionosphere_scale"))
-    dense, csr = (cls(C=10.0, budget=20, epochs=epochs, random_state=0).fit(data, y)
-                  for data in (X.toarray(), X.tocsr()))
+    dense, csr = (
+        cls(C=10.0, budget=20, epochs=epochs, random_state=0).fit(data, y)
+        for data in (X.toarray(), X.tocsr())
+    )
     np.testing.assert_array_equal(dense.alpha_, csr.alpha_)
     np.testing.assert_array_equal(dense.dual_coef_, csr.dual_coef_)
     np.testing.assert_array_equal(dense.support_vectors_, csr.support_vectors_)
-    np.testing.assert_array_equal(dense.trace_.columns()["objective_hinge_l2"],
-                                  csr.trace_.columns()["objective_hinge_l2"])
+    np.testing.assert_array_equal(
+        dense.trace_.columns()["objective_hinge_l2"], csr.trace_.columns()["objective_hinge_l2"]
+    )
 
 
 # ---- configs: the solver files and the bsca_budget preset ---------------------------------------
@@ -636,8 +730,9 @@ def test_the_preset_sweeps_the_papers_problems_budgets_and_solvers():
     jobs = [(problem, "bsca_b200") for problem in PAPER_PROBLEMS]
     jobs += [("ijcnn1", solver) for solver in params.solver.split(",") if solver != "bsca_b200"]
     for problem, solver in jobs:
-        job = composed("+experiment=bsca_budget", f"+bsca_problem={problem}", f"solver={solver}",
-                       "seed=3")
+        job = composed(
+            "+experiment=bsca_budget", f"+bsca_problem={problem}", f"solver={solver}", "seed=3"
+        )
         estimator = build_estimator(job)
         assert job.dataset.name == problem and estimator.C == 32.0
         assert (estimator.kernel, estimator.gamma) == ("rbf", PAPER_PROBLEMS[problem])
@@ -653,30 +748,51 @@ def test_a_training_run_logs_test_accuracy_per_epoch_and_the_merge_record(store,
 
     from support.runs import runs, train
 
-    assert train(store, "solver=bsca", "kernel=rbf", "dataset=breast_cancer", "solver.budget=10",
-                 "solver.epochs=3", "tracking.log_model=false") == 0
+    assert (
+        train(
+            store,
+            "solver=bsca",
+            "kernel=rbf",
+            "dataset=breast_cancer",
+            "solver.budget=10",
+            "solver.epochs=3",
+            "tracking.log_model=false",
+        )
+        == 0
+    )
     (run,) = runs(store)
     assert run.info.status == "FINISHED"
     assert run.data.metrics["trace/test_accuracy"] == run.data.metrics["test_accuracy"]
     client = MlflowClient(f"sqlite:///{store}")
-    merges = pd.read_parquet(client.download_artifacts(run.info.run_id, "records/merges.parquet",
-                                                       str(tmp_path)))
+    merges = pd.read_parquet(
+        client.download_artifacts(run.info.run_id, "records/merges.parquet", str(tmp_path))
+    )
     assert list(merges.columns) == list(bm.LOG_COLUMNS) and len(merges) > 0
-    trace = pd.read_parquet(client.download_artifacts(run.info.run_id, "trace/trace.parquet",
-                                                      str(tmp_path)))
-    assert (trace["merge_fraction"] * trace["iteration"].diff().fillna(trace["iteration"])
-            ).sum() == pytest.approx(len(merges))
+    trace = pd.read_parquet(
+        client.download_artifacts(run.info.run_id, "trace/trace.parquet", str(tmp_path))
+    )
+    assert (
+        trace["merge_fraction"] * trace["iteration"].diff().fillna(trace["iteration"])
+    ).sum() == pytest.approx(len(merges))
 
 
 # ---- the vectorised exponential and the lockstep search ------------------------------------------
+
 
 def test_exp_of_is_within_one_ulp_of_numpy_and_exact_at_the_edges():
     from svmlab.solvers.budget.kernel_row import exp_of
 
     rng = np.random.default_rng(7)
     special = [0.0, -0.0, -708.0, 709.0, -708.5, 709.5, -745.2, -800.0, 710.0, -np.inf, np.inf]
-    x = np.concatenate([rng.uniform(-745.0, 0.0, 20_000), rng.uniform(-708.0, 709.0, 20_000),
-                        rng.uniform(-1.0, 0.0, 20_000), special, [np.nan]])
+    x = np.concatenate(
+        [
+            rng.uniform(-745.0, 0.0, 20_000),
+            rng.uniform(-708.0, 709.0, 20_000),
+            rng.uniform(-1.0, 0.0, 20_000),
+            special,
+            [np.nan],
+        ]
+    )
     out, bits = np.empty_like(x), np.empty(len(x), np.int64)
     exp_of(x, 1.0, out, bits, len(x))
     with np.errstate(over="ignore"):

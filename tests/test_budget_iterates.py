@@ -28,8 +28,11 @@ CASES = {  # name: (dataset, solver, parameters)
     "a1a_bsca_golden": ("a1a", "bsca", {"budget": 50, "partner_search": "golden"}),
     "a1a_bsca_table": ("a1a", "bsca", {"budget": 50, "partner_search": "table"}),
     "a1a_bsgd": ("a1a", "bsgd", {"budget": 50}),
-    "ionosphere_bsca": ("ionosphere_scale", "bsca", {"budget": 20, "C": 10.0, "epochs": 5,
-                                                     "gamma": "scale"}),
+    "ionosphere_bsca": (
+        "ionosphere_scale",
+        "bsca",
+        {"budget": 20, "C": 10.0, "epochs": 5, "gamma": "scale"},
+    ),
 }
 FITTED = ("alpha_", "support_vectors_", "dual_coef_")
 
@@ -47,8 +50,9 @@ def fitted(data_dir: Path, name: str) -> dict[str, np.ndarray]:
 
 def record(data_dir: Path) -> None:
     """Write every case's arrays to RECORD."""
-    arrays = {f"{name}/{key}": value for name in CASES
-              for key, value in fitted(data_dir, name).items()}
+    arrays = {
+        f"{name}/{key}": value for name in CASES for key, value in fitted(data_dir, name).items()
+    }
     np.savez_compressed(RECORD, **arrays)
 
 

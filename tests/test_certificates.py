@@ -34,19 +34,27 @@ from svmlab.solvers.frank_wolfe import ModifiedFrankWolfe
 
 @pytest.fixture(scope="module")
 def problem():
-    X, y01 = make_classification(60, 5, n_informative=4, n_redundant=0, flip_y=0.15,
-                                 class_sep=0.8, random_state=3)
+    X, y01 = make_classification(
+        60, 5, n_informative=4, n_redundant=0, flip_y=0.15, class_sep=0.8, random_state=3
+    )
     return X, np.where(y01 == 1, 1.0, -1.0)
 
 
 def exact_dual(Q: np.ndarray, C: float, y: np.ndarray | None = None) -> np.ndarray:
     """argmax sum a - 1/2 a'Qa over 0 <= a <= C (and y'a = 0 if y is given), by SLSQP."""
     n = len(Q)
-    constraints = ([{"type": "eq", "fun": lambda a: a @ y, "jac": lambda a: y}] if y is not None
-                   else [])
-    result = minimize(lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0), np.full(n, C / 2),
-                      jac=True, bounds=[(0.0, C)] * n, constraints=constraints,
-                      method="SLSQP", options={"ftol": 1e-15, "maxiter": 2000})
+    constraints = (
+        [{"type": "eq", "fun": lambda a: a @ y, "jac": lambda a: y}] if y is not None else []
+    )
+    result = minimize(
+        lambda a: (0.5 * a @ Q @ a - a.sum(), Q @ a - 1.0),
+        np.full(n, C / 2),
+        jac=True,
+        bounds=[(0.0, C)] * n,
+        constraints=constraints,
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 2000},
+    )
     return result.x
 
 
@@ -106,8 +114,9 @@ def test_a_kernel_model_is_certified_with_or_without_the_solvers_dual(problem):
     kernel = Kernel("rbf", 0.3, 3, 0.0)
     margins = y * model.decision_function(X)
     squared_l2, _ = model._regularizer_norms()
-    image = KernelImage(X, y, kernel, model.support_vectors_, model.dual_coef_[0],
-                        float(model.intercept_[0]))
+    image = KernelImage(
+        X, y, kernel, model.support_vectors_, model.dual_coef_[0], float(model.intercept_[0])
+    )
     alone = certify(Formulation(Hinge(), L2(), FreeBias()), 2.0, margins, 0.5 * squared_l2, image)
     assert alone.dual <= model.certificate_.primal * (1 + 1e-9)
     assert alone.rel_gap < 1e-4
@@ -118,8 +127,15 @@ def test_liblinear_squared_hinge_with_penalised_bias_is_certified(problem, penal
     X, y = problem
     # tol 1e-8: tighter stopping rules are out of LIBLINEAR's reach in double precision (it then
     # wanders away from the optimum until max_iter, and the certificate shows it)
-    model = Liblinear(C=0.5, penalty=penalty, dual=penalty == "l2", tol=1e-8, max_iter=100_000,
-                      intercept_scaling=2.0, random_state=0).fit(X, y)
+    model = Liblinear(
+        C=0.5,
+        penalty=penalty,
+        dual=penalty == "l2",
+        tol=1e-8,
+        max_iter=100_000,
+        intercept_scaling=2.0,
+        random_state=0,
+    ).fit(X, y)
     assert model.converged_
     cert = model.certificate_
     assert cert.formulation == f"squared_hinge_{penalty}_penalised_bias"
@@ -136,7 +152,7 @@ def test_hinge_l1_certificate_against_the_lp_optimum(problem):
     cost = np.concatenate([np.ones(2 * d), C * np.ones(n)])
     A_ub = np.hstack([-Z, Z, -np.eye(n)])
     lp = linprog(cost, A_ub=A_ub, b_ub=-np.ones(n), bounds=(0, None), method="highs")
-    w = lp.x[:d] - lp.x[d:2 * d]
+    w = lp.x[:d] - lp.x[d : 2 * d]
     form = Formulation(Hinge(), L1())
     cert = linear_certificate(form, X, y, w, 0.0, C)
     assert cert.primal == pytest.approx(lp.fun, rel=1e-9)
@@ -170,12 +186,16 @@ def test_sparse_and_dense_features_give_the_same_certificate(problem, bias):
 def test_zero_c_and_relative_gap_conventions():
     X = np.eye(3)
     y = np.array([1.0, -1.0, 1.0])
-    cert = certify(Formulation(Hinge(), L2()), 0.0, y * (X @ np.zeros(3)), 0.0,
-                   LinearImage(X, y, np.zeros(3)))
+    cert = certify(
+        Formulation(Hinge(), L2()), 0.0, y * (X @ np.zeros(3)), 0.0, LinearImage(X, y, np.zeros(3))
+    )
     assert (cert.primal, cert.dual, cert.gap, cert.rel_gap) == (0.0, 0.0, 0.0, 0.0)
     assert Certificate("hinge_l2", 2.0, 1.5, "model").metrics() == {
-        "primal_hinge_l2": 2.0, "dual_hinge_l2": 1.5, "gap_hinge_l2": 0.5,
-        "rel_gap_hinge_l2": 0.25}
+        "primal_hinge_l2": 2.0,
+        "dual_hinge_l2": 1.5,
+        "gap_hinge_l2": 0.5,
+        "rel_gap_hinge_l2": 0.25,
+    }
     with pytest.raises(ValueError, match="a free margin needs the squared hinge; got hinge"):
         Formulation(Hinge(), L2(), margin=FreeMargin())
 
@@ -232,8 +252,7 @@ def test_a_free_bias_gets_the_balanced_exact_fit_of_largest_sum(problem):
     assert refined.sum() >= other.sum() - 1e-9
 
 
-@pytest.mark.parametrize("sparse,shrink", [(False, 0.0), (True, 0.0), (False, 0.7),
-                                           (True, 0.7)])
+@pytest.mark.parametrize("sparse,shrink", [(False, 0.0), (True, 0.0), (False, 0.7), (True, 0.7)])
 def test_box_ascent_reaches_the_box_qp_optimum(sparse, shrink):
     """max sum x - 1/2 ||S(s0 + R^T x)||^2 over [0, C]^m (S: the soft threshold at shrink;
     C^1 and concave) against L-BFGS-B, with s kept in step."""
@@ -246,9 +265,14 @@ def test_box_ascent_reaches_the_box_qp_optimum(sparse, shrink):
     assert np.all((x >= 0.0) & (x <= C))
     S = lambda u: np.sign(u) * np.maximum(np.abs(u) - shrink, 0.0)
     value = lambda z: z.sum() - 0.5 * np.sum(S(s0 + R.T @ z) ** 2)
-    ref = minimize(lambda z: (-value(z), R @ S(s0 + R.T @ z) - 1.0), np.zeros(200), jac=True,
-                   method="L-BFGS-B", bounds=[(0.0, C)] * 200,
-                   options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
+    ref = minimize(
+        lambda z: (-value(z), R @ S(s0 + R.T @ z) - 1.0),
+        np.zeros(200),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, C)] * 200,
+        options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12},
+    )
     assert value(x) == pytest.approx(-ref.fun, rel=1e-9)
     assert value(x) >= -ref.fun - 1e-9
 
@@ -279,9 +303,14 @@ def test_gram_ascent_reaches_the_box_qp_optimum():
     passes = gram_ascent(Q, c, x, C, 10_000, 0.0)
     assert 1 < passes < 10_000 and np.all((x >= 0.0) & (x <= C))
     value = lambda z: c @ z - 0.5 * z @ Q @ z
-    ref = minimize(lambda z: (-value(z), Q @ z - c), np.full(80, C / 2), jac=True,
-                   bounds=[(0.0, C)] * 80, method="SLSQP", options={"ftol": 1e-15,
-                                                                   "maxiter": 2000})
+    ref = minimize(
+        lambda z: (-value(z), Q @ z - c),
+        np.full(80, C / 2),
+        jac=True,
+        bounds=[(0.0, C)] * 80,
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 2000},
+    )
     assert value(x) == pytest.approx(-ref.fun, rel=1e-8)
 
 
@@ -302,8 +331,19 @@ def test_a_budget_model_s_refinement_ascends_the_kernel_dual_and_stays_a_bound(p
     squared_l2, _ = model._regularizer_norms()
     form = model._formulation()
     plain = KernelImage(X, y, model._kernel(), model.support_vectors_, model.dual_coef_[0])
-    looser = [certify(form, C, margins, 0.5 * squared_l2, plain, model._solver_duals(y),
-                      refine=refine, tol=1e-3).dual for refine in (False, True)]
+    looser = [
+        certify(
+            form,
+            C,
+            margins,
+            0.5 * squared_l2,
+            plain,
+            model._solver_duals(y),
+            refine=refine,
+            tol=1e-3,
+        ).dual
+        for refine in (False, True)
+    ]
     assert cert.dual >= max(looser) - 1e-12 * abs(cert.primal)
     # ||v(a)||^2 carried through the refinement from the base point's, against the product
     image = model._dual_image(X, y)
@@ -317,9 +357,14 @@ def test_a_budget_model_s_refinement_ascends_the_kernel_dual_and_stays_a_bound(p
     assert image.squared_norm(refined) == pytest.approx(c @ K @ c, rel=1e-10)
 
 
-@pytest.mark.parametrize("make", [lambda: Libsvm(C=2.0, kernel="rbf", gamma=0.3, tol=1e-6),
-                                  lambda: ModifiedFrankWolfe(C=2.0, gamma=0.3, random_state=0)],
-                         ids=["libsvm", "mfw"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Libsvm(C=2.0, kernel="rbf", gamma=0.3, tol=1e-6),
+        lambda: ModifiedFrankWolfe(C=2.0, gamma=0.3, random_state=0),
+    ],
+    ids=["libsvm", "mfw"],
+)
 def test_a_models_own_dual_point_costs_no_kernel_product_and_the_same_bound(problem, make):
     """||w||^2 from the training rows' decision values, and ||v(a)||^2 of the solver's point
     that is the model's own, equal the kernel products over the support vectors."""

@@ -72,10 +72,17 @@ def data():
 # solver code and hand it the same C-ordered float64 arrays whatever the parameters: those run
 # on the first parameter set of each solver, and their outcome is the same for the others.
 PER_SETTING_CHECKS = {
-    "check_classifiers_train", "check_estimator_sparse_matrix", "check_estimator_sparse_array",
-    "check_fit2d_1feature", "check_fit_idempotent", "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance", "check_estimators_pickle", "check_dict_unchanged",
-    "check_dont_overwrite_parameters", "check_estimators_overwrite_params",
+    "check_classifiers_train",
+    "check_estimator_sparse_matrix",
+    "check_estimator_sparse_array",
+    "check_fit2d_1feature",
+    "check_fit_idempotent",
+    "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance",
+    "check_estimators_pickle",
+    "check_dict_unchanged",
+    "check_dont_overwrite_parameters",
+    "check_estimators_overwrite_params",
     "check_non_transformer_estimators_n_iter",
 }
 
@@ -83,8 +90,11 @@ PER_SETTING_CHECKS = {
 def only(checks: set[str], parametrize):
     """The ``parametrize_with_checks`` mark, keeping the checks named in ``checks``."""
     names, pairs = parametrize.args
-    kept = [(estimator, check) for estimator, check in pairs
-            if getattr(check, "func", check).__name__ in checks]
+    kept = [
+        (estimator, check)
+        for estimator, check in pairs
+        if getattr(check, "func", check).__name__ in checks
+    ]
     return pytest.mark.parametrize(names, kept, **parametrize.kwargs)
 
 
@@ -99,16 +109,19 @@ def test_scikit_learn_estimator_checks(estimator, check):
     checked(estimator, check)
 
 
-@only(PER_SETTING_CHECKS, parametrize_with_checks(
-    [cls(**params) for cls in SOLVERS for params in cls.test_config[1:]]))
+@only(
+    PER_SETTING_CHECKS,
+    parametrize_with_checks([cls(**params) for cls in SOLVERS for params in cls.test_config[1:]]),
+)
 def test_scikit_learn_checks_of_every_further_parameter_set(estimator, check):
     checked(estimator, check)
 
 
 def composed(*overrides):
     with initialize_config_module("svmlab.conf", version_base="1.3"):
-        return compose("config", overrides=[f"hydra.searchpath=[file://{SUPPORT_CONF}]",
-                                            *overrides])
+        return compose(
+            "config", overrides=[f"hydra.searchpath=[file://{SUPPORT_CONF}]", *overrides]
+        )
 
 
 @pytest.mark.parametrize("cls", SOLVERS, ids=named)
@@ -130,6 +143,7 @@ def test_the_options_read_from_the_source_are_the_imported_classes():
     """`svmlab train` reads the declarations of svmlab's solvers from their source, before it
     imports any solver (`svmlab.app.config.options`): the same names, targets and defaults, value for
     value and type for type, as the imported classes."""
+
     def typed(node):
         return {key: (value, type(value)) for key, value in node.items()}
 
@@ -137,14 +151,16 @@ def test_the_options_read_from_the_source_are_the_imported_classes():
     nodes, problems = source_nodes()
     assert problems == []
     assert {name: typed(node) for name, node in nodes.items()} == {
-        name: typed(solver_node(cls)) for name, cls in ours.items()}
+        name: typed(solver_node(cls)) for name, cls in ours.items()
+    }
 
 
 PROBES = (-1, 0, 0.5, 1, 2, 1e300, float("nan"), True, None, "hinge", "auto", "exact")
 
 
-@pytest.mark.parametrize("cls", [c for c in SOLVERS if c.__module__.startswith("svmlab.solvers.")],
-                         ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "cls", [c for c in SOLVERS if c.__module__.startswith("svmlab.solvers.")], ids=lambda c: c.name
+)
 def test_the_constraints_read_from_the_source_refuse_only_what_scikit_learn_refuses(cls):
     """`svmlab.app.config.solver_constraints` refuses a value before the solver is imported only where
     the class's own scikit-learn validation refuses it too, with the same parameter named; and
@@ -191,8 +207,10 @@ def test_every_solver_yaml_file_is_a_preset_of_a_registered_solver(path):
     cls = classes[cfg.solver._target_]
     assert path.stem not in solvers.registered()
     assert OmegaConf.to_container(cfg.solver) == solver_node(cls) | _written(path)
-    assert type(build_estimator(composed(f"solver={path.stem}",
-                                         f"kernel={cls.supported_kernels[0]}"))) is cls
+    assert (
+        type(build_estimator(composed(f"solver={path.stem}", f"kernel={cls.supported_kernels[0]}")))
+        is cls
+    )
 
 
 @pytest.mark.parametrize("cls", SOLVERS, ids=named)
@@ -202,8 +220,7 @@ def test_any_two_labels_give_the_same_model(data, cls):
     for labels in ((0, 1), (2, 4), ("a", "b")):
         model = first(cls).fit(X, np.array(labels)[y01])
         np.testing.assert_array_equal(model.classes_, sorted(labels))
-        np.testing.assert_allclose(model.decision_function(X), reference, rtol=1e-10,
-                                   atol=1e-12)
+        np.testing.assert_allclose(model.decision_function(X), reference, rtol=1e-10, atol=1e-12)
         assert set(model.predict(X)) <= set(labels)
 
 
@@ -234,11 +251,15 @@ def format_cases():
     linear solver's row passes read both alike)."""
     for cls in SOLVERS:
         for number, params in enumerate(cls.test_config):
-            seeded = params | ({"random_state": 0} if "random_state" in cls().get_params()
-                               and "random_state" not in params else {})
+            seeded = params | (
+                {"random_state": 0}
+                if "random_state" in cls().get_params() and "random_state" not in params
+                else {}
+            )
             for threshold in (0.5, 1.2) if cls.supported_kernels != ("linear",) else (0.5,):
-                yield pytest.param(cls, seeded, threshold,
-                                   id=f"{cls.name}-{number}-zero-below-{threshold}")
+                yield pytest.param(
+                    cls, seeded, threshold, id=f"{cls.name}-{number}-zero-below-{threshold}"
+                )
 
 
 @pytest.mark.parametrize("cls, params, threshold", format_cases())
@@ -299,8 +320,9 @@ def test_the_certificate_is_a_valid_bound_on_the_solvers_own_formulation(data, c
     assert isinstance(cert, Certificate)
     assert np.isfinite([cert.primal, cert.dual, cert.rel_gap]).all()
     assert cert.gap >= -1e-9 * max(1.0, abs(cert.primal))
-    assert set(cert.metrics()) == {f"{k}_{cert.formulation}"
-                                   for k in ("primal", "dual", "gap", "rel_gap")}
+    assert set(cert.metrics()) == {
+        f"{k}_{cert.formulation}" for k in ("primal", "dual", "gap", "rel_gap")
+    }
 
 
 @pytest.mark.parametrize("cls", SOLVERS, ids=named)
@@ -330,7 +352,7 @@ def test_a_truncated_fit_warns_and_is_not_converged(data, cls):
     with pytest.warns(ConvergenceWarning, match="stopped before its stopping rule held"):
         model.fit(X, y)
     assert model.converged_ is False
-    (cap, value), = cls.test_truncated.items()  # the cap opens the stop reason: claims.CAPPED
+    ((cap, value),) = cls.test_truncated.items()  # the cap opens the stop reason: claims.CAPPED
     assert model.stop_reason_.startswith(f"{cap}={value}") and cap.startswith("max_")
     assert cls.name and model.stopping_rule() in str(model.stopping_rule())
     assert first(cls).fit(X, y).stopping_rule()
@@ -349,7 +371,8 @@ def test_the_logged_model_reloads_and_predicts_identically(store, data, cls):
         tracker.log_model(model, sp.csr_matrix(X[:5]))
     mlflow.set_tracking_uri(uri)
     reloaded = mlflow.sklearn.load_model(f"runs:/{tracker.run_id}/model")
-    np.testing.assert_array_equal(reloaded.predict(sp.csr_matrix(X)),
-                                  model.predict(sp.csr_matrix(X)))
+    np.testing.assert_array_equal(
+        reloaded.predict(sp.csr_matrix(X)), model.predict(sp.csr_matrix(X))
+    )
     pyfunc = mlflow.pyfunc.load_model(f"runs:/{tracker.run_id}/model")
     np.testing.assert_array_equal(np.asarray(pyfunc.predict(X)), model.predict(X))

@@ -66,8 +66,10 @@ def test_core_set_grows_by_exactly_one_point_per_added_point(data):
 
 def test_sampled_cvm_is_reproducible_and_close_to_mfw(data):
     X, y = data
-    runs = [CoreVectorMachine(C=4.0, gamma=0.5, sample_size=10, random_state=3).fit(X, y)
-            for _ in range(2)]
+    runs = [
+        CoreVectorMachine(C=4.0, gamma=0.5, sample_size=10, random_state=3).fit(X, y)
+        for _ in range(2)
+    ]
     np.testing.assert_array_equal(runs[0].dual_coef_, runs[1].dual_coef_)
     mfw = ModifiedFrankWolfe(C=4.0, gamma=0.5, sampling="full", random_state=0).fit(X, y)
     assert np.mean(runs[0].predict(X) == mfw.predict(X)) >= 0.95
@@ -75,8 +77,9 @@ def test_sampled_cvm_is_reproducible_and_close_to_mfw(data):
 
 def test_without_annealing_every_row_uses_the_final_tolerance(data):
     X, y = data
-    est = CoreVectorMachine(C=4.0, gamma=0.5, sampling="full", eps_annealing=False,
-                            random_state=0).fit(X, y)
+    est = CoreVectorMachine(
+        C=4.0, gamma=0.5, sampling="full", eps_annealing=False, random_state=0
+    ).fit(X, y)
     col = est.trace_.columns()
     assert 3 not in set(col["step_type"])
     assert np.all(col["delta_plus"][:-1] > (1 + 1e-6) ** 2 - 1)

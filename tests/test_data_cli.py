@@ -30,13 +30,29 @@ def test_list_prints_one_row_per_dataset_with_its_location(shared_libsvm, capsys
     assert lines[0].split() == ["name", "kind", "n_train", "n_test", "features", "location"]
     assert len(lines) == 1 + len(REGISTRY) + len(presets())
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert rows["a9a"] == ["a9a", "libsvm", "32561", "16281", "123", "local:",
-                           str(shared_libsvm / "a9a")]
+    assert rows["a9a"] == [
+        "a9a",
+        "libsvm",
+        "32561",
+        "16281",
+        "123",
+        "local:",
+        str(shared_libsvm / "a9a"),
+    ]
     assert rows["breast_cancer"] == ["breast_cancer", "embedded", "426", "143", "30", "embedded"]
     assert rows["synthetic_wide"][1:] == ["synthetic", "50", "50", "2500", "generated"]
     assert rows["duke"][2:] == ["?", "?", "7129", "not", "downloaded"]
-    assert rows["w8a_split"] == ["w8a_split", "libsvm", "?", "?", "300", "preset", "of", "w8a",
-                                 "(dataset/w8a_split.yaml)"]
+    assert rows["w8a_split"] == [
+        "w8a_split",
+        "libsvm",
+        "?",
+        "?",
+        "300",
+        "preset",
+        "of",
+        "w8a",
+        "(dataset/w8a_split.yaml)",
+    ]
 
 
 def test_the_datasets_listed_are_the_options_of_train_and_fetch_knows_them_all(capsys):
@@ -54,25 +70,45 @@ def test_the_datasets_listed_are_the_options_of_train_and_fetch_knows_them_all(c
     assert run("datasets", "fetch", *(n for n in listed if n not in REGISTRY)) == 2
     err = capsys.readouterr().err
     assert "unknown dataset" not in err
-    assert ("svmlab: error: synthetic_tall_overlap is a preset of synthetic_tall: dataset "
-            "'synthetic_tall' is synthetic: it has no files to fetch") in err
+    assert (
+        "svmlab: error: synthetic_tall_overlap is a preset of synthetic_tall: dataset "
+        "'synthetic_tall' is synthetic: it has no files to fetch"
+    ) in err
 
 
 @pytest.mark.shared_data
-def test_fetch_prints_the_paths_and_uses_the_cache_dir_and_base_url(libsvm_site, tmp_path,
-                                                                    capsys):
+def test_fetch_prints_the_paths_and_uses_the_cache_dir_and_base_url(libsvm_site, tmp_path, capsys):
     cache = tmp_path / "cache"
-    status = run("datasets", "fetch", "heart_scale", "fourclass", "--cache-dir", str(cache),
-                 "--base-url", libsvm_site.url)
+    status = run(
+        "datasets",
+        "fetch",
+        "heart_scale",
+        "fourclass",
+        "--cache-dir",
+        str(cache),
+        "--base-url",
+        libsvm_site.url,
+    )
     assert status == 0
     assert capsys.readouterr().out.splitlines() == [
-        str(cache / "heart_scale" / "heart_scale"), str(cache / "fourclass" / "fourclass")]
+        str(cache / "heart_scale" / "heart_scale"),
+        str(cache / "fourclass" / "fourclass"),
+    ]
 
 
 @pytest.mark.shared_data
 def test_fetch_reports_each_failure_goes_on_and_exits_2(libsvm_site, tmp_path, capsys):
-    status = run("datasets", "fetch", "a4a", "heart_scale", "breast_cancer", "--cache-dir",
-                 str(tmp_path), "--base-url", libsvm_site.url)
+    status = run(
+        "datasets",
+        "fetch",
+        "a4a",
+        "heart_scale",
+        "breast_cancer",
+        "--cache-dir",
+        str(tmp_path),
+        "--base-url",
+        libsvm_site.url,
+    )
     assert status == 2
     captured = capsys.readouterr()
     errors = [line for line in captured.err.splitlines() if line.startswith("svmlab: error: ")]
@@ -83,7 +119,8 @@ def test_fetch_reports_each_failure_goes_on_and_exits_2(libsvm_site, tmp_path, c
 
 @pytest.mark.shared_data
 def test_fetch_of_a_preset_that_splits_the_training_file_fetches_that_file_alone(
-        shared_libsvm, capsys):
+    shared_libsvm, capsys
+):
     assert run("datasets", "fetch", "w8a_split", "--data-dir", str(shared_libsvm)) == 0
     assert capsys.readouterr().out.splitlines() == [str(shared_libsvm / "w8a" / "w8a")]
 

@@ -19,8 +19,11 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.usefixtures("isolated_data_en
 
 def _files(folder: Path) -> list[Path]:
     """The files under ``folder``, without the records of what files hold and the parsed files."""
-    return [path for path in folder.rglob("*")
-            if path.is_file() and not {RECORDS, PARSED} & set(path.parts)]
+    return [
+        path
+        for path in folder.rglob("*")
+        if path.is_file() and not {RECORDS, PARSED} & set(path.parts)
+    ]
 
 
 def _stand_in(folder: Path, name: str) -> Path:
@@ -46,7 +49,8 @@ def test_download_into_an_empty_cache_then_use_the_cache(libsvm_site, shared_lib
 
 
 def test_load_downloads_train_and_test_files_from_the_url_in_the_environment(
-        libsvm_site, tmp_path, monkeypatch):
+    libsvm_site, tmp_path, monkeypatch
+):
     monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
     cache = tmp_path / "cache"
     dataset = data.load("a1a", cache_dir=cache)
@@ -63,8 +67,9 @@ def test_a_compressed_file_is_verified_on_its_uncompressed_content(libsvm_site, 
     assert hashlib.sha256(content).hexdigest() == REGISTRY["ijcnn1"].file("test").sha256
 
 
-def test_a_corrupted_download_fails_its_checksum_and_leaves_nothing(libsvm_site, shared_libsvm,
-                                                                    tmp_path):
+def test_a_corrupted_download_fails_its_checksum_and_leaves_nothing(
+    libsvm_site, shared_libsvm, tmp_path
+):
     corrupted = tmp_path / "served" / "heart_scale"
     corrupted.parent.mkdir()
     content = bytearray((shared_libsvm / "heart_scale" / "heart_scale").read_bytes())
@@ -75,8 +80,10 @@ def test_a_corrupted_download_fails_its_checksum_and_leaves_nothing(libsvm_site,
     with pytest.raises(DownloadError) as error:
         data.fetch("heart_scale", cache_dir=cache, base_url=libsvm_site.url)
     message = str(error.value)
-    assert (f"heart_scale downloaded from {libsvm_site.url}/heart_scale differs from the "
-            f"official file: expected sha256") in message
+    assert (
+        f"heart_scale downloaded from {libsvm_site.url}/heart_scale differs from the "
+        f"official file: expected sha256"
+    ) in message
     assert REGISTRY["heart_scale"].file("train").sha256 in message
     assert hashlib.sha256(bytes(content)).hexdigest() in message
     assert _files(cache) == []
@@ -95,8 +102,9 @@ def test_a_corrupted_compressed_download_leaves_nothing(libsvm_site, shared_libs
     assert _files(cache) == [cache / "ijcnn1" / "ijcnn1.bz2"]  # the train file was fine
 
 
-def test_http_404_names_the_url_and_the_folder_for_a_copy_by_hand(libsvm_site, tmp_path,
-                                                                   monkeypatch):
+def test_http_404_names_the_url_and_the_folder_for_a_copy_by_hand(
+    libsvm_site, tmp_path, monkeypatch
+):
     monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
     cache = tmp_path / "cache"
     for fetch_or_load in (data.fetch, data.load):
@@ -117,8 +125,10 @@ def test_a_refused_connection_says_first_where_the_file_was_looked_for(refused_u
         data.fetch("heart_scale", cache_dir=cache, base_url=refused_url)
     message = str(error.value)
     assert "\n" not in message
-    assert message.startswith(f"heart_scale is not in the cache {cache / 'heart_scale'} and no "
-                              f"data folder is set (SVMLAB_DATA_DIR")
+    assert message.startswith(
+        f"heart_scale is not in the cache {cache / 'heart_scale'} and no "
+        f"data folder is set (SVMLAB_DATA_DIR"
+    )
     assert f"download of {refused_url}/heart_scale failed" in message
     assert "refused" in message.lower()
     assert not cache.exists()
@@ -131,20 +141,25 @@ def test_a_data_folder_that_is_set_is_not_advised_but_named(refused_url, tmp_pat
     with pytest.raises(DownloadError) as error:
         data.fetch("heart_scale", cache_dir=tmp_path / "cache", base_url=refused_url)
     message = str(error.value)
-    assert message.startswith(f"heart_scale is neither in the data folder {folder} "
-                              f"(SVMLAB_DATA_DIR) nor in the cache")
+    assert message.startswith(
+        f"heart_scale is neither in the data folder {folder} (SVMLAB_DATA_DIR) nor in the cache"
+    )
     assert "set SVMLAB_DATA_DIR" not in message
     assert f"put heart_scale (compressed or not) into {folder / 'heart_scale'}/" in message
 
 
-def test_a_data_folder_that_does_not_exist_is_refused_before_any_download(libsvm_site,
-                                                                          tmp_path):
+def test_a_data_folder_that_does_not_exist_is_refused_before_any_download(libsvm_site, tmp_path):
     cache = tmp_path / "cache"
     with pytest.raises(DataError) as error:
-        data.fetch("heart_scale", data_dir=tmp_path / "nosuchdir", cache_dir=cache,
-                   base_url=libsvm_site.url)
-    assert str(error.value).startswith(f"the data folder {tmp_path / 'nosuchdir'} "
-                                       f"(paths.data_dir or --data-dir) does not exist")
+        data.fetch(
+            "heart_scale",
+            data_dir=tmp_path / "nosuchdir",
+            cache_dir=cache,
+            base_url=libsvm_site.url,
+        )
+    assert str(error.value).startswith(
+        f"the data folder {tmp_path / 'nosuchdir'} (paths.data_dir or --data-dir) does not exist"
+    )
     assert libsvm_site.requests == {} and not cache.exists()
 
 
@@ -153,15 +168,18 @@ def test_a_response_cut_short_leaves_nothing(libsvm_site, tmp_path):
     libsvm_site.cut_short.add("a2a")
     cache = tmp_path / "cache"
     for name in ("a1a", "a2a"):
-        with pytest.raises(DownloadError, match=f"download of {libsvm_site.url}/{name} was cut "
-                                                f"short: [0-9]+ of [0-9]+ bytes"):
+        with pytest.raises(
+            DownloadError,
+            match=f"download of {libsvm_site.url}/{name} was cut short: [0-9]+ of [0-9]+ bytes",
+        ):
             data.fetch(name, cache_dir=cache, base_url=libsvm_site.url)
     assert _files(cache) == []
 
 
 def test_local_copies_are_not_downloaded(libsvm_site, shared_libsvm, tmp_path):
-    paths = data.fetch("a1a", data_dir=shared_libsvm, cache_dir=tmp_path / "cache",
-                       base_url=libsvm_site.url)
+    paths = data.fetch(
+        "a1a", data_dir=shared_libsvm, cache_dir=tmp_path / "cache", base_url=libsvm_site.url
+    )
     assert paths == [shared_libsvm / "a1a" / "a1a", shared_libsvm / "a1a" / "a1a.t"]
     assert not libsvm_site.requests
 

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.usefixtures("isolated_data_env")
 
 # -- the data of the l1-SVM paper ------------------------------------------------------------
 
-@pytest.mark.parametrize("name, shape", [("synthetic_tall", (10_000, 50)),
-                                         ("synthetic_wide", (50, 2_500))])
+
+@pytest.mark.parametrize(
+    "name, shape", [("synthetic_tall", (10_000, 50)), ("synthetic_wide", (50, 2_500))]
+)
 def test_paper_datasets_have_the_spec_sizes_and_balanced_labels(name, shape):
     dataset = data.load(name, seed=0)
     assert dataset.X_train.shape == shape and dataset.X_test.shape == shape
@@ -30,8 +32,14 @@ def test_paper_datasets_have_the_spec_sizes_and_balanced_labels(name, shape):
         assert y.dtype == np.float64 and set(np.unique(y)) == {-1.0, 1.0}
         assert abs(np.mean(y > 0) - 0.5) <= 0.05  # spec test 16: balance within 5%
         assert np.sum(y > 0) == shape[0] - shape[0] // 2  # in fact exact
-    assert dataset.params == {"n": shape[0], "d": shape[1], "n_test": shape[0], "scale": 1.0,
-                              "zero_frac": 0.0, "same_zero_set": True}
+    assert dataset.params == {
+        "n": shape[0],
+        "d": shape[1],
+        "n_test": shape[0],
+        "scale": 1.0,
+        "zero_frac": 0.0,
+        "same_zero_set": True,
+    }
 
 
 def test_same_seed_same_data_other_seed_other_data():
@@ -50,13 +58,14 @@ def test_digest_covers_the_parameters():
     assert data.load("synthetic_tall", n=100, d=5, scale=0.5).digest != base.digest
 
 
-@pytest.mark.parametrize("zero_frac, d, n_zero", [(0.3, 50, 15), (0.29, 100, 29), (1.0, 8, 8),
-                                                  (0.0, 10, 0), (0.5, 5, 2)])
+@pytest.mark.parametrize(
+    "zero_frac, d, n_zero", [(0.3, 50, 15), (0.29, 100, 29), (1.0, 8, 8), (0.0, 10, 0), (0.5, 5, 2)]
+)
 @pytest.mark.parametrize("same_zero_set", [True, False])
-def test_zeroed_centroid_components_are_floor_of_zero_frac_times_d(zero_frac, d, n_zero,
-                                                                     same_zero_set):
-    negative, positive = paper_centroids(d, 1.0, zero_frac, same_zero_set,
-                                         np.random.default_rng(1))
+def test_zeroed_centroid_components_are_floor_of_zero_frac_times_d(
+    zero_frac, d, n_zero, same_zero_set
+):
+    negative, positive = paper_centroids(d, 1.0, zero_frac, same_zero_set, np.random.default_rng(1))
     assert np.sum(negative == 0) == n_zero and np.sum(positive == 0) == n_zero
     if same_zero_set:
         assert np.array_equal(negative == 0, positive == 0)
@@ -108,6 +117,7 @@ def test_scale_one_gives_linearly_separable_tall_data():
 
 # -- the Gaussian generator ------------------------------------------------------------------
 
+
 def test_gaussian_means_are_separation_apart():
     negative, positive = gaussian_means(30, 3.0, np.random.default_rng(0))
     assert np.linalg.norm(positive - negative) == pytest.approx(3.0)
@@ -121,8 +131,9 @@ def test_gaussian_accuracy_is_near_the_bayes_rate():
     assert model.score(dataset.X_test, dataset.y_test) == pytest.approx(bayes, abs=0.015)
 
 
-@pytest.mark.parametrize("sparsity, d, n_zero", [(0.5, 20, 10), (0.29, 100, 29), (0.99, 10, 9),
-                                                 (0.0, 5, 0)])
+@pytest.mark.parametrize(
+    "sparsity, d, n_zero", [(0.5, 20, 10), (0.29, 100, 29), (0.99, 10, 9), (0.0, 5, 0)]
+)
 def test_sparsity_zeroes_that_many_features_in_every_sample(sparsity, d, n_zero):
     dataset = data.load("synthetic_gaussian", n=50, n_test=20, d=d, sparsity=sparsity)
     for X in (dataset.X_train, dataset.X_test):
@@ -136,6 +147,7 @@ def test_zero_features_picks_different_features_in_different_rows():
 
 # -- breast_cancer ---------------------------------------------------------------------------
 
+
 def test_breast_cancer_is_split_stratified_and_standardized_with_training_statistics():
     dataset = data.load("breast_cancer", seed=0)
     assert (dataset.n_train, dataset.n_test, dataset.n_features) == (426, 143, 30)
@@ -148,8 +160,10 @@ def test_breast_cancer_is_split_stratified_and_standardized_with_training_statis
         assert np.mean(y > 0) == pytest.approx(357 / 569, abs=0.01)
     info = next(i for i in data.list_datasets() if i.name == "breast_cancer")
     assert (info.n_train, info.n_test, info.n_features) == (426, 143, 30)
-    assert LinearSVC().fit(dataset.X_train, dataset.y_train).score(
-        dataset.X_test, dataset.y_test) > 0.9
+    assert (
+        LinearSVC().fit(dataset.X_train, dataset.y_train).score(dataset.X_test, dataset.y_test)
+        > 0.9
+    )
 
 
 def test_breast_cancer_without_standardizing_keeps_the_raw_values():

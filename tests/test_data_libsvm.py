@@ -21,9 +21,18 @@ from svmlab.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")
 
-SMALL_FILES = ["a1a/a1a", "australian/australian", "breast-cancer/breast-cancer", "heart/heart",
-               "fourclass/fourclass", "mushrooms/mushrooms", "svmguide1/svmguide1",
-               "phishing/phishing", "madelon/madelon.bz2", "colon-cancer/colon-cancer"]
+SMALL_FILES = [
+    "a1a/a1a",
+    "australian/australian",
+    "breast-cancer/breast-cancer",
+    "heart/heart",
+    "fourclass/fourclass",
+    "mushrooms/mushrooms",
+    "svmguide1/svmguide1",
+    "phishing/phishing",
+    "madelon/madelon.bz2",
+    "colon-cancer/colon-cancer",
+]
 
 
 def _manifest(shared: Path) -> list[dict]:
@@ -44,6 +53,7 @@ def _check_manifest_file(shared: Path, row: dict) -> None:
 
 
 # -- every shared file -----------------------------------------------------------------------
+
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize("file", SMALL_FILES)
@@ -74,9 +84,12 @@ def test_every_complete_shared_dataset_loads_with_the_manifest_labels(shared_lib
 
 # -- what load returns -----------------------------------------------------------------------
 
+
 @pytest.mark.shared_data
-@pytest.mark.parametrize("name, classes", [("svmguide1", (0, 1)), ("mushrooms", (1, 2)),
-                                           ("breast-cancer", (2, 4)), ("a1a", (-1, 1))])
+@pytest.mark.parametrize(
+    "name, classes",
+    [("svmguide1", (0, 1)), ("mushrooms", (1, 2)), ("breast-cancer", (2, 4)), ("a1a", (-1, 1))],
+)
 def test_labels_map_the_smaller_value_to_minus_one(shared_libsvm, name, classes):
     dataset = data.load(name, data_dir=shared_libsvm)
     assert dataset.classes == classes
@@ -90,8 +103,9 @@ def test_labels_map_the_smaller_value_to_minus_one(shared_libsvm, name, classes)
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", ["a1a", "australian", "svmguide1"])
-def test_features_are_csr_float64_with_int32_indices_and_liblinear_accepts_them(shared_libsvm,
-                                                                               name):
+def test_features_are_csr_float64_with_int32_indices_and_liblinear_accepts_them(
+    shared_libsvm, name
+):
     dataset = data.load(name, data_dir=shared_libsvm)
     for X in (dataset.X_train, dataset.X_test):
         assert isinstance(X, sp.csr_matrix)
@@ -105,7 +119,8 @@ def test_features_are_csr_float64_with_int32_indices_and_liblinear_accepts_them(
 
 @pytest.mark.shared_data
 def test_train_and_test_have_the_catalogue_width_even_when_the_last_features_are_unused(
-        shared_libsvm):
+    shared_libsvm,
+):
     dataset = data.load("a1a", data_dir=shared_libsvm)  # a1a uses indices up to 119 of 123
     assert dataset.X_train.shape == (1605, 123) and dataset.X_test.shape == (30956, 123)
     assert (dataset.n_train, dataset.n_test, dataset.n_features) == (1605, 30956, 123)
@@ -147,7 +162,8 @@ def test_split_is_seeded_and_stratified(shared_libsvm):
 
 @pytest.mark.shared_data
 def test_a_test_fraction_splits_the_training_file_and_leaves_the_official_test_file(
-        shared_libsvm, tmp_path):
+    shared_libsvm, tmp_path
+):
     (tmp_path / "a1a").mkdir()  # the training file alone, as w8a and cod-rna are here
     shutil.copy(shared_libsvm / "a1a" / "a1a", tmp_path / "a1a" / "a1a")
     split = data.load("a1a", seed=3, test_fraction=0.5, data_dir=tmp_path)
@@ -171,6 +187,7 @@ def test_max_abs_scale_keeps_sparsity_and_uses_training_statistics(shared_libsvm
 
 
 # -- where copies are found ------------------------------------------------------------------
+
 
 def _copy(shared: Path, dataset: str, folder: Path, *, flat: bool = False) -> Path:
     target = folder if flat else folder / dataset
@@ -223,7 +240,10 @@ def test_list_datasets_reports_locations_and_the_sizes_load_gives(shared_libsvm)
         dataset = data.load(name, data_dir=shared_libsvm)
         info = infos[name]
         assert (info.n_train, info.n_test, info.n_features) == (
-            dataset.n_train, dataset.n_test, dataset.n_features)
+            dataset.n_train,
+            dataset.n_test,
+            dataset.n_features,
+        )
 
 
 # -- files svmlab must refuse ----------------------------------------------------------------
@@ -268,8 +288,7 @@ def test_malformed_line_is_reported_with_file_line_number_and_text(tmp_path, lin
 
 def test_indices_start_at_one_and_a_zero_index_is_refused(tmp_path):
     _write_fourclass(tmp_path, "+1 1:5\n-1 2:7\n" * 4)
-    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5,
-                        verify=False)
+    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5, verify=False)
     for X, y in ((dataset.X_train, dataset.y_train), (dataset.X_test, dataset.y_test)):
         assert np.array_equal(X.toarray(), np.where(y[:, None] > 0, [5.0, 0.0], [0.0, 7.0]))
     path = _write_fourclass(tmp_path, "+1 0:5\n-1 1:7\n" * 4)  # a valid zero-based file
@@ -280,8 +299,7 @@ def test_indices_start_at_one_and_a_zero_index_is_refused(tmp_path):
 def test_comments_blank_lines_and_qid_are_accepted(tmp_path):
     text = "# a comment\n\n+1 qid:1 1:0.5 2:1  # trailing\n-1 1:-0.5\n+1 2:1\n-1 1:-1\n" * 4
     _write_fourclass(tmp_path, text)
-    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5,
-                        verify=False)
+    dataset = data.load("fourclass_scale", data_dir=tmp_path, test_fraction=0.5, verify=False)
     assert dataset.n_train + dataset.n_test == 16
 
 
@@ -302,12 +320,15 @@ def test_a_corrupt_compressed_file_is_a_data_error(tmp_path):
         data.load("fourclass_scale", data_dir=tmp_path)
 
 
-@pytest.mark.parametrize("text, message", [
-    (GOOD.replace("-1 1:-1 2:-1", "+3 1:-1 2:-1"), r"3 label values \(-1, 1, 3\)"),
-    (GOOD.replace("-1", "+1"), r"only one label value \(1\)"),
-    ("", "contains no samples"),
-    ("# only a comment\n", "contains no samples"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (GOOD.replace("-1 1:-1 2:-1", "+3 1:-1 2:-1"), r"3 label values \(-1, 1, 3\)"),
+        (GOOD.replace("-1", "+1"), r"only one label value \(1\)"),
+        ("", "contains no samples"),
+        ("# only a comment\n", "contains no samples"),
+    ],
+)
 def test_bad_label_sets_and_empty_files_are_refused(tmp_path, text, message):
     path = _write_fourclass(tmp_path, text)
     with pytest.raises(DataError, match=message) as error:

@@ -92,8 +92,12 @@ def test_the_cached_arrays_are_the_parsers_with_their_types(tmp_path, parsed):
     for part, path in zip(cached, paths, strict=True):
         fresh = read_libsvm_file(path, 60)
         assert type(part.X) is type(fresh.X) and part.X.shape == fresh.X.shape
-        for found, expected in ((part.X.data, fresh.X.data), (part.X.indices, fresh.X.indices),
-                                (part.X.indptr, fresh.X.indptr), (part.y, fresh.y)):
+        for found, expected in (
+            (part.X.data, fresh.X.data),
+            (part.X.indices, fresh.X.indices),
+            (part.X.indptr, fresh.X.indptr),
+            (part.y, fresh.y),
+        ):
             assert found.dtype == expected.dtype and np.array_equal(found, expected)
 
 
@@ -123,8 +127,10 @@ def _garble_the_manifest(entry: Path) -> None:
     (entry / MANIFEST).write_text('{"key": ')
 
 
-@pytest.mark.parametrize("damage", [_flip_a_value, _truncate, _delete_an_array,
-                                    _another_parser_version, _garble_the_manifest])
+@pytest.mark.parametrize(
+    "damage",
+    [_flip_a_value, _truncate, _delete_an_array, _another_parser_version, _garble_the_manifest],
+)
 def test_a_damaged_or_stale_entry_is_rebuilt_not_used(tmp_path, parsed, damage):
     train, test = _splice(tmp_path / "data")
     cache = tmp_path / "cache"
@@ -199,8 +205,12 @@ def test_a_malformed_file_is_reported_by_the_parser_and_nothing_is_stored(tmp_pa
     train, _test = _splice(tmp_path / "data", TRAIN + "+1 2:1 1:1\n")
     cache = tmp_path / "cache"
     for _ in range(2):
-        with pytest.raises(DataError, match=re.escape(
-                f"{train}, line 5: the index in '1:1' does not come after the previous index 2")):
+        with pytest.raises(
+            DataError,
+            match=re.escape(
+                f"{train}, line 5: the index in '1:1' does not come after the previous index 2"
+            ),
+        ):
             _load(tmp_path / "data", cache)
     assert parsed == [train, train]
     assert not (cache / PARSED).exists()

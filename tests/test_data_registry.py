@@ -24,6 +24,7 @@ LIBSVM = {name: entry for name, entry in REGISTRY.items() if isinstance(entry, L
 
 # -- names -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["../a9a", "a9a/../../etc", "sub/a9a", "..", "a9a\\x"])
 def test_path_like_names_are_rejected(name):
     with pytest.raises(DataError, match="looks like a path"):
@@ -32,9 +33,15 @@ def test_path_like_names_are_rejected(name):
         data.load(name)
 
 
-@pytest.mark.parametrize("name, suggestion", [("a9", "a9a"), ("higgs", "HIGGS"),
-                                              ("breast-cancr", "breast-cancer"),
-                                              ("synthetic_tal", "synthetic_tall")])
+@pytest.mark.parametrize(
+    "name, suggestion",
+    [
+        ("a9", "a9a"),
+        ("higgs", "HIGGS"),
+        ("breast-cancr", "breast-cancer"),
+        ("synthetic_tal", "synthetic_tall"),
+    ],
+)
 def test_unknown_name_suggests_close_matches(name, suggestion):
     with pytest.raises(DataError) as error:
         data.validate(name)
@@ -51,6 +58,7 @@ def test_name_must_be_a_non_empty_string(name):
 
 
 # -- parameters ------------------------------------------------------------------------------
+
 
 def test_unknown_parameter_names_it_suggests_and_lists_the_allowed_ones():
     with pytest.raises(DataError) as error:
@@ -79,11 +87,18 @@ def test_test_fraction_out_of_range_or_of_the_wrong_type_is_rejected(value):
     assert "a number in (0, 1)" in str(error.value)
 
 
-@pytest.mark.parametrize("params, allowed", [
-    ({"n": 2.5}, "an integer >= 2"), ({"n": True}, "an integer >= 2"),
-    ({"d": 0}, "an integer >= 1"),
-    ({"n_test": 1}, "or null"), ({"scale": 0.0}, "(0, inf)"), ({"zero_frac": 1.1}, "[0, 1]"),
-    ({"same_zero_set": 1}, "true or false")])
+@pytest.mark.parametrize(
+    "params, allowed",
+    [
+        ({"n": 2.5}, "an integer >= 2"),
+        ({"n": True}, "an integer >= 2"),
+        ({"d": 0}, "an integer >= 1"),
+        ({"n_test": 1}, "or null"),
+        ({"scale": 0.0}, "(0, inf)"),
+        ({"zero_frac": 1.1}, "[0, 1]"),
+        ({"same_zero_set": 1}, "true or false"),
+    ],
+)
 def test_generator_parameters_are_checked(params, allowed):
     with pytest.raises(DataError, match=re.escape(allowed)):
         data.validate("synthetic_tall", **params)
@@ -116,6 +131,7 @@ def test_seed_must_be_a_32_bit_non_negative_integer(seed):
 
 # -- the LIBSVM catalogue --------------------------------------------------------------------
 
+
 def test_every_libsvm_dataset_has_one_training_file_and_consistent_rows():
     assert len(LIBSVM) >= 50
     for name, entry in LIBSVM.items():
@@ -132,18 +148,25 @@ def test_every_libsvm_dataset_has_one_training_file_and_consistent_rows():
 
 def test_the_requested_official_datasets_are_in_the_catalogue():
     expected = {
-        "a4a": ["a4a", "a4a.t"], "w8a": ["w8a", "w8a.t"],
+        "a4a": ["a4a", "a4a.t"],
+        "w8a": ["w8a", "w8a.t"],
         "cod-rna": ["cod-rna", "cod-rna.t", "cod-rna.r"],
         "covtype.binary": ["covtype.libsvm.binary.bz2"],
         "covtype.binary_scale": ["covtype.libsvm.binary.scale.bz2"],
         "epsilon": ["epsilon_normalized.bz2", "epsilon_normalized.t.bz2"],
         "rcv1.binary": ["rcv1_train.binary.bz2", "rcv1_test.binary.bz2"],
         "gisette": ["gisette_scale.bz2", "gisette_scale.t.bz2"],
-        "ijcnn1": ["ijcnn1.bz2", "ijcnn1.t.bz2"], "madelon": ["madelon", "madelon.t"],
-        "news20.binary": ["news20.binary.bz2"], "real-sim": ["real-sim.bz2"],
-        "leu": ["leu.bz2", "leu.t.bz2"], "duke": ["duke.bz2"], "SUSY": ["SUSY.xz"],
-        "HIGGS": ["HIGGS.xz"], "liver-disorders": ["liver-disorders", "liver-disorders.t"],
-        "svmguide3": ["svmguide3", "svmguide3.t"], "german.numer": ["german.numer"],
+        "ijcnn1": ["ijcnn1.bz2", "ijcnn1.t.bz2"],
+        "madelon": ["madelon", "madelon.t"],
+        "news20.binary": ["news20.binary.bz2"],
+        "real-sim": ["real-sim.bz2"],
+        "leu": ["leu.bz2", "leu.t.bz2"],
+        "duke": ["duke.bz2"],
+        "SUSY": ["SUSY.xz"],
+        "HIGGS": ["HIGGS.xz"],
+        "liver-disorders": ["liver-disorders", "liver-disorders.t"],
+        "svmguide3": ["svmguide3", "svmguide3.t"],
+        "german.numer": ["german.numer"],
     }
     for name, files in expected.items():
         assert [file.name for file in LIBSVM[name].files] == files
@@ -165,7 +188,8 @@ def _read_tsv(path: Path) -> list[dict]:
 def _is_verbatim(provenance: str) -> bool:
     """NOTES.tsv says the file is a byte-identical copy of the official one."""
     return provenance.startswith("verbatim") and not any(
-        word in provenance for word in ("normalised", "not byte-identical"))
+        word in provenance for word in ("normalised", "not byte-identical")
+    )
 
 
 @pytest.mark.shared_data
@@ -189,19 +213,25 @@ def test_catalogue_agrees_with_the_shared_manifest(shared_libsvm):
 
 # -- Hydra dataset options -------------------------------------------------------------------
 
+
 def test_every_dataset_is_an_option_of_the_dataset_group_with_its_default_parameters():
     register_configs()
     with initialize_config_module("svmlab.conf", version_base="1.3"):
         for name, entry in REGISTRY.items():
             cfg = compose(overrides=[f"+dataset={name}"])
             content = OmegaConf.to_container(cfg.dataset)
-            assert content == {"name": name, **{param.name: param.default
-                                                for param in entry.params}}
+            assert content == {
+                "name": name,
+                **{param.name: param.default for param in entry.params},
+            }
             data.validate(**content)
         cfg = compose(overrides=["+dataset=german.numer", "dataset.test_fraction=0.5"])
         assert OmegaConf.to_container(cfg.dataset) == {
-            "name": "german.numer", "test_fraction": 0.5, "max_abs_scale": False,
-            "verify": True}
+            "name": "german.numer",
+            "test_fraction": 0.5,
+            "max_abs_scale": False,
+            "verify": True,
+        }
         cfg = compose(overrides=["+dataset=synthetic_gaussian", "dataset.n=30", "dataset.d=3"])
     dataset = data.load(**cfg.dataset, seed=4)  # as the training entry point calls it
     assert (dataset.n_train, dataset.n_test, dataset.n_features) == (30, 30, 3)
@@ -214,9 +244,12 @@ def test_a_users_own_dataset_file_is_an_option(tmp_path):
     (tmp_path / "dataset").mkdir()
     (tmp_path / "dataset" / "a9a_scaled.yaml").write_text("name: a9a\nmax_abs_scale: true\n")
     with initialize_config_module("svmlab.conf", version_base="1.3"):
-        mine, registered = (compose("config", overrides=[f"hydra.searchpath=[file://{tmp_path}]",
-                                                         f"dataset={name}"]).dataset
-                            for name in ("a9a_scaled", "a9a"))
+        mine, registered = (
+            compose(
+                "config", overrides=[f"hydra.searchpath=[file://{tmp_path}]", f"dataset={name}"]
+            ).dataset
+            for name in ("a9a_scaled", "a9a")
+        )
     assert OmegaConf.to_container(mine) == {"name": "a9a", "max_abs_scale": True}
     assert registered.max_abs_scale is False
     data.validate(**mine)

@@ -47,7 +47,7 @@ def _first_lines(n: int):
 
 def _one_byte_altered(content: bytes) -> bytes:
     at = content.index(b"1:1")  # a value 1 becomes 2: the same rows, other bytes
-    return content[:at] + b"1:2" + content[at + 3:]
+    return content[:at] + b"1:2" + content[at + 3 :]
 
 
 def _sha256(path: Path) -> str:
@@ -70,8 +70,10 @@ def measured(monkeypatch) -> list[Path]:
 
 # -- a copy that differs from the official file ----------------------------------------------
 
-def test_a_truncated_local_copy_is_refused_with_the_expected_and_found_values(shared_libsvm,
-                                                                               tmp_path):
+
+def test_a_truncated_local_copy_is_refused_with_the_expected_and_found_values(
+    shared_libsvm, tmp_path
+):
     train = _a1a_copy(shared_libsvm, tmp_path, _first_lines(962))
     with pytest.raises(DataError) as error:
         data.load("a1a", data_dir=tmp_path)
@@ -79,7 +81,8 @@ def test_a_truncated_local_copy_is_refused_with_the_expected_and_found_values(sh
         f"{train} differs from the official a1a: expected sha256 {A1A.sha256} and 1605 rows, "
         f"found sha256 {_sha256(train)} and 962 rows (of the uncompressed content). To use this "
         f"copy anyway, set the dataset parameter verify=false (dataset.verify=false in a run's "
-        f"config).")
+        f"config)."
+    )
     assert train.exists()  # a local copy is the user's: never removed
 
 
@@ -97,12 +100,14 @@ def test_verify_false_uses_the_copy_and_says_how_it_differs(shared_libsvm, tmp_p
     assert dataset.n_train == 962 and dataset.params["verify"] is False
     assert dataset.unverified == (
         f"{train} differs from the official a1a: expected sha256 {A1A.sha256} and 1605 rows, "
-        f"found sha256 {_sha256(train)} and 962 rows (of the uncompressed content)")
+        f"found sha256 {_sha256(train)} and 962 rows (of the uncompressed content)"
+    )
     assert data.load("a1a", data_dir=shared_libsvm, verify=False).unverified is None
 
 
 def test_a_cached_copy_that_differs_is_removed_and_the_next_fetch_downloads_it(
-        libsvm_site, shared_libsvm, tmp_path):
+    libsvm_site, shared_libsvm, tmp_path
+):
     cache = tmp_path / "cache"
     train = _a1a_copy(shared_libsvm, cache, _first_lines(962))
     kept = data.load("a1a", cache_dir=cache, verify=False)  # verify=False keeps it, too
@@ -111,28 +116,34 @@ def test_a_cached_copy_that_differs_is_removed_and_the_next_fetch_downloads_it(
         data.load("a1a", cache_dir=cache)
     assert str(error.value).endswith(
         "This copy in the download cache was removed: the next load or `svmlab datasets fetch "
-        "a1a` downloads it again.")
+        "a1a` downloads it again."
+    )
     assert not train.exists() and (cache / "a1a" / "a1a.t").exists()
     assert data.fetch("a1a", cache_dir=cache, base_url=libsvm_site.url)[0] == train
     assert libsvm_site.requests == {"a1a": 1}
     assert data.load("a1a", cache_dir=cache).n_train == 1605
 
 
-def test_a_download_that_differs_from_the_known_row_count_is_not_kept(libsvm_site,
-                                                                     shared_libsvm, tmp_path):
+def test_a_download_that_differs_from_the_known_row_count_is_not_kept(
+    libsvm_site, shared_libsvm, tmp_path
+):
     assert REGISTRY["a2a"].file("train").sha256 is None  # only the row count tells
     served = tmp_path / "served"
     served.mkdir()
     (served / "a2a").write_bytes(_first_lines(100)((shared_libsvm / "a1a" / "a1a").read_bytes()))
     libsvm_site.files["a2a"] = served / "a2a"
     cache = tmp_path / "cache"
-    with pytest.raises(DataError, match=r"a2a downloaded from .* differs from the official file: "
-                                        r"expected 2265 rows, found 100 rows"):
+    with pytest.raises(
+        DataError,
+        match=r"a2a downloaded from .* differs from the official file: "
+        r"expected 2265 rows, found 100 rows",
+    ):
         data.fetch("a2a", cache_dir=cache, base_url=libsvm_site.url)
     assert not (cache / "a2a").exists()  # no part file, and no folder made for it
 
 
 # -- measured once -----------------------------------------------------------------------------
+
 
 def test_a_file_is_measured_once_and_again_when_it_changes(shared_libsvm, tmp_path, measured):
     cache = tmp_path / "cache"
@@ -144,10 +155,12 @@ def test_a_file_is_measured_once_and_again_when_it_changes(shared_libsvm, tmp_pa
     data.fetch("a1a", data_dir=tmp_path / "data", cache_dir=cache)
     assert len(measured) == 2
     records = [json.loads(path.read_text()) for path in (cache / RECORDS).iterdir()]
-    assert sorted((r["file"]["path"], r["file"]["size"], r["sha256"], r["n_rows"])
-                  for r in records) == [
+    assert sorted(
+        (r["file"]["path"], r["file"]["size"], r["sha256"], r["n_rows"]) for r in records
+    ) == [
         (str(train.resolve()), train.stat().st_size, A1A.sha256, 1605),
-        (str(test.resolve()), test.stat().st_size, _sha256(test), 30956)]
+        (str(test.resolve()), test.stat().st_size, _sha256(test), 30956),
+    ]
     train.write_bytes(_one_byte_altered(train.read_bytes()))  # same size
     changed = train.stat().st_mtime_ns + 1_000_000_000  # and a time surely not the old one
     os.utime(train, ns=(changed, changed))
@@ -156,8 +169,7 @@ def test_a_file_is_measured_once_and_again_when_it_changes(shared_libsvm, tmp_pa
     assert measured[2:] == [train]
 
 
-def test_a_download_is_measured_on_the_way_not_again_when_loaded(libsvm_site, tmp_path,
-                                                                  measured):
+def test_a_download_is_measured_on_the_way_not_again_when_loaded(libsvm_site, tmp_path, measured):
     cache = tmp_path / "cache"
     data.fetch("a1a", cache_dir=cache, base_url=libsvm_site.url)
     data.load("a1a", cache_dir=cache)
@@ -174,28 +186,47 @@ def test_a_file_nothing_is_known_of_is_not_measured(tmp_path, measured):
 
 # -- compressed bytes under a plain name ------------------------------------------------------
 
-def test_gzip_bytes_under_a_plain_name_are_refused_with_the_name_to_give_them(shared_libsvm,
-                                                                              tmp_path):
+
+def test_gzip_bytes_under_a_plain_name_are_refused_with_the_name_to_give_them(
+    shared_libsvm, tmp_path
+):
     train = _a1a_copy(shared_libsvm, tmp_path, gzip.compress)
     for verify in (True, False):
         with pytest.raises(DataError) as error:
             data.load("a1a", data_dir=tmp_path, verify=verify)
-        assert str(error.value) == (f"{train} is compressed (.gz) but its name does not end in "
-                                    f".gz; rename it to a1a.gz so that it is decompressed when "
-                                    f"read")
+        assert str(error.value) == (
+            f"{train} is compressed (.gz) but its name does not end in "
+            f".gz; rename it to a1a.gz so that it is decompressed when "
+            f"read"
+        )
     train.rename(train.with_name("a1a.gz"))
     assert data.load("a1a", data_dir=tmp_path).n_train == 1605
 
 
 # -- part files and modes ----------------------------------------------------------------------
 
+
 def _fetch_process(name: str, cache: Path, url: str) -> subprocess.Popen:
     """`svmlab datasets fetch` as a child process (the environment, PYTHONPATH included, is
     this one's)."""
-    return subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", "datasets", "fetch", name,
-                             "--cache-dir", str(cache), "--base-url", url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_ctrl_c_as_in_a_terminal)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            "datasets",
+            "fetch",
+            name,
+            "--cache-dir",
+            str(cache),
+            "--base-url",
+            url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
+    )
 
 
 def _ctrl_c_as_in_a_terminal() -> None:
@@ -242,8 +273,7 @@ def test_sigterm_during_a_fetch_leaves_no_part_file(libsvm_site, tmp_path):
     assert not (cache / "a1a").exists()  # no part file, and no folder made for it
 
 
-def test_ctrl_c_during_a_fetch_says_so_in_one_line_and_leaves_no_part_file(libsvm_site,
-                                                                          tmp_path):
+def test_ctrl_c_during_a_fetch_says_so_in_one_line_and_leaves_no_part_file(libsvm_site, tmp_path):
     cache = tmp_path / "cache"
     libsvm_site.stalled.add("a1a")
     proc = _fetch_process("a1a", cache, libsvm_site.url)
@@ -279,8 +309,7 @@ def test_a_part_file_whose_process_is_gone_is_removed_by_the_next_fetch(libsvm_s
 def test_a_downloaded_file_has_the_mode_of_any_new_file(libsvm_site, tmp_path, umask, mode):
     previous = os.umask(umask)
     try:
-        paths = data.fetch("heart_scale", cache_dir=tmp_path / "cache",
-                           base_url=libsvm_site.url)
+        paths = data.fetch("heart_scale", cache_dir=tmp_path / "cache", base_url=libsvm_site.url)
     finally:
         os.umask(previous)
     assert stat.S_IMODE(paths[0].stat().st_mode) == mode

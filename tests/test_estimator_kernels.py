@@ -38,6 +38,7 @@ def test_a_solver_fitted_with_avg_sq_dist_reports_the_resolved_gamma():
     y = np.where(np.asarray(X.sum(axis=1)).ravel() > 6.0, 1, -1)
     est = ModifiedFrankWolfe(C=4.0, gamma="avg_sq_dist", sampling="full", random_state=0).fit(X, y)
     assert est.gamma_ == pytest.approx(0.5 / mean_squared_distance(X), rel=1e-12)
-    linear = ModifiedFrankWolfe(kernel="linear", gamma="avg_sq_dist", sampling="full",
-                                random_state=0).fit(X, y)
+    linear = ModifiedFrankWolfe(
+        kernel="linear", gamma="avg_sq_dist", sampling="full", random_state=0
+    ).fit(X, y)
     assert linear.gamma_ is None

@@ -24,8 +24,17 @@ def problem(sparse: bool, n: int = 160, seed: int = 0):
 
 def split(X, y) -> Dataset:
     half = X.shape[0] // 2
-    return Dataset(name="toy", X_train=X[:half], y_train=y[:half], X_test=X[half:],
-                   y_test=y[half:], classes=(-1, 1), digest="0" * 64, source="test", params={})
+    return Dataset(
+        name="toy",
+        X_train=X[:half],
+        y_train=y[:half],
+        X_test=X[half:],
+        y_test=y[half:],
+        classes=(-1, 1),
+        digest="0" * 64,
+        source="test",
+        params={},
+    )
 
 
 @pytest.mark.parametrize("name", ["linear", "rbf", "poly"])
@@ -34,12 +43,12 @@ def test_compiled_kernel_blocks_match_scikit_learn(name, sparse):
     X, _ = problem(sparse)
     A, B = X[:37], X[50:120]
     kernel = Kernel(name, 0.3, 3, 0.5)
-    reference = pairwise_kernels(A, B, metric=name, filter_params=True, gamma=0.3, degree=3,
-                                 coef0=0.5)
+    reference = pairwise_kernels(
+        A, B, metric=name, filter_params=True, gamma=0.3, degree=3, coef0=0.5
+    )
     np.testing.assert_allclose(kernel.matrix(A, B), reference, rtol=1e-12, atol=1e-12)
     coef = np.linspace(-1.0, 2.0, B.shape[0])
-    np.testing.assert_allclose(kernel.dot(A, B, coef), reference @ coef, rtol=1e-11,
-                               atol=1e-11)
+    np.testing.assert_allclose(kernel.dot(A, B, coef), reference @ coef, rtol=1e-11, atol=1e-11)
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
@@ -61,16 +70,20 @@ def test_shared_decision_values_give_the_metrics_of_an_independent_computation(k
     hinge = np.maximum(0.0, 1.0 - y_pm * f).sum()
     assert metrics["train_accuracy"] == np.mean(svc.predict(data.X_train) == data.y_train)
     assert metrics["test_accuracy"] == np.mean(svc.predict(data.X_test) == data.y_test)
-    assert metrics["objective_hinge_l2"] == pytest.approx(0.5 * squared_norm + 2.0 * hinge,
-                                                          rel=1e-9)
+    assert metrics["objective_hinge_l2"] == pytest.approx(
+        0.5 * squared_norm + 2.0 * hinge, rel=1e-9
+    )
     assert metrics["objective_squared_hinge_l2"] == pytest.approx(
-        0.5 * squared_norm + 2.0 * np.square(np.maximum(0.0, 1.0 - y_pm * f)).sum(), rel=1e-9)
-    assert metrics["primal_hinge_l2_bias"] == pytest.approx(metrics["objective_hinge_l2"],
-                                                            rel=1e-12)
+        0.5 * squared_norm + 2.0 * np.square(np.maximum(0.0, 1.0 - y_pm * f)).sum(), rel=1e-9
+    )
+    assert metrics["primal_hinge_l2_bias"] == pytest.approx(
+        metrics["objective_hinge_l2"], rel=1e-12
+    )
     alpha = np.abs(coef)  # LIBSVM's own dual point, feasible: its value bounds
     dual = alpha.sum() - 0.5 * squared_norm
-    assert dual - 1e-9 * abs(dual) <= metrics["dual_hinge_l2_bias"] <= (
-        metrics["objective_hinge_l2"])
+    assert (
+        dual - 1e-9 * abs(dual) <= metrics["dual_hinge_l2_bias"] <= (metrics["objective_hinge_l2"])
+    )
     assert metrics["certificate_time_s"] >= 0.0
     assert metrics["train_accuracy"] == model.score(data.X_train, data.y_train)
     assert model.train_objectives_ == model.objectives(data.X_train, data.y_train)
@@ -89,8 +102,10 @@ def test_the_training_decision_values_are_computed_once_per_fit():
     model = Counted(kernel="rbf", gamma=0.2).fit(X, y)
     # the trace's row, the training accuracy, the objectives and the certificate share one
     assert calls == [X.shape[0]]
-    assert model.trace_.columns()["objective_hinge_l2"][-1] == (
-        model.train_objectives_["objective_hinge_l2"])
+    assert (
+        model.trace_.columns()["objective_hinge_l2"][-1]
+        == (model.train_objectives_["objective_hinge_l2"])
+    )
 
 
 def test_the_certificate_is_refined_exactly_when_the_solver_dual_misses_the_tolerance():
@@ -114,8 +129,7 @@ def test_the_certificate_is_refined_exactly_when_the_solver_dual_misses_the_tole
     assert refined.certificate_.refined
     assert refined.certificate_.dual >= unrefined.certificate_.dual  # never a worse bound
     assert refined.certificate_.primal == unrefined.certificate_.primal
-    assert loose.certificate_.refined == (
-        unrefined.certificate_.rel_gap > loose._certificate_tol())
+    assert loose.certificate_.refined == (unrefined.certificate_.rel_gap > loose._certificate_tol())
 
 
 def test_a_solver_that_stops_on_a_certified_gap_is_not_refined_beyond_it():
@@ -132,5 +146,6 @@ def test_a_solver_that_counts_its_passes_over_the_data_reports_them():
     dataset = split(*problem(sparse=False))
     model = L1NewtonSVM().fit(dataset.X_train, dataset.y_train)
     assert evaluate(model, dataset)["n_passes"] == model.n_passes_ > 0
-    assert "n_passes" not in evaluate(Libsvm(kernel="linear").fit(dataset.X_train,
-                                                                 dataset.y_train), dataset)
+    assert "n_passes" not in evaluate(
+        Libsvm(kernel="linear").fit(dataset.X_train, dataset.y_train), dataset
+    )

@@ -18,12 +18,15 @@ def ending_with(error: BaseException, **names) -> argparse.Namespace:
     return argparse.Namespace(func=command, **{"command": "runs", **names})
 
 
-@pytest.mark.parametrize("error,status", [
-    (ConfigError("--last must be a positive number of runs"), exit_codes.EXIT_USAGE),
-    (DataError("no dataset 'a1b'"), exit_codes.EXIT_USAGE),
-    (MissingExtra("pip install 'svmlab[server]'"), exit_codes.EXIT_USAGE),
-    (StoreError("no tracking store at sqlite:///x.db"), exit_codes.EXIT_STORE),
-])
+@pytest.mark.parametrize(
+    "error,status",
+    [
+        (ConfigError("--last must be a positive number of runs"), exit_codes.EXIT_USAGE),
+        (DataError("no dataset 'a1b'"), exit_codes.EXIT_USAGE),
+        (MissingExtra("pip install 'svmlab[server]'"), exit_codes.EXIT_USAGE),
+        (StoreError("no tracking store at sqlite:///x.db"), exit_codes.EXIT_STORE),
+    ],
+)
 def test_an_error_of_svmlab_is_one_line_and_its_status(capsys, error, status):
     assert run_command(ending_with(error, runs_command="list")) == status
     assert capsys.readouterr().err == f"svmlab runs list: error: {error}\n"

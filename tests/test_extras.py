@@ -26,14 +26,16 @@ def without(tmp_path: Path, *modules: str) -> dict:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
-        "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules))
+        "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
+    )
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
     return dict(os.environ, PYTHONPATH=path, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
 
 
 def svmlab(tmp_path, env, *args):
-    return subprocess.run(["svmlab", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        ["svmlab", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_a_submitit_sweep_without_the_cluster_extra_is_refused_in_one_line(tmp_path):

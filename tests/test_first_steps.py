@@ -24,8 +24,9 @@ def test_the_default_demo_is_certified_and_says_so(tmp_path, capsys):
     tags, metrics = run.data.tags, run.data.metrics
     assert tags["solver"] == "alm_gap" and tags["svmlab.converged"] == "true"
     assert metrics["rel_gap_hinge_l2_bias"] <= 1e-3  # the problem LIBSVM solves
-    assert (f"certified: relative duality gap {metrics['rel_gap_hinge_l2_bias']:.1e} of "
-            f"hinge_l2_bias") in out
+    assert (
+        f"certified: relative duality gap {metrics['rel_gap_hinge_l2_bias']:.1e} of hinge_l2_bias"
+    ) in out
     assert "; converged: certified rel_gap_hinge_l2_bias <= tol_gap=0.001" in out
 
 
@@ -36,7 +37,8 @@ def test_a_libsvm_fit_stopped_by_its_iteration_cap_says_it_did_not_converge(tmp_
     assert run.data.tags["svmlab.converged"] == "false"
     assert run.data.params["solver.max_iter"] == "3"
     assert "; NOT converged: LIBSVM's maximal KKT violation <= tol=0.001, before max_iter=3" in (
-        capsys.readouterr().out)
+        capsys.readouterr().out
+    )
 
 
 def test_libsvm_has_an_iteration_cap_by_default():
@@ -64,22 +66,29 @@ def test_a_long_fit_shows_it_is_alive():
         seen.append(seconds)
         alive.set()
 
-    assert lifecycle.run_interruptibly(lambda: alive.wait(60) and "done", alive=beat,
-                                       alive_s=0.05) == "done"
+    assert (
+        lifecycle.run_interruptibly(lambda: alive.wait(60) and "done", alive=beat, alive_s=0.05)
+        == "done"
+    )
     assert seen and seen[0] >= 0.05
 
 
 def test_the_ui_line_names_the_runs_page_and_the_one_worker_fallback():
     lines = ui_line("sqlite:///x/mlflow.db", "3", "abc").splitlines()
     assert lines[0].endswith(
-        "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning")
+        "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning"
+    )
     assert lines[1].endswith(
-        "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning")
-    assert lines[2].endswith("mlflow ui --backend-store-uri sqlite:///x/mlflow.db --port 5000  "
-                             "(on a loaded machine: add --workers 1)")
+        "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning"
+    )
+    assert lines[2].endswith(
+        "mlflow ui --backend-store-uri sqlite:///x/mlflow.db --port 5000  "
+        "(on a loaded machine: add --workers 1)"
+    )
     assert ui_line("http://10.0.0.7:5001/", "3") == (
         "runs in the MLflow UI:  "
-        "http://10.0.0.7:5001/#/experiments/3/runs?workflowType=machine_learning")
+        "http://10.0.0.7:5001/#/experiments/3/runs?workflowType=machine_learning"
+    )
 
 
 def test_under_mlflow_run_without_an_experiment_the_run_goes_to_svmlab(tmp_path, monkeypatch):

@@ -21,9 +21,12 @@ from svmlab.estimator.formulations import (
 
 SRC = Path(svmlab.__file__).parent
 HOME = SRC / "estimator" / "formulations.py"
-PART_NAMES = ({part.name for part in LOSSES.values() if isinstance(getattr(part, "name", None),
-                                                                   str)}
-              | set(LOSSES) | set(PENALTIES) | {L2SVM.name})
+PART_NAMES = (
+    {part.name for part in LOSSES.values() if isinstance(getattr(part, "name", None), str)}
+    | set(LOSSES)
+    | set(PENALTIES)
+    | {L2SVM.name}
+)
 PREFIXES = {f"{kind}_" for kind in METRIC_KINDS}
 # literals that name a part or a metric kind for another reason than a formulation's name
 ALLOWED = {
@@ -60,8 +63,12 @@ def offending(text: str, f_string_start: bool = False) -> bool:
     """Whether a literal (or the constant start of an f-string) names a formulation."""
     if f_string_start:
         return text in PREFIXES
-    return (text in PART_NAMES or text in PREFIXES or _is_formulation(text)
-            or parse_metric(text) is not None)
+    return (
+        text in PART_NAMES
+        or text in PREFIXES
+        or _is_formulation(text)
+        or parse_metric(text) is not None
+    )
 
 
 def literals(path: Path) -> list[tuple[int, str]]:
@@ -75,8 +82,12 @@ def literals(path: Path) -> list[tuple[int, str]]:
                 found.append((node.lineno, first.value))
             skip.update(id(part) for part in node.values)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and id(node) not in skip and offending(node.value)):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+            and offending(node.value)
+        ):
             found.append((node.lineno, node.value))
     return found
 
@@ -92,13 +103,20 @@ def test_no_formulation_name_is_spelled_outside_the_formulations(path):
 
 def test_the_check_finds_what_it_forbids(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text('"""rel_gap_hinge_l2 in prose."""\n'
-                      'a = "hinge"\nb = f"rel_gap_{a}"\nc = "objective_" + a\n'
-                      'd = "gap_squared_hinge_l1_penalised_bias"\ne = "hinge_p1.5_l2_bias"\n'
-                      'f = ("l2svm", "dual_hybrid", "objective_smoothed", "none")\n')
-    assert sorted(literals(source)) == [(2, "hinge"), (3, "rel_gap_"), (4, "objective_"),
-                                        (5, "gap_squared_hinge_l1_penalised_bias"),
-                                        (6, "hinge_p1.5_l2_bias"), (7, "l2svm")]
+    source.write_text(
+        '"""rel_gap_hinge_l2 in prose."""\n'
+        'a = "hinge"\nb = f"rel_gap_{a}"\nc = "objective_" + a\n'
+        'd = "gap_squared_hinge_l1_penalised_bias"\ne = "hinge_p1.5_l2_bias"\n'
+        'f = ("l2svm", "dual_hybrid", "objective_smoothed", "none")\n'
+    )
+    assert sorted(literals(source)) == [
+        (2, "hinge"),
+        (3, "rel_gap_"),
+        (4, "objective_"),
+        (5, "gap_squared_hinge_l1_penalised_bias"),
+        (6, "hinge_p1.5_l2_bias"),
+        (7, "l2svm"),
+    ]
 
 
 def test_the_allowances_are_still_needed():

@@ -38,8 +38,14 @@ from svmlab.estimator.formulations import (
 )
 from svmlab.estimator.kernels import Kernel
 
-LOSSES = [Hinge(), SquaredHinge(), Squared(), PowerHinge(1.5), PowerHinge(3.0),
-          SmoothedHinge(np.full(1, 0.7))]
+LOSSES = [
+    Hinge(),
+    SquaredHinge(),
+    Squared(),
+    PowerHinge(1.5),
+    PowerHinge(3.0),
+    SmoothedHinge(np.full(1, 0.7)),
+]
 PENALTIES = [L2(), L1(), ElasticNet(0.7, 0.3), ElasticNet(0.0, 0.4)]
 rng = np.random.default_rng(0)
 MARGINS = rng.normal(1.0, 1.5, size=12)
@@ -47,8 +53,9 @@ MARGINS = rng.normal(1.0, 1.5, size=12)
 
 def numeric_sup(f, u: float, bound: float = 60.0) -> float:
     """sup_z u z - f(z) over |z| <= bound, by scipy (f of one number)."""
-    result = minimize_scalar(lambda z: f(z) - u * z, bounds=(-bound, bound), method="bounded",
-                             options={"xatol": 1e-12})
+    result = minimize_scalar(
+        lambda z: f(z) - u * z, bounds=(-bound, bound), method="bounded", options={"xatol": 1e-12}
+    )
     return -result.fun
 
 
@@ -85,7 +92,7 @@ def test_loss_scaling_is_the_conjugate_along_a_ray(loss):
     scaling = loss.scaling(a, C)
     for t in (0.3, 0.9, min(1.0, scaling.upper)):
         expected = C * loss.conjugate(t * a / C)
-        assert t ** scaling.degree * scaling.coef == pytest.approx(expected, rel=1e-12)
+        assert t**scaling.degree * scaling.coef == pytest.approx(expected, rel=1e-12)
     if np.isfinite(scaling.upper):  # the hinge's box a_i <= C
         assert loss.conjugate(1.01 * scaling.upper * a / C) == np.inf
 
@@ -160,15 +167,25 @@ def test_a_formulation_is_named_by_its_parts():
 
 def _every_formulation():
     """One formulation of every loss, penalty and bias of the tables, and the L2-SVM."""
-    losses = [Hinge(), SquaredHinge(), Squared(), PowerHinge(1.5), PowerHinge(3.0),
-              SmoothedHinge(np.ones(2))]
+    losses = [
+        Hinge(),
+        SquaredHinge(),
+        Squared(),
+        PowerHinge(1.5),
+        PowerHinge(3.0),
+        SmoothedHinge(np.ones(2)),
+    ]
     penalties = [L2(), L1(), ElasticNet(0.5, 0.1)]
     biases = [NoBias(), FreeBias(), PenalisedBias(2.0)]
     assert {type(p) for p in losses} == set(LOSS_TABLE.values())
     assert {type(p) for p in penalties} == set(PENALTY_TABLE.values())
     assert {type(p) for p in biases} == set(BIASES.values())
-    return [Formulation(loss, penalty, bias) for loss in losses for penalty in penalties
-            for bias in biases] + [L2SVM]
+    return [
+        Formulation(loss, penalty, bias)
+        for loss in losses
+        for penalty in penalties
+        for bias in biases
+    ] + [L2SVM]
 
 
 @pytest.mark.parametrize("kind", METRIC_KINDS)
@@ -183,9 +200,21 @@ def test_every_metric_name_is_read_back_as_it_was_built(kind):
         assert parsed == MetricName(kind, expected)
 
 
-@pytest.mark.parametrize("name", ["objective_smoothed", "objective_l2svm_dual", "dual_hybrid",
-                                  "dual_gap", "primal_residual", "rel_gap_hinge", "fw_gap",
-                                  "gap_hinge_l3", "rel_gap_hinge_l2_biased", "test_accuracy"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "objective_smoothed",
+        "objective_l2svm_dual",
+        "dual_hybrid",
+        "dual_gap",
+        "primal_residual",
+        "rel_gap_hinge",
+        "fw_gap",
+        "gap_hinge_l3",
+        "rel_gap_hinge_l2_biased",
+        "test_accuracy",
+    ],
+)
 def test_other_names_are_no_formulation_metric(name):
     assert parse_metric(name) is None
 
@@ -206,11 +235,15 @@ def test_the_l2svm_is_the_frank_wolfe_dual_with_a_free_margin():
     C, kernel = 3.0, Kernel("rbf", 0.5, 3, 0.0)
     K = kernel.matrix(X, X)
     modified = np.outer(y, y) * (K + 1.0) + np.eye(15) / C
-    simplex = minimize(lambda a: a @ modified @ a, np.full(15, 1 / 15),
-                       jac=lambda a: 2 * modified @ a,
-                       bounds=[(0, 1)] * 15, method="SLSQP",
-                       constraints={"type": "eq", "fun": lambda a: a.sum() - 1},
-                       options={"ftol": 1e-15, "maxiter": 1000})
+    simplex = minimize(
+        lambda a: a @ modified @ a,
+        np.full(15, 1 / 15),
+        jac=lambda a: 2 * modified @ a,
+        bounds=[(0, 1)] * 15,
+        method="SLSQP",
+        constraints={"type": "eq", "fun": lambda a: a.sum() - 1},
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
     d_star = -0.5 * simplex.fun
     for scale in (1.0, 0.3, 0.0):
         alpha = np.clip(simplex.x, 0, None) + scale * rng.random(15)
@@ -220,13 +253,16 @@ def test_the_l2svm_is_the_frank_wolfe_dual_with_a_free_margin():
         image = KernelImage(X, y, kernel, X, coef, b, bias_scale=1.0)
         regulariser = L2SVM.regulariser(float(coef @ K @ coef), None, b)
         rho = lambda r: 0.5 * C * np.sum(np.maximum(r - margins, 0.0) ** 2) - r
-        best = minimize_scalar(rho, bounds=(-20.0, 20.0), method="bounded",
-                               options={"xatol": 1e-12}).fun
-        assert L2SVM.primal(margins, regulariser, C / 2) == pytest.approx(regulariser + best,
-                                                                          rel=1e-9)
+        best = minimize_scalar(
+            rho, bounds=(-20.0, 20.0), method="bounded", options={"xatol": 1e-12}
+        ).fun
+        assert L2SVM.primal(margins, regulariser, C / 2) == pytest.approx(
+            regulariser + best, rel=1e-9
+        )
         for a in (alpha, 3.0 * alpha):  # scaled back onto the simplex
             assert dual_bound(L2SVM, C / 2, a, image) == pytest.approx(
-                -0.5 * alpha @ modified @ alpha, rel=1e-12)
+                -0.5 * alpha @ modified @ alpha, rel=1e-12
+            )
         cert = certify(L2SVM, C / 2, margins, regulariser, image, (alpha,))
         assert cert.dual <= d_star + 1e-12 and cert.primal >= d_star - 1e-12
     assert cert.rel_gap < 1e-6  # at the optimum the gap closes

@@ -31,8 +31,15 @@ RBF = {"kernel": "rbf", "gamma": 0.5}
 
 def problem(m=60, seed=0, n_features=3):
     """A small two-class problem with overlapping classes (bound and interior points)."""
-    X, y = make_classification(m, n_features, n_informative=n_features, n_redundant=0,
-                               class_sep=0.8, flip_y=0.05, random_state=seed)
+    X, y = make_classification(
+        m,
+        n_features,
+        n_informative=n_features,
+        n_redundant=0,
+        class_sep=0.8,
+        flip_y=0.05,
+        random_state=seed,
+    )
     return X, np.where(y == 1, 1.0, -1.0)
 
 
@@ -47,15 +54,21 @@ def simplex_qp(Q, linear=None):
     equality-constrained QP on SLSQP's support, checked against the KKT conditions."""
     m = len(Q)
     c = np.zeros(m) if linear is None else linear
-    res = minimize(lambda a: a @ Q @ a - c @ a, np.full(m, 1.0 / m),
-                   jac=lambda a: 2 * Q @ a - c, method="SLSQP", bounds=[(0, None)] * m,
-                   constraints={"type": "eq", "fun": lambda a: a.sum() - 1},
-                   options={"ftol": 1e-15, "maxiter": 2000})
+    res = minimize(
+        lambda a: a @ Q @ a - c @ a,
+        np.full(m, 1.0 / m),
+        jac=lambda a: 2 * Q @ a - c,
+        method="SLSQP",
+        bounds=[(0, None)] * m,
+        constraints={"type": "eq", "fun": lambda a: a.sum() - 1},
+        options={"ftol": 1e-15, "maxiter": 2000},
+    )
     support = res.x > 1e-7
     for _ in range(m):
         S = np.flatnonzero(support)
-        lhs = np.block([[2 * Q[np.ix_(S, S)], -np.ones((len(S), 1))],
-                        [np.ones((1, len(S))), np.zeros((1, 1))]])
+        lhs = np.block(
+            [[2 * Q[np.ix_(S, S)], -np.ones((len(S), 1))], [np.ones((1, len(S))), np.zeros((1, 1))]]
+        )
         sol = np.linalg.solve(lhs, np.append(c[S], 1.0))
         alpha = np.zeros(m)
         alpha[S], mu = sol[:-1], sol[-1]
@@ -129,8 +142,9 @@ def test_linear_kernel_matches_liblinear_squared_hinge_with_regularised_bias(dat
     """The L2-SVM scaled by 1/rho is LIBLINEAR's 1/2(|w|^2 + b^2) + (C/2) sum squared hinge."""
     X, y = data
     C = 4.0
-    est = ModifiedFrankWolfe(stop="meb", C=C, kernel="linear", eps=1e-9, sampling="full",
-                             random_state=0).fit(X, y)
+    est = ModifiedFrankWolfe(
+        stop="meb", C=C, kernel="linear", eps=1e-9, sampling="full", random_state=0
+    ).fit(X, y)
     ref = LinearSVC(C=C / 2, loss="squared_hinge", dual=False, tol=1e-12).fit(X, y)
     np.testing.assert_allclose(est.coef_[0] / est.rho_, ref.coef_[0], rtol=1e-4, atol=1e-6)
     assert est.intercept_[0] / est.rho_ == pytest.approx(ref.intercept_[0], rel=1e-4)
@@ -141,7 +155,9 @@ def test_termination_certificate_and_kkt_at_exit(data, params):
     """Properties 11 and 12: every point in B(c, (1+eps) r); KKT; b = sum alpha y; rho = R."""
     X, y = data
     C, eps = 4.0, 1e-8
-    est = ModifiedFrankWolfe(stop="meb", C=C, eps=eps, sampling="full", random_state=1, **params).fit(X, y)
+    est = ModifiedFrankWolfe(
+        stop="meb", C=C, eps=eps, sampling="full", random_state=1, **params
+    ).fit(X, y)
     Q = ktilde(X, y, C, **params)
     alpha = full_alpha(est, len(y))
     G, R, delta2 = Q @ alpha, alpha @ Q @ alpha, est.delta2_
@@ -160,9 +176,12 @@ def test_termination_certificate_and_kkt_at_exit(data, params):
 
 def test_objective_l2svm_equals_the_dual_at_the_optimum_and_bounds_it_elsewhere(data):
     X, y = data
-    exact = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-9, sampling="full",
-                               random_state=0).fit(X, y)
-    rough = FrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=0.05, sampling="full", random_state=0).fit(X, y)
+    exact = ModifiedFrankWolfe(
+        stop="meb", C=4.0, gamma=0.5, eps=1e-9, sampling="full", random_state=0
+    ).fit(X, y)
+    rough = FrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=0.05, sampling="full", random_state=0).fit(
+        X, y
+    )
     primal = exact.objectives(X, y)["objective_l2svm"]
     assert primal == pytest.approx(-exact.rho_ / 2, rel=1e-7)
     dual = exact.trace_.columns()["objective_l2svm_dual"][-1]
@@ -193,8 +212,9 @@ def test_objective_is_monotone_and_nonnegative_and_fw_never_shrinks_the_core(dat
     """Properties 5, 9 and 19 (g >= 0 with Delta^2 = max D)."""
     X, y = data
     for cls in (FrankWolfe, ModifiedFrankWolfe):
-        est = cls(C=4.0, eps=1e-7, sampling="full", max_iter=3000, random_state=0,
-                  **params).fit(X, y)
+        est = cls(C=4.0, eps=1e-7, sampling="full", max_iter=3000, random_state=0, **params).fit(
+            X, y
+        )
         col = est.trace_.columns()
         g = col["meb_radius2"]
         assert np.all(g >= 0)
@@ -211,7 +231,9 @@ def test_mfw_converges_in_far_fewer_iterations_than_fw(data):
     X, y = data
     eps = np.sqrt(1 + 1e-8) - 1
     mfw = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="full", random_state=0)
-    fw = FrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="full", max_iter=20000, random_state=0)
+    fw = FrankWolfe(
+        stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="full", max_iter=20000, random_state=0
+    )
     mfw.fit(X, y)
     fw.fit(X, y)
     assert mfw.converged_
@@ -221,9 +243,12 @@ def test_mfw_converges_in_far_fewer_iterations_than_fw(data):
 
 def test_sampled_runs_are_bit_reproducible_and_seed_dependent(data):
     X, y = data
-    fits = [ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, sampling="random", sample_size=10,
-                               random_state=s).fit(X, y)
-            for s in (7, 7, 8)]
+    fits = [
+        ModifiedFrankWolfe(
+            stop="meb", C=4.0, gamma=0.5, sampling="random", sample_size=10, random_state=s
+        ).fit(X, y)
+        for s in (7, 7, 8)
+    ]
     a, b, c = (pd.DataFrame(f.trace_.columns()).drop(columns="time_s") for f in fits)
     assert a.equals(b)
     np.testing.assert_array_equal(fits[0].dual_coef_, fits[1].dual_coef_)
@@ -242,8 +267,10 @@ def uniform_draws(m, n):
 @njit
 def class_permutations(y):
     """The permutations init_random_meb draws first."""
-    return (np.random.permutation(np.nonzero(y > 0)[0]),
-            np.random.permutation(np.nonzero(y < 0)[0]))
+    return (
+        np.random.permutation(np.nonzero(y > 0)[0]),
+        np.random.permutation(np.nonzero(y < 0)[0]),
+    )
 
 
 def test_sample_indices_are_uniform():
@@ -258,16 +285,23 @@ def test_59_draws_hit_the_top_5_percent_with_probability_0_9515():
     rng = np.random.default_rng(0)
     m, trials = 1000, 20000
     hits = (rng.integers(0, m, size=(trials, 59)).max(axis=1) >= 0.95 * m).mean()
-    assert pytest.approx(0.9515, abs=1e-4) == 1 - 0.95 ** 59
+    assert pytest.approx(0.9515, abs=1e-4) == 1 - 0.95**59
     assert abs(hits - 0.9515) < 4 * np.sqrt(0.9515 * 0.0485 / trials)
 
 
 def test_final_full_check_gives_the_full_scan_certificate(data):
     X, y = data
     eps = 1e-6
-    est = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=eps, sampling="random", sample_size=5,
-                             final_full_check=True,
-                             random_state=0).fit(X, y)
+    est = ModifiedFrankWolfe(
+        stop="meb",
+        C=4.0,
+        gamma=0.5,
+        eps=eps,
+        sampling="random",
+        sample_size=5,
+        final_full_check=True,
+        random_state=0,
+    ).fit(X, y)
     Q = ktilde(X, y, 4.0)
     alpha = full_alpha(est, len(y))
     G, R = Q @ alpha, alpha @ Q @ alpha
@@ -278,12 +312,13 @@ def test_a_refuted_sampled_stop_keeps_the_gradient_of_every_point(data):
     """The confirming scan builds G over every point; when it finds a violator, the run keeps G
     from then on: at most one kernel row (m values) per later step, no scan at later stops."""
     X, y = data
-    est = ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-6, sampling="random",
-                             sample_size=5, random_state=0).fit(X, y)
+    est = ModifiedFrankWolfe(
+        stop="meb", C=4.0, gamma=0.5, eps=1e-6, sampling="random", sample_size=5, random_state=0
+    ).fit(X, y)
     evals = est.trace_.columns()["iter_kernel_evals"]
     scan = 1 + int(np.argmax(evals[1:]))  # q full rows at once: the confirming scan
     assert evals[scan] >= 2 * len(y) and scan < len(evals) - 1  # refuted, went on
-    assert evals[scan + 1:].max() <= len(y)
+    assert evals[scan + 1 :].max() <= len(y)
     assert est.converged_ and est.trace_.columns()["delta_plus"][-1] <= (1 + 1e-6) ** 2 - 1
 
 
@@ -293,10 +328,20 @@ def test_more_sampling_rounds_stop_later_and_closer_to_the_optimum(data):
     sampled stops, as in the paper)."""
     X, y = data
     Q = ktilde(X, y, 4.0)
-    runs = {rounds: ModifiedFrankWolfe(stop="meb", C=4.0, gamma=0.5, eps=1e-6, sampling="random", sample_size=2,
-                                       sampling_rounds=rounds, final_full_check=False,
-                                       random_state=0).fit(X, y)
-            for rounds in (1, 30)}
+    runs = {
+        rounds: ModifiedFrankWolfe(
+            stop="meb",
+            C=4.0,
+            gamma=0.5,
+            eps=1e-6,
+            sampling="random",
+            sample_size=2,
+            sampling_rounds=rounds,
+            final_full_check=False,
+            random_state=0,
+        ).fit(X, y)
+        for rounds in (1, 30)
+    }
     assert runs[30].n_iter_ > runs[1].n_iter_
     gaps = {}
     for rounds, est in runs.items():
@@ -343,8 +388,9 @@ def test_two_point_start_has_the_half_distance_radius(data):
     assert r0 == pytest.approx((est.delta2_ - Q[a, b]) / 2, rel=1e-12)
     dist = Q.diagonal()[:, None] + Q.diagonal()[None, :] - 2 * Q
     # b furthest from a, or a from b
-    assert (np.isclose(dist[a, b], dist[a].max(), rtol=1e-12)
-            or np.isclose(dist[a, b], dist[b].max(), rtol=1e-12))
+    assert np.isclose(dist[a, b], dist[a].max(), rtol=1e-12) or np.isclose(
+        dist[a, b], dist[b].max(), rtol=1e-12
+    )
 
 
 def test_meb_dual_and_svm_dual_coincide_only_for_normalised_kernels(data):
@@ -360,8 +406,9 @@ def test_explicit_feature_map_of_the_linear_kernel(data):
     """Property 14: z_i = (y_i x_i, y_i, e_i / sqrt(C)); Z Z^T = K~, c = Z^T alpha, distances."""
     X, y = data
     C = 4.0
-    est = ModifiedFrankWolfe(stop="meb", C=C, kernel="linear", eps=1e-6, sampling="full",
-                             random_state=0).fit(X, y)
+    est = ModifiedFrankWolfe(
+        stop="meb", C=C, kernel="linear", eps=1e-6, sampling="full", random_state=0
+    ).fit(X, y)
     Z = np.hstack([y[:, None] * X, y[:, None], np.eye(len(y)) / np.sqrt(C)])
     Q = ktilde(X, y, C, kernel="linear")
     np.testing.assert_allclose(Z @ Z.T, Q, atol=1e-12)
@@ -369,8 +416,7 @@ def test_explicit_feature_map_of_the_linear_kernel(data):
     c = Z.T @ alpha
     np.testing.assert_allclose(c[: X.shape[1]], est.coef_[0], atol=1e-12)
     G, R = Q @ alpha, alpha @ Q @ alpha
-    np.testing.assert_allclose(np.sum((Z - c) ** 2, axis=1), Q.diagonal() + R - 2 * G,
-                               atol=1e-12)
+    np.testing.assert_allclose(np.sum((Z - c) ** 2, axis=1), Q.diagonal() + R - 2 * G, atol=1e-12)
 
 
 @pytest.mark.parametrize("sampling", ["random", "full"])
@@ -379,15 +425,17 @@ def test_dense_and_csr_input_give_the_same_model(data, cutoff, sampling):
     X, y = data
     X = np.where(np.abs(X) < cutoff, 0.0, X)
     assert (np.count_nonzero(X) >= DENSE_FROM * X.size) == (cutoff == 0.5)
-    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb", eps=1e-6,
-                  random_state=0)
+    kwargs = dict(
+        C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb", eps=1e-6, random_state=0
+    )
     dense = ModifiedFrankWolfe(**kwargs).fit(X, y)
     sparse = ModifiedFrankWolfe(**kwargs).fit(sp.csr_matrix(X), y)
     np.testing.assert_array_equal(dense.support_, sparse.support_)
     np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_, rtol=1e-10)
     assert sp.issparse(sparse.support_vectors_)
-    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(X),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        dense.decision_function(X), sparse.decision_function(X), rtol=1e-9, atol=1e-12
+    )
 
 
 def test_any_two_labels_and_fitted_diagnostics(data):
@@ -407,25 +455,30 @@ def test_any_two_labels_and_fitted_diagnostics(data):
     assert np.all(np.diff(col["time_s"]) >= 0)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"eps": 0}, "'eps' parameter"), ({"sampling": "some"}, "'sampling' parameter"),
-    ({"init": "zero"}, "'init' parameter"), ({"cache_mb": -1}, "'cache_mb' parameter"),
-    ({"kernel": "sigmoid"}, "'kernel' parameter"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"eps": 0}, "'eps' parameter"),
+        ({"sampling": "some"}, "'sampling' parameter"),
+        ({"init": "zero"}, "'init' parameter"),
+        ({"cache_mb": -1}, "'cache_mb' parameter"),
+        ({"kernel": "sigmoid"}, "'kernel' parameter"),
+    ],
+)
 def test_bad_parameters_are_named_with_the_allowed_values(data, bad, message):
     with pytest.raises(ValueError, match=message):
         ModifiedFrankWolfe(**bad).fit(*data)
 
 
-@pytest.mark.parametrize("cls, sampling", [(ModifiedFrankWolfe, "random"),
-                                           (ModifiedFrankWolfe, "full"),
-                                           (CoreVectorMachine, "random")])
+@pytest.mark.parametrize(
+    "cls, sampling",
+    [(ModifiedFrankWolfe, "random"), (ModifiedFrankWolfe, "full"), (CoreVectorMachine, "random")],
+)
 def test_a_tiny_cache_gives_the_same_iterates_as_a_large_one(data, cls, sampling):
     """The cache's size and eviction rule decide where kernel values come from (a tiny cache
     evicts at almost every claim, a large one never), never the iterates."""
     X, y = data
-    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb",
-                  random_state=0)
+    kwargs = dict(C=4.0, gamma=0.5, sample_size=20, sampling=sampling, stop="meb", random_state=0)
     small = cls(cache_mb=1e-3, **kwargs).fit(X, y)
     large = cls(**kwargs).fit(X, y)
     np.testing.assert_allclose(small.dual_coef_, large.dual_coef_, rtol=1e-9)
@@ -438,9 +491,16 @@ def test_a_tiny_cache_gives_the_same_iterates_as_a_large_one(data, cls, sampling
     assert small.cache_hit_rate_ < large.cache_hit_rate_
 
 
-@pytest.mark.parametrize("cls, params", [(FrankWolfe, RBF), (ModifiedFrankWolfe, RBF),
-                                         (ModifiedFrankWolfe, {"kernel": "linear"}),
-                                         (ModifiedFrankWolfe, POLY2), (CoreVectorMachine, RBF)])
+@pytest.mark.parametrize(
+    "cls, params",
+    [
+        (FrankWolfe, RBF),
+        (ModifiedFrankWolfe, RBF),
+        (ModifiedFrankWolfe, {"kernel": "linear"}),
+        (ModifiedFrankWolfe, POLY2),
+        (CoreVectorMachine, RBF),
+    ],
+)
 def test_gap_rule_stops_at_a_certified_relative_gap(data, cls, params):
     """stop='gap': the loop's exact gap (recorded in the trace) is the end-of-fit certificate,
     and it is within eps, for kernels whose MEB accuracy says little about the SVM."""
@@ -457,12 +517,14 @@ def test_meb_rule_records_the_gap_of_its_last_iterate(data):
     est = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", random_state=0).fit(*data)
     gap = est.trace_.columns()["gap_l2svm"]
     assert gap[-1] == pytest.approx(est.certificate_.gap, rel=1e-7)
-    sampled = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
-                                 final_full_check=False, random_state=0).fit(*data)
+    sampled = ModifiedFrankWolfe(
+        C=4.0, gamma=0.5, stop="meb", sampling="random", final_full_check=False, random_state=0
+    ).fit(*data)
     gap = sampled.trace_.columns()["gap_l2svm"]  # G over every point computed for the trace
     assert gap[-1] == pytest.approx(sampled.certificate_.gap, rel=1e-7)
-    confirmed = ModifiedFrankWolfe(C=4.0, gamma=0.5, stop="meb", sampling="random",
-                                   random_state=0).fit(*data)
+    confirmed = ModifiedFrankWolfe(
+        C=4.0, gamma=0.5, stop="meb", sampling="random", random_state=0
+    ).fit(*data)
     gap = confirmed.trace_.columns()["gap_l2svm"]  # G kept for every point after the scan
     assert gap[-1] == pytest.approx(confirmed.certificate_.gap, rel=1e-7)
 
@@ -473,31 +535,48 @@ def test_gap_rule_refuses_sampled_searches(data, cls):
         cls(stop="gap", sampling="random").fit(*data)
 
 
-@pytest.mark.parametrize("cls, sampling, stop", [(FrankWolfe, "random", "meb"),
-                                                 (ModifiedFrankWolfe, "full", "meb"),
-                                                 (CoreVectorMachine, "random", "meb"),
-                                                 (CoreVectorMachine, "random", "gap")])
-def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(data, cls, sampling, stop,
-                                                                monkeypatch):
+@pytest.mark.parametrize(
+    "cls, sampling, stop",
+    [
+        (FrankWolfe, "random", "meb"),
+        (ModifiedFrankWolfe, "full", "meb"),
+        (CoreVectorMachine, "random", "meb"),
+        (CoreVectorMachine, "random", "gap"),
+    ],
+)
+def test_a_loop_cut_into_one_iteration_slices_gives_the_same_fit(
+    data, cls, sampling, stop, monkeypatch
+):
     """The loops return to Python at every deadline and resume exactly where they stopped."""
     X, y = data
-    kwargs = {"C": 4.0, "gamma": 0.5, "stop": stop, "sampling": sampling, "sample_size": 10,
-              "random_state": 0}
+    kwargs = {
+        "C": 4.0,
+        "gamma": 0.5,
+        "stop": stop,
+        "sampling": sampling,
+        "sample_size": 10,
+        "random_state": 0,
+    }
     whole = cls(**kwargs).fit(X, y)
-    monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)  # every deadline has passed
+    monkeypatch.setattr(fw_estimator, "SLICE_NS", -(10**18))  # every deadline has passed
     sliced = cls(**kwargs).fit(X, y)
     np.testing.assert_array_equal(whole.dual_coef_, sliced.dual_coef_)
-    for name in ("iteration", "delta_plus", "step_type", "core_size", "kernel_evals",
-                 "iter_kernel_evals"):
-        np.testing.assert_array_equal(whole.trace_.columns()[name],
-                                      sliced.trace_.columns()[name])
+    for name in (
+        "iteration",
+        "delta_plus",
+        "step_type",
+        "core_size",
+        "kernel_evals",
+        "iter_kernel_evals",
+    ):
+        np.testing.assert_array_equal(whole.trace_.columns()[name], sliced.trace_.columns()[name])
 
 
 def test_progress_lines_report_the_fit_and_never_its_warm_up(data, monkeypatch, caplog):
     """A line per drained slice when the interval is 0, with the solver time of this fit (the
     warm-up fit that loads the compiled code logs nothing)."""
     monkeypatch.setattr(trace_module, "PROGRESS_EVERY_S", 0.0)
-    monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)
+    monkeypatch.setattr(fw_estimator, "SLICE_NS", -(10**18))
     caplog.set_level(logging.INFO, logger="svmlab.progress")
     est = ModifiedFrankWolfe(C=4.0, gamma=0.5, random_state=0).fit(*data)
     lines = [r.getMessage() for r in caplog.records if r.name == "svmlab.progress"]
@@ -514,7 +593,7 @@ def test_a_time_cap_ends_the_fit_where_a_slice_returns_and_names_itself(data, cl
     X, y = data
     kwargs = {"C": 4.0, "gamma": 0.5, "stop": "meb", "sampling": "full", "random_state": 0}
     whole = cls(**kwargs).fit(X, y)
-    monkeypatch.setattr(fw_estimator, "SLICE_NS", -10**18)
+    monkeypatch.setattr(fw_estimator, "SLICE_NS", -(10**18))
     with pytest.warns(Warning, match="max_time_s=1e-12 s"):
         capped = cls(max_time_s=1e-12, **kwargs).fit(X, y)
     assert whole.converged_ and whole.stop_reason_ is None

@@ -18,8 +18,11 @@ from test_frank_wolfe import problem
 
 PAPER = {"stop": "meb", "eps": 1e-6, "sampling": "random", "final_full_check": False}
 COMMON = {"C": 4.0, "gamma": 0.5, "random_state": 0}
-SAMPLED = {"fw_paper": (FrankWolfe, PAPER), "mfw_paper": (ModifiedFrankWolfe, PAPER),
-           "cvm": (CoreVectorMachine, {})}
+SAMPLED = {
+    "fw_paper": (FrankWolfe, PAPER),
+    "mfw_paper": (ModifiedFrankWolfe, PAPER),
+    "cvm": (CoreVectorMachine, {}),
+}
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +83,18 @@ def test_time_to_gap_of_a_sampled_run_is_read_from_its_trace(data):
     tol = float(name.rsplit("_", 1)[1])
     assert 0 < tol < 1
     first = trace[rel <= tol].iloc[0]
-    runs = pd.DataFrame({"run_id": ["r"], "tags.svmlab.formulation": ["l2svm"],
-                         "metrics.rel_gap_l2svm": [est.certificate_.rel_gap],
-                         "metrics.fit_time_s": [est.fit_time_s_],
-                         "metrics.n_iter": [est.n_iter_]})
-    values, notes = derive(runs, [name, name.replace("time", "iters")], None,
-                           lambda uri, run_id: trace)
+    runs = pd.DataFrame(
+        {
+            "run_id": ["r"],
+            "tags.svmlab.formulation": ["l2svm"],
+            "metrics.rel_gap_l2svm": [est.certificate_.rel_gap],
+            "metrics.fit_time_s": [est.fit_time_s_],
+            "metrics.n_iter": [est.n_iter_],
+        }
+    )
+    values, notes = derive(
+        runs, [name, name.replace("time", "iters")], None, lambda uri, run_id: trace
+    )
     assert values[name][0] == first["time_s"] < est.fit_time_s_
     assert values[name.replace("time", "iters")][0] == first["iteration"] < est.n_iter_
     assert notes == []

@@ -12,8 +12,12 @@ from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel, modifie
 from svmlab.solvers.frank_wolfe.loops import row_of
 from test_frank_wolfe import ktilde, problem
 
-KERNELS = [("linear", 1.0, 3, 0.0), ("rbf", 0.7, 3, 0.0), ("poly", 0.3, 3, 1.0),
-           ("poly", 0.5, 2, 0.0)]
+KERNELS = [
+    ("linear", 1.0, 3, 0.0),
+    ("rbf", 0.7, 3, 0.0),
+    ("poly", 0.3, 3, 1.0),
+    ("poly", 0.5, 2, 0.0),
+]
 
 
 def sparse_problem():
@@ -39,8 +43,7 @@ def test_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degree, c
 
 @pytest.mark.parametrize("kernel, gamma, degree, coef0", KERNELS)
 @pytest.mark.parametrize("layout", ["dense", "csr"])
-def test_long_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degree, coef0,
-                                                             layout):
+def test_long_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degree, coef0, layout):
     """Rows of at least VECTOR_EXP_FROM values take the vectorised path (numpy's exp for rbf);
     the sparse row 17, with one nonzero, is computed by columns."""
     X, y = problem(m=300, n_features=6, seed=3)
@@ -52,7 +55,7 @@ def test_long_rows_equal_the_modified_kernel_of_scikit_learn(kernel, gamma, degr
     cols = np.random.default_rng(0).permutation(300)
     out = np.full(300, np.nan)
     assert modified_row(mk, 17, cols, 10, 10 + VECTOR_EXP_FROM, out) == VECTOR_EXP_FROM
-    assert np.isnan(out[:10]).all() and np.isnan(out[10 + VECTOR_EXP_FROM:]).all()
+    assert np.isnan(out[:10]).all() and np.isnan(out[10 + VECTOR_EXP_FROM :]).all()
     span = slice(10, 10 + VECTOR_EXP_FROM)
     np.testing.assert_allclose(out[span], Q[17, cols[span]], rtol=1e-13, atol=1e-14)
     modified_row(mk, 17, cols, 0, 300, out)
@@ -63,12 +66,12 @@ def test_input_is_read_as_dense_rows_from_a_quarter_of_nonzeros_else_as_csr_in_b
     """Dense input and its CSR copy are read in the same layout, so their kernel values agree
     bit for bit."""
     X = np.zeros((8, 4))
-    X[:, 0] = 1.0                                          # 8 of 32 entries: a quarter
+    X[:, 0] = 1.0  # 8 of 32 entries: a quarter
     dense = rows_layout(sp.csr_matrix(X))
     assert isinstance(dense, np.ndarray)
     np.testing.assert_array_equal(dense, X)
     assert rows_layout(X) is X
-    X[0, 0] = 0.0                                          # 7 of 32: CSR, from either format
+    X[0, 0] = 0.0  # 7 of 32: CSR, from either format
     from_csr, from_dense = rows_layout(sp.csr_matrix(X)), rows_layout(X)
     assert sp.issparse(from_csr) and sp.issparse(from_dense)
     for part in ("data", "indices", "indptr"):
@@ -92,7 +95,7 @@ def test_cached_rows_are_exact_and_counted():
 
 
 def test_cache_of_full_width_rows_fits_the_budget():
-    mk, cache, Q = cache_for(40, 3 * 40 * 8 / 2**20, width=40)   # room for 3 rows of 40
+    mk, cache, Q = cache_for(40, 3 * 40 * 8 / 2**20, width=40)  # room for 3 rows of 40
     assert cache.buf.shape == (3, 40)
     points = np.arange(40)
     for i in (4, 5, 6, 7):
@@ -107,7 +110,7 @@ def test_removing_a_core_slot_remaps_every_cached_row():
     for i, q in ((7, 5), (8, 3), (12, 1)):  # a full row, a partial one and a short one
         row_of(cache, mk, i, core, q)
     full, partial, short = cache.slot_of[[7, 8, 12]]
-    rc.move_column(cache, 1, 5)        # slot 4 moves into slot 1
+    rc.move_column(cache, 1, 5)  # slot 4 moves into slot 1
     core = np.array([5, 2, 9, 30])
     assert (cache.length[full], cache.length[partial], cache.length[short]) == (4, 1, 1)
     np.testing.assert_allclose(cache.buf[full, :4], Q[7, core], rtol=1e-13)

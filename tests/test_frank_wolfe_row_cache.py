@@ -32,8 +32,7 @@ def test_row_cache_serves_prefixes_and_evicts_least_recent():
 
 
 @pytest.mark.parametrize("n_keys, keeps_3", [(32, True), (100, False)])
-def test_rows_over_every_key_go_least_used_first_and_prefix_rows_least_recent(n_keys,
-                                                                                keeps_3):
+def test_rows_over_every_key_go_least_used_first_and_prefix_rows_least_recent(n_keys, keeps_3):
     """Key 3 is claimed three times, then 5, 6 and 7 once. Rows of 32 values over 32 keys: 7's
     miss evicts 5, the least used of the rows but the most recent (6), where LRU would evict 3;
     rows of 32 values over a prefix of 100 keys: 3, the least recent."""
@@ -84,4 +83,4 @@ def test_row_cache_move_column_and_grow_keep_rows_exact():
     assert cache.buf.shape[1] >= len(wide)
     for key in rng.integers(0, 50, 40):
         s = _row(cache, key, wide, len(wide), computed)
-        np.testing.assert_array_equal(cache.buf[s, :len(wide)], key * 1000.0 + wide)
+        np.testing.assert_array_equal(cache.buf[s, : len(wide)], key * 1000.0 + wide)

@@ -3,7 +3,6 @@ simplex feasibility, incremental G and R, the radius updates (with the corrected
 the invariant sum alpha gamma^2 = r^2, exact line searches, the closed forms, away and drop steps.
 """
 
-
 import numpy as np
 import pytest
 
@@ -24,8 +23,12 @@ def one_step(cache, mk, D, sl, q, R, away, full, refresh_every=0):
     trace = new_buffer(2 + len(meb.TRACE_COLUMNS), np.zeros(2, np.int64), capacity=4)
     cache = meb.run_frank_wolfe(cache, mk, D, D.max(), sl, opt, progress, trace)
     assert progress.counts[meb.STEPS] == 1
-    return (cache, progress.counts[meb.Q], progress.values[meb.RADIUS],
-            progress.counts[meb.LAST_STEP])
+    return (
+        cache,
+        progress.counts[meb.Q],
+        progress.values[meb.RADIUS],
+        progress.counts[meb.LAST_STEP],
+    )
 
 
 class Run:
@@ -38,8 +41,9 @@ class Run:
         self.Q = ktilde(X, y, C, **params)
         self.full = full
         meb.seed_rng(seed)
-        self.cache, self.q, self.R = meb.init_random_meb(self.cache, self.mk, self.D, self.sl,
-                                                         20, 1e-13 * self.delta2)
+        self.cache, self.q, self.R = meb.init_random_meb(
+            self.cache, self.mk, self.D, self.sl, 20, 1e-13 * self.delta2
+        )
         if full:
             self.R = meb.full_gradient(self.cache, self.mk, self.sl, self.q)
 
@@ -50,9 +54,9 @@ class Run:
 
     def step(self, away, refresh_every=0):
         """One step; returns its type (meb.TOWARD, AWAY or DROP)."""
-        self.cache, self.q, self.R, kind = one_step(self.cache, self.mk, self.D, self.sl,
-                                                    self.q, self.R, away, self.full,
-                                                    refresh_every)
+        self.cache, self.q, self.R, kind = one_step(
+            self.cache, self.mk, self.D, self.sl, self.q, self.R, away, self.full, refresh_every
+        )
         return kind
 
 
@@ -108,7 +112,8 @@ def test_every_step_is_feasible_exact_and_optimal_on_its_segment(params, full):
                 assert lam == pytest.approx(d_plus / (2 * (1 + d_plus)), rel=1e-8)
                 assert lam < 0.5
                 assert delta2 - R_new == pytest.approx(
-                    r2 * (1 + d_plus ** 2 / (4 * (1 + d_plus))), rel=1e-12)
+                    r2 * (1 + d_plus**2 / (4 * (1 + d_plus))), rel=1e-12
+                )
         else:
             d = a - np.eye(len(a))[j]
             lam_max = a[j] / (1 - a[j])
@@ -118,8 +123,7 @@ def test_every_step_is_feasible_exact_and_optimal_on_its_segment(params, full):
             assert (kind == meb.DROP) == (new[j] == 0)  # dropped weights are exactly 0
             assert run.q == q_before - (kind == meb.DROP)
             if normalised:
-                assert lam == pytest.approx(min(d_minus / (2 * (1 - d_minus)), lam_max),
-                                            rel=1e-8)
+                assert lam == pytest.approx(min(d_minus / (2 * (1 - d_minus)), lam_max), rel=1e-8)
                 corrected = (1 + lam) * r2 - lam * (1 + lam) * (1 - d_minus) * r2
                 misprinted = (1 + lam) * r2 - lam * (1 + lam) * (d_minus - 1) * r2
                 assert delta2 - R_new == pytest.approx(corrected, rel=1e-12)

@@ -49,11 +49,15 @@ def lp_svm(X, y, mu):
     """The exact l1-SVM (lam = 0) as an LP: w = u - v, min mean(xi) + mu 1'(u + v)."""
     n, d = X.shape
     A = sp.csr_matrix(-(y[:, None] * X))
-    result = linprog(np.r_[mu * np.ones(2 * d), np.ones(n) / n],
-                     A_ub=sp.hstack([A, -A, -sp.eye(n)]), b_ub=-np.ones(n), bounds=(0, None),
-                     method="highs")
+    result = linprog(
+        np.r_[mu * np.ones(2 * d), np.ones(n) / n],
+        A_ub=sp.hstack([A, -A, -sp.eye(n)]),
+        b_ub=-np.ones(n),
+        bounds=(0, None),
+        method="highs",
+    )
     assert result.status == 0
-    return result.x[:d] - result.x[d:2 * d], result.fun
+    return result.x[:d] - result.x[d : 2 * d], result.fun
 
 
 def smoothed_reference(X, y, lam, mu, alpha):
@@ -67,9 +71,14 @@ def smoothed_reference(X, y, lam, mu, alpha):
         g = -X.T @ (y * j1) / n + lam * w
         return j.mean() + 0.5 * lam * w @ w + mu * uv.sum(), np.r_[g + mu, -g + mu]
 
-    result = minimize(fun, np.zeros(2 * d), jac=True, method="L-BFGS-B",
-                      bounds=[(0, None)] * (2 * d),
-                      options={"maxiter": 20000, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 50})
+    result = minimize(
+        fun,
+        np.zeros(2 * d),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0, None)] * (2 * d),
+        options={"maxiter": 20000, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 50},
+    )
     return result.x[:d] - result.x[d:]
 
 
@@ -99,9 +108,11 @@ def test_smoothed_hinge_bounds_symmetry_and_values_at_zero(alpha):
     assert np.all((j1 >= 0.0) & (j1 <= 1.0)) and np.all(j2 >= 0.0)
     assert tuple(terms(0.0, alpha)[:, 0]) == (alpha / 2, 0.5, 1.0 / (2 * alpha))
     jm, j1m, _ = terms(-GRID, alpha)
-    np.testing.assert_array_less(np.abs(j - jm - GRID),
-                                 1e-15 * np.maximum.reduce([np.ones_like(GRID), np.abs(GRID),
-                                                            np.full_like(GRID, alpha)]) + 1e-300)
+    np.testing.assert_array_less(
+        np.abs(j - jm - GRID),
+        1e-15 * np.maximum.reduce([np.ones_like(GRID), np.abs(GRID), np.full_like(GRID, alpha)])
+        + 1e-300,
+    )
     assert np.all(np.abs(j1 + j1m - 1.0) <= 1e-15)
 
 
@@ -119,14 +130,17 @@ def test_smoothed_hinge_is_finite_far_out_integrates_to_a_dirac_and_grows_with_a
     for alpha in ALPHAS:
         assert np.isfinite(terms(np.array([-1e300, -1e200, 1e200, 1e300]), alpha)).all()
         edges = alpha * np.array([-1e4, -10, -1, 0, 1, 10, 1e4])  # tails beyond: 5e-9 in all
-        total = sum(quad(lambda u: sqrt_hinge(u, alpha)[2], a, b, limit=200)[0]
-                    for a, b in itertools.pairwise(edges))
+        total = sum(
+            quad(lambda u: sqrt_hinge(u, alpha)[2], a, b, limit=200)[0]
+            for a, b in itertools.pairwise(edges)
+        )
         assert total == pytest.approx(1.0, abs=1e-7)
     values = np.array([terms(GRID, a)[0] for a in ALPHAS])
     assert np.all(np.diff(values, axis=0) >= 0.0)
 
 
 # ---- gradient and Hessian (§6.2) ---------------------------------------------------------
+
 
 def active_pass(X, y, w, alpha, lam, active):
     rows = rows_of(X)
@@ -151,8 +165,12 @@ def test_gradient_and_active_hessian_match_numpy_finite_differences_and_csr():
     f = lambda v: smoothed_objective(y, X @ v, v, 0.1, 1e-2, 0.0)
     eye = np.eye(8) * 1e-6
     np.testing.assert_allclose([(f(w + e) - f(w - e)) / 2e-6 for e in eye], g, atol=1e-8)
-    fd_H = np.array([(gradient(X, y, w + e, 1e-2, 0.1)[0] - gradient(X, y, w - e, 1e-2, 0.1)[0])
-                     / 2e-6 for e in eye])
+    fd_H = np.array(
+        [
+            (gradient(X, y, w + e, 1e-2, 0.1)[0] - gradient(X, y, w - e, 1e-2, 0.1)[0]) / 2e-6
+            for e in eye
+        ]
+    )
     np.testing.assert_allclose(fd_H[np.ix_(active, active)], H, rtol=1e-5, atol=1e-7)
     g_csr, H_csr = active_pass(sp.csr_matrix(X), y, w, 0.1, 1e-2, active)
     np.testing.assert_allclose(g_csr, g, rtol=1e-12, atol=1e-15)
@@ -160,6 +178,7 @@ def test_gradient_and_active_hessian_match_numpy_finite_differences_and_csr():
 
 
 # ---- line search (§6.3-6.5) --------------------------------------------------------------
+
 
 def phi(s, w, d, b, a, mu):
     s = np.atleast_1d(s)
@@ -239,12 +258,14 @@ def test_line_search_special_cases():
         worst = max(worst, abs(s - 1.0))
     assert worst <= 1e-12
     # a kink: the coordinate is zeroed, the tie group together
-    s, zeroed = linesearch_l1(np.array([1.0, 2.0, -1.0]), np.array([-1.0, -2.0, 0.5]), -0.1,
-                              0.01, 1.0)
+    s, zeroed = linesearch_l1(
+        np.array([1.0, 2.0, -1.0]), np.array([-1.0, -2.0, 0.5]), -0.1, 0.01, 1.0
+    )
     assert s == 1.0 and sorted(zeroed) == [0, 1]
 
 
 # ---- Newton step and pruning (§6.6) ------------------------------------------------------
+
 
 def test_pruned_newton_direction_solves_its_system_and_descends():
     rng = np.random.default_rng(4)
@@ -265,8 +286,7 @@ def test_pruned_newton_direction_solves_its_system_and_descends():
             assert gt[keep] @ d < 0
             full = np.zeros(k)
             full[keep] = d
-            assert initial_slope(w, full, g @ full, 0.3) == pytest.approx(gt[keep] @ d,
-                                                                           rel=1e-12)
+            assert initial_slope(w, full, g @ full, 0.3) == pytest.approx(gt[keep] @ d, rel=1e-12)
 
 
 def test_low_rank_curvature_solves_the_same_system_as_the_dense_block():
@@ -285,21 +305,31 @@ def test_low_rank_curvature_solves_the_same_system_as_the_dense_block():
 
 # ---- the solver against references (§6.7-6.10) -------------------------------------------
 
+
 def test_objective_trace_never_increases_and_has_every_traced_field():
     X, y = problem(300, 20)
     model = L1NewtonSVM(lam=1e-3, mu=1e-2, tol=0.0).fit(X, y)  # every level's gap, off the clock
     cols = model.trace_.columns()
     F = cols["objective_smoothed"]
     assert np.all(np.diff(F) <= 1e-12 * np.abs(F[1:]))
-    assert {"alpha", "active", "nnz", "passes", "time_s", "objective_hinge_elastic_net",
-            "rel_gap_hinge_elastic_net", "mu"} <= set(cols)
+    assert {
+        "alpha",
+        "active",
+        "nnz",
+        "passes",
+        "time_s",
+        "objective_hinge_elastic_net",
+        "rel_gap_hinge_elastic_net",
+        "mu",
+    } <= set(cols)
     gaps = cols["rel_gap_hinge_elastic_net"]
     assert np.isfinite(gaps).sum() == model.n_levels_ and np.all(gaps[np.isfinite(gaps)] >= 0)
     assert np.all(np.diff(cols["passes"]) > 0)
 
 
-@pytest.mark.parametrize("shape,mu", [((200, 10), 0.05), ((300, 20), 1e-2), ((100, 40), 0.02),
-                                      ((40, 100), 0.05)])
+@pytest.mark.parametrize(
+    "shape,mu", [((200, 10), 0.05), ((300, 20), 1e-2), ((100, 40), 0.02), ((40, 100), 0.05)]
+)
 def test_lam_zero_matches_linprog_highs_on_the_exact_l1_svm(shape, mu):
     X, y = problem(*shape)
     w_ref, f_ref = lp_svm(X, y, mu)
@@ -332,8 +362,10 @@ def test_default_certifies_its_gap_and_the_paper_rule_is_reported_as_such():
     assert exact_objective(y * (X @ w), w, 0.0, 0.05) - f_ref <= a / 2 + a
 
 
-@pytest.mark.parametrize("seed,shape,lam", [(0, (200, 10), 0.0), (1, (300, 20), 0.0),
-                                            (2, (40, 100), 0.0), (3, (300, 20), 1e-3)])
+@pytest.mark.parametrize(
+    "seed,shape,lam",
+    [(0, (200, 10), 0.0), (1, (300, 20), 0.0), (2, (40, 100), 0.0), (3, (300, 20), 1e-3)],
+)
 def test_the_certificate_is_within_10x_the_true_gap_near_the_optimum(seed, shape, lam):
     """At the paper's loose eta = 0.1 the model is within ~1e-4 of the optimum; the certified
     gap must then be within 10x its true suboptimality (LP optimum by HiGHS for lam = 0, a
@@ -355,10 +387,12 @@ def test_the_certificate_is_within_10x_the_true_gap_near_the_optimum(seed, shape
     assert true - 1e-12 <= gap <= 10 * true + 1e-10
 
 
-@pytest.mark.parametrize("seed,shape,sparse", [(4, (300, 20), False), (5, (200, 40), True),
-                                              (6, (60, 120), False)])
-def test_the_free_set_ascent_bound_never_claims_less_than_the_true_gap(seed, shape, sparse,
-                                                                         monkeypatch):
+@pytest.mark.parametrize(
+    "seed,shape,sparse", [(4, (300, 20), False), (5, (200, 40), True), (6, (60, 120), False)]
+)
+def test_the_free_set_ascent_bound_never_claims_less_than_the_true_gap(
+    seed, shape, sparse, monkeypatch
+):
     """lam > 0: at loose and default fits the ascent's dual point bounds P* from below, so the
     certified gap is at least the true one; P* from a fit certified to 1e-9 by HiGHS' LP on
     the free set (`LINPROG`, the exact route the ascent replaced). The default fit stops with
@@ -414,10 +448,17 @@ def test_the_elastic_net_with_lam_zero_is_mu_times_the_hinge_l1_bound():
     theta = np.random.default_rng(0).random(n)
     image = LinearImage(X, y, np.zeros(6))
     # margins 2: the layer's own candidates are a = 0 and no free set, so theta decides
-    net = certify(Formulation(Hinge(), ElasticNet(0.0, mu)), 1.0 / n, np.full(n, 2.0), 0.0,
-                  image, (theta / n,))
-    l1 = certify(Formulation(Hinge(), L1()), 1.0 / (n * mu), np.full(n, 2.0), 0.0, image,
-                 (theta / (n * mu),))
+    net = certify(
+        Formulation(Hinge(), ElasticNet(0.0, mu)),
+        1.0 / n,
+        np.full(n, 2.0),
+        0.0,
+        image,
+        (theta / n,),
+    )
+    l1 = certify(
+        Formulation(Hinge(), L1()), 1.0 / (n * mu), np.full(n, 2.0), 0.0, image, (theta / (n * mu),)
+    )
     assert net.dual == pytest.approx(l1.dual * mu, rel=1e-12) and net.dual > 0
 
 
@@ -427,8 +468,15 @@ def test_mu_zero_matches_liblinear_on_the_hinge_l2_svm():
     X, y = problem(150, 8, seed=8)
     lam = 1e-2
     model = L1NewtonSVM(lam=lam, mu=0.0, **TIGHT).fit(X, y)
-    ref = LinearSVC(C=1.0 / (len(y) * lam), loss="hinge", fit_intercept=False, tol=1e-10,
-                    max_iter=1_000_000, dual=True, random_state=0).fit(X, y)
+    ref = LinearSVC(
+        C=1.0 / (len(y) * lam),
+        loss="hinge",
+        fit_intercept=False,
+        tol=1e-10,
+        max_iter=1_000_000,
+        dual=True,
+        random_state=0,
+    ).fit(X, y)
     w, w_ref = model.coef_[0], ref.coef_[0]
     P = exact_objective(y * (X @ w), w, lam, 0.0)
     P_ref = exact_objective(y * (X @ w_ref), w_ref, lam, 0.0)
@@ -440,6 +488,7 @@ def test_mu_zero_matches_liblinear_on_the_hinge_l2_svm():
 
 
 # ---- sparsity, edge cases, invariances (§6.11-6.15) --------------------------------------
+
 
 def test_w_is_zero_exactly_from_mu_max_on_and_nonzero_below_it():
     X, y = problem(100, 12, seed=9)
@@ -458,16 +507,24 @@ def test_invariances_and_csr_input():
     w = L1NewtonSVM(**params).fit(X, y).coef_[0]
     rng = np.random.default_rng(0)
     rows, cols = rng.permutation(120), rng.permutation(9)
-    np.testing.assert_allclose(L1NewtonSVM(**params).fit(X[rows], y[rows]).coef_[0], w,
-                               rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(L1NewtonSVM(**params).fit(X[:, cols], y).coef_[0], w[cols],
-                               rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(L1NewtonSVM(**params).fit(-X, y).coef_[0], -w, rtol=1e-10,
-                               atol=1e-10)
-    np.testing.assert_allclose(L1NewtonSVM(**params).fit(X, -y).coef_[0], -w, rtol=1e-10,
-                               atol=1e-10)
-    np.testing.assert_allclose(L1NewtonSVM(**params).fit(np.vstack([X, X]), np.r_[y, y]).coef_[0],
-                               w, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        L1NewtonSVM(**params).fit(X[rows], y[rows]).coef_[0], w, rtol=1e-10, atol=1e-10
+    )
+    np.testing.assert_allclose(
+        L1NewtonSVM(**params).fit(X[:, cols], y).coef_[0], w[cols], rtol=1e-10, atol=1e-10
+    )
+    np.testing.assert_allclose(
+        L1NewtonSVM(**params).fit(-X, y).coef_[0], -w, rtol=1e-10, atol=1e-10
+    )
+    np.testing.assert_allclose(
+        L1NewtonSVM(**params).fit(X, -y).coef_[0], -w, rtol=1e-10, atol=1e-10
+    )
+    np.testing.assert_allclose(
+        L1NewtonSVM(**params).fit(np.vstack([X, X]), np.r_[y, y]).coef_[0],
+        w,
+        rtol=1e-10,
+        atol=1e-10,
+    )
     Xs = X.copy()
     Xs[np.abs(Xs) < 0.7] = 0.0
     dense = L1NewtonSVM(**params).fit(Xs, y)
@@ -520,26 +577,43 @@ def test_regularisation_path_warm_starts_and_logs_every_mu():
 
 # ---- configuration ------------------------------------------------------------------------
 
+
 def test_the_preset_builds_every_job_at_every_point_of_the_grid_of_unreported_settings():
     from svmlab.app.config.schema import build_estimator
 
     sweep = composed("+experiment=l1_newton_paper", hydra=True).hydra.sweeper.params
     assert sweep.seed == "range(50)"
-    assert sweep.dataset.split(",") == ["australian", "colon-cancer", "synthetic_tall",
-                                        "synthetic_tall_overlap", "synthetic_wide",
-                                        "synthetic_wide_overlap"]
-    points = {"spec": (1e-4, 1e-2, 1e-4), "lam_1e-2": (1e-2, 1e-2, 1e-4),
-              "mu_1e-1": (1e-4, 1e-1, 1e-4), "alpha_min_1e-6": (1e-4, 1e-2, 1e-6)}
+    assert sweep.dataset.split(",") == [
+        "australian",
+        "colon-cancer",
+        "synthetic_tall",
+        "synthetic_tall_overlap",
+        "synthetic_wide",
+        "synthetic_wide_overlap",
+    ]
+    points = {
+        "spec": (1e-4, 1e-2, 1e-4),
+        "lam_1e-2": (1e-2, 1e-2, 1e-4),
+        "mu_1e-1": (1e-4, 1e-1, 1e-4),
+        "alpha_min_1e-6": (1e-4, 1e-2, 1e-6),
+    }
     assert sweep.unreported.split(",") == list(points)
     for point, (lam, mu, alpha_min) in points.items():
         for solver in sweep.solver.split(","):
-            job = composed("+experiment=l1_newton_paper", f"solver={solver}",
-                           "dataset=synthetic_tall_overlap", f"unreported={point}")
+            job = composed(
+                "+experiment=l1_newton_paper",
+                f"solver={solver}",
+                "dataset=synthetic_tall_overlap",
+                f"unreported={point}",
+            )
             assert (job.dataset.name, job.dataset.scale) == ("synthetic_tall", 0.2)
             assert dict(job.unreported) == {"lam": lam, "mu": mu, "alpha_min": alpha_min}
             estimator = build_estimator(job)
             if solver.startswith("l1_newton"):
                 l2 = solver == "l1_newton_l2_paper"
                 assert (estimator.lam, estimator.mu, estimator.alpha_min) == (
-                    lam, 0.0 if l2 else mu, alpha_min)
+                    lam,
+                    0.0 if l2 else mu,
+                    alpha_min,
+                )
                 assert estimator.tol == 0.0  # the paper's stopping rule alone

@@ -21,8 +21,15 @@ SRC = Path(svmlab.__file__).parent
 DOC = SRC.parent.parent / "docs" / "architecture.md"
 STDLIB = set(sys.stdlib_module_names)
 HYDRA = {"hydra", "omegaconf"}
-PARSER_METHODS = {"add_argument", "add_argument_group", "add_parser", "add_subparsers",
-                  "parse_args", "parse_known_args", "set_defaults"}
+PARSER_METHODS = {
+    "add_argument",
+    "add_argument_group",
+    "add_parser",
+    "add_subparsers",
+    "parse_args",
+    "parse_known_args",
+    "set_defaults",
+}
 
 
 def _modules():
@@ -54,14 +61,24 @@ def _command_line(path: Path) -> set[str]:
     """``sys.argv`` and argparse parser methods (``.add_argument``, ...) the file uses."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        attribute = (isinstance(node, ast.Attribute) and node.attr == "argv"
-                     and isinstance(node.value, ast.Name) and node.value.id == "sys")
-        imported = (isinstance(node, ast.ImportFrom) and node.module == "sys"
-                    and any(alias.name == "argv" for alias in node.names))
+        attribute = (
+            isinstance(node, ast.Attribute)
+            and node.attr == "argv"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        )
+        imported = (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "sys"
+            and any(alias.name == "argv" for alias in node.names)
+        )
         if attribute or imported:
             found.add("sys.argv")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in PARSER_METHODS):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in PARSER_METHODS
+        ):
             found.add(node.func.attr)
     return found
 
@@ -105,11 +122,13 @@ LEVELS = _levels()
 MODULES = list(_modules())
 
 
-def _violations(module: str, imports: set[str], command_line: set[str] = frozenset()
-                ) -> list[str]:
+def _violations(module: str, imports: set[str], command_line: set[str] = frozenset()) -> list[str]:
     layer = _layer(module)
-    found = [f"{use}: only svmlab.app reads the command line"
-             for use in sorted(command_line) if layer != "app"]
+    found = [
+        f"{use}: only svmlab.app reads the command line"
+        for use in sorted(command_line)
+        if layer != "app"
+    ]
     for name in imports:
         top = _top(name)
         if top == "mlflow" and layer != "tracking":
@@ -123,20 +142,33 @@ def _violations(module: str, imports: set[str], command_line: set[str] = frozens
             base = layer.split(".")[0]
             below = other.split(".")[0] if other.split(".")[0] in LEVELS else ""  # svmlab.X
             if below != base and LEVELS[below] >= LEVELS[base]:
-                found.append(f"{name}: the {base or 'svmlab'} layer (level {LEVELS[base]}) "
-                             f"imports only layers below it; {below or 'svmlab'} is at level "
-                             f"{LEVELS[below]}")
+                found.append(
+                    f"{name}: the {base or 'svmlab'} layer (level {LEVELS[base]}) "
+                    f"imports only layers below it; {below or 'svmlab'} is at level "
+                    f"{LEVELS[below]}"
+                )
             if base == "solvers" and other.startswith("solvers.") and other != layer:
                 found.append(f"{name}: a solver family never imports another family")
-            if base == "solvers" and other.split(".")[0] not in {"estimator", "numerics",
-                                                                 "errors", "solvers"}:
-                found.append(f"{name}: a solver family imports only the estimator and "
-                             "numerics layers")
+            if base == "solvers" and other.split(".")[0] not in {
+                "estimator",
+                "numerics",
+                "errors",
+                "solvers",
+            }:
+                found.append(
+                    f"{name}: a solver family imports only the estimator and numerics layers"
+                )
         elif layer in ALLOWED_THIRD_PARTY and top not in STDLIB | ALLOWED_THIRD_PARTY[layer]:
-            found.append(f"{name}: the {layer} layer imports only "
-                         f"{sorted(ALLOWED_THIRD_PARTY[layer])} and the standard library")
-        elif layer.startswith("solvers.") and top not in STDLIB | {"numpy", "scipy", "sklearn",
-                                                                   "numba"}:
+            found.append(
+                f"{name}: the {layer} layer imports only "
+                f"{sorted(ALLOWED_THIRD_PARTY[layer])} and the standard library"
+            )
+        elif layer.startswith("solvers.") and top not in STDLIB | {
+            "numpy",
+            "scipy",
+            "sklearn",
+            "numba",
+        }:
             found.append(f"{name}: a solver family imports numpy, scipy, scikit-learn and numba")
     return found
 
@@ -150,8 +182,11 @@ def test_the_levels_are_read_from_the_doc():
     assert LEVELS["vocabulary"] == LEVELS["masking"] < LEVELS["lifecycle"] < LEVELS["solvers"]
     assert LEVELS["solvers"] == LEVELS["tracking"] < LEVELS["recording"] < LEVELS["workflows"]
     assert max(LEVELS.values()) == LEVELS["app"]
-    layers = {p.stem if p.suffix else p.name for p in SRC.iterdir()
-              if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()}
+    layers = {
+        p.stem if p.suffix else p.name
+        for p in SRC.iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()
+    }
     assert layers - {"conf", "notebooks"} == set(LEVELS) - {""}, "every layer has its level"
 
 
@@ -161,8 +196,13 @@ def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.analysis.measurements", {"svmlab.recording.results"})
     assert _violations("svmlab.vocabulary", {"svmlab.errors"})
     assert not _violations("svmlab.workflows.claims", {"svmlab.analysis.measurements", "svmlab"})
-    for lower in ("svmlab.tracking.tracker", "svmlab.data.libsvm", "svmlab.analysis.stage",
-                  "svmlab.workflows.claims", "svmlab.lifecycle"):
+    for lower in (
+        "svmlab.tracking.tracker",
+        "svmlab.data.libsvm",
+        "svmlab.analysis.stage",
+        "svmlab.workflows.claims",
+        "svmlab.lifecycle",
+    ):
         assert _violations(lower, {"svmlab.app.train"})
     assert _violations("svmlab.estimator.base", {"numba"})
     assert _violations("svmlab.estimator.base", {"svmlab.numerics.rows"})
@@ -178,8 +218,10 @@ def test_the_rules_catch_what_they_forbid():
     assert _violations("svmlab.recording.run", {"svmlab.app.launch.sweep"})
     assert _violations("svmlab.recording.run", {"omegaconf"})
     assert _violations("svmlab.recording.run", {"svmlab.analysis.stage"})
-    assert not _violations("svmlab.solvers.nesvm.problem", {"svmlab.solvers.nesvm.estimator",
-                                                            "svmlab.numerics.rows", "numpy"})
+    assert not _violations(
+        "svmlab.solvers.nesvm.problem",
+        {"svmlab.solvers.nesvm.estimator", "svmlab.numerics.rows", "numpy"},
+    )
     assert not _violations("svmlab.app.runs", {"argparse"}, {"add_parser", "sys.argv"})
     assert not _violations("svmlab.lifecycle", {"psutil", "signal"})
     assert _violations("svmlab.masking", {"numpy"})
@@ -192,15 +234,24 @@ def test_the_rules_catch_what_they_forbid():
 
 def test_the_command_line_reads_are_found(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("import sys\nfrom sys import argv\n\ndef f(sub):\n"
-                      "    sub.add_parser('x').add_argument('--y')\n    return sys.argv[1:]\n")
+    source.write_text(
+        "import sys\nfrom sys import argv\n\ndef f(sub):\n"
+        "    sub.add_parser('x').add_argument('--y')\n    return sys.argv[1:]\n"
+    )
     assert _command_line(source) == {"sys.argv", "add_parser", "add_argument"}
 
 
 def test_the_layers_are_visible_from_the_tree():
     packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
-    assert {"estimator", "numerics", "solvers", "tracking", "recording", "tuning",
-            "app"} <= packages
+    assert {
+        "estimator",
+        "numerics",
+        "solvers",
+        "tracking",
+        "recording",
+        "tuning",
+        "app",
+    } <= packages
 
 
 @pytest.mark.parametrize("name", ["conf", "workflows", "notebooks"])
@@ -216,6 +267,7 @@ def _loaded_imports(module: str, path: Path, known: set[str]) -> set[str]:
     function or class body, which run later, nor those under ``if TYPE_CHECKING:``, which
     never run. ``from package import module`` imports the module, not what the package defines
     (a package's ``__init__`` that is being loaded may hand out its submodules)."""
+
     def statements(body):
         for node in body:
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -247,7 +299,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
 
     def visit(module):
         if module in path:
-            return [*path[path.index(module):], module]
+            return [*path[path.index(module) :], module]
         if module in done:
             return []
         path.append(module)
@@ -278,8 +330,10 @@ def test_the_cycle_search_finds_a_cycle_of_any_length(tmp_path):
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"d"}, "d": {"b"}}) == ["b", "c", "d", "b"]
     assert _cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
     source = tmp_path / "m.py"
-    source.write_text("from typing import TYPE_CHECKING\nimport svmlab.b\n"
-                      "if TYPE_CHECKING:\n    import svmlab.c\n\n"
-                      "def f():\n    import svmlab.d\n")
+    source.write_text(
+        "from typing import TYPE_CHECKING\nimport svmlab.b\n"
+        "if TYPE_CHECKING:\n    import svmlab.c\n\n"
+        "def f():\n    import svmlab.d\n"
+    )
     found = _loaded_imports("svmlab.a", source, {"svmlab.b", "svmlab.c", "svmlab.d"})
     assert found == {"svmlab.b"}

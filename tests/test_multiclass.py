@@ -33,8 +33,9 @@ def test_scikit_learn_conformance(estimator, check):
 
 
 def blobs(n_classes, n_samples=90, cluster_std=1.0, seed=0):
-    return make_blobs(n_samples=n_samples, centers=n_classes, cluster_std=cluster_std,
-                      random_state=seed)
+    return make_blobs(
+        n_samples=n_samples, centers=n_classes, cluster_std=cluster_std, random_state=seed
+    )
 
 
 def grid(X, n=50):
@@ -65,8 +66,9 @@ def test_three_classes_give_three_models_on_their_pair_subsets(name):
         np.testing.assert_array_equal(model.support_vectors_, X[rows][model.support_])
         # ... and the model is the one a direct fit on that subset gives (both are deterministic).
         direct = clone(SOLVERS[name]).set_params(gamma=ovo.gamma_).fit(X[rows], y[rows])
-        np.testing.assert_allclose(model.decision_function(X), direct.decision_function(X),
-                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            model.decision_function(X), direct.decision_function(X), rtol=1e-12, atol=1e-12
+        )
     assert (ovo.predict(X) == y).mean() > 0.9
 
 
@@ -83,28 +85,31 @@ def fitted_by_hand(classes, winners):
     ovo.pairs_ = sorted(winners)
     ovo.estimators_ = [
         voter(classes[i if winners[i, j] == j else j], classes[winners[i, j]])
-        for i, j in ovo.pairs_]
+        for i, j in ovo.pairs_
+    ]
     ovo.n_features_in_ = 1
     return ovo
 
 
-@pytest.mark.parametrize(("winners", "counts", "expected"), [
-    # Three-way cycle: one vote each, class 0 wins.
-    ({(0, 1): 0, (0, 2): 2, (1, 2): 1}, [1, 1, 1], 0),
-    # Classes 1 and 2 tie with two votes: the first of them (1) wins, not the last and not 0.
-    ({(0, 1): 1, (0, 2): 2, (0, 3): 0, (1, 2): 2, (1, 3): 1, (2, 3): 3}, [1, 2, 2, 1], 1),
-    # A clear winner is unaffected by the tie rule.
-    ({(0, 1): 1, (0, 2): 2, (0, 3): 3, (1, 2): 2, (1, 3): 3, (2, 3): 3}, [0, 1, 2, 3], 3),
-])
+@pytest.mark.parametrize(
+    ("winners", "counts", "expected"),
+    [
+        # Three-way cycle: one vote each, class 0 wins.
+        ({(0, 1): 0, (0, 2): 2, (1, 2): 1}, [1, 1, 1], 0),
+        # Classes 1 and 2 tie with two votes: the first of them (1) wins, not the last and not 0.
+        ({(0, 1): 1, (0, 2): 2, (0, 3): 0, (1, 2): 2, (1, 3): 1, (2, 3): 3}, [1, 2, 2, 1], 1),
+        # A clear winner is unaffected by the tie rule.
+        ({(0, 1): 1, (0, 2): 2, (0, 3): 3, (1, 2): 2, (1, 3): 3, (2, 3): 3}, [0, 1, 2, 3], 3),
+    ],
+)
 def test_vote_ties_go_to_the_first_class_with_the_most_votes(winners, counts, expected):
-    classes = ["a", "b", "c", "d"][:len(counts)]
+    classes = ["a", "b", "c", "d"][: len(counts)]
     ovo = fitted_by_hand(classes, winners)
     np.testing.assert_array_equal(ovo.votes([[1.0]]), [counts])
     assert ovo.predict([[1.0]])[0] == classes[expected]
 
 
-@pytest.mark.parametrize(("kernel", "gamma"), [("linear", "scale"), ("rbf", 0.5),
-                                               ("rbf", "scale")])
+@pytest.mark.parametrize(("kernel", "gamma"), [("linear", "scale"), ("rbf", 0.5), ("rbf", "scale")])
 def test_predictions_equal_scikit_learn_svc_ovo(kernel, gamma):
     """SVC trains LIBSVM's K(K-1)/2 pair models and votes inside LIBSVM, with the same tie rule;
     gamma='scale' also checks that the gamma is resolved once on all of X, as SVC does."""
@@ -163,7 +168,10 @@ def test_string_labels():
     ovo = OneVsOneClassifier(SOLVERS["libsvm"]).fit(X, names)
     assert list(ovo.classes_) == ["setosa", "versicolor", "virginica"]
     assert [list(m.classes_) for m in ovo.estimators_] == [
-        ["setosa", "versicolor"], ["setosa", "virginica"], ["versicolor", "virginica"]]
+        ["setosa", "versicolor"],
+        ["setosa", "virginica"],
+        ["versicolor", "virginica"],
+    ]
     assert set(ovo.predict(X)) <= set(ovo.classes_)
     assert (ovo.predict(X) == names).mean() > 0.9
 

@@ -32,8 +32,11 @@ def data():
 def test_csvm_without_bias_agrees_with_linearsvc(data):
     X, y = data
     C, mu = 0.5, 1.0
-    ref = LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=1e-10,
-                    max_iter=10**6).fit(X, y).coef_[0]
+    ref = (
+        LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=1e-10, max_iter=10**6)
+        .fit(X, y)
+        .coef_[0]
+    )
     F_star = hinge_primal(X, y, ref, 0.0, C)
     model = NESVM(C=C, mu=mu, stop="grad", eps=1e-12, lipschitz="tight").fit(X, y)
     w = model.coef_[0]
@@ -41,8 +44,9 @@ def test_csvm_without_bias_agrees_with_linearsvc(data):
     assert problem.evaluate(w).smoothed <= problem.evaluate(ref).smoothed + 1e-9
     F = model.objectives(X, y)["objective_hinge_l2"]
     assert F_star - 1e-9 <= F <= F_star + C * mu / 2 * problem.a.sum() + 1e-9
-    exact = NESVM(C=C, mu=5.0, homotopy="geometric", mu_target=1e-4, stop="grad", eps=1e-12,
-                  lipschitz="tight").fit(X, y)
+    exact = NESVM(
+        C=C, mu=5.0, homotopy="geometric", mu_target=1e-4, stop="grad", eps=1e-12, lipschitz="tight"
+    ).fit(X, y)
     assert abs(exact.objectives(X, y)["objective_hinge_l2"] - F_star) / F_star < 1e-3
     assert np.linalg.norm(exact.coef_[0] - ref) < 1e-2 * np.linalg.norm(ref)
     assert exact.trace_.columns()["dual_gap"][-1] < 1e-3 * F_star
@@ -53,8 +57,9 @@ def test_csvm_with_bias_agrees_with_linear_svc(data):
     C, mu = 0.5, 0.5
     ref = SVC(kernel="linear", C=C, tol=1e-10).fit(X, y)
     F_star = hinge_primal(X, y, ref.coef_[0], ref.intercept_[0], C)
-    model = NESVM(C=C, mu=mu, fit_intercept=True, stop="rel", eps=1e-12,
-                  lipschitz="tight").fit(X, y)
+    model = NESVM(C=C, mu=mu, fit_intercept=True, stop="rel", eps=1e-12, lipschitz="tight").fit(
+        X, y
+    )
     problem = SmoothedSVM(X, y, C, "csvm", mu, bias=True)
     theta_ref = np.append(ref.coef_[0], ref.intercept_[0])
     theta = np.append(model.coef_[0], model.intercept_[0])
@@ -70,9 +75,12 @@ def test_kernel_csvm_with_bias_agrees_with_precomputed_svc(data):
     ref = SVC(kernel="precomputed", C=C, tol=1e-10).fit(K, y)
     alpha = np.zeros(len(y))
     alpha[ref.support_] = ref.dual_coef_[0]
-    F_star = 0.5 * alpha @ K @ alpha + C * np.maximum(0, 1 - y * (K @ alpha + ref.intercept_[0])).sum()
-    model = NESVM(C=C, mu=mu, kernel="rbf", gamma=1.0 / X.shape[1], fit_intercept=True,
-                  stop="rel", eps=1e-12).fit(X, y)
+    F_star = (
+        0.5 * alpha @ K @ alpha + C * np.maximum(0, 1 - y * (K @ alpha + ref.intercept_[0])).sum()
+    )
+    model = NESVM(
+        C=C, mu=mu, kernel="rbf", gamma=1.0 / X.shape[1], fit_intercept=True, stop="rel", eps=1e-12
+    ).fit(X, y)
     F = model.objectives(X, y)["objective_hinge_l2"]
     allowance = C * mu / 2 * len(y)  # a_i = 1 for the RBF kernel with a bias
     assert F_star - 1e-6 <= F <= F_star + allowance
@@ -98,14 +106,31 @@ def test_lpsvm_agrees_with_linprog(data):
     X, y = data
     C, mu, nu = 0.3, 0.1, 0.2
     F_star = lp_svm_optimum(X, y, C)
-    model = NESVM(C=C, model="lpsvm", mu=mu, nu=nu, fit_intercept=True, stop="rel", eps=1e-12,
-                  lipschitz="tight").fit(X, y)
+    model = NESVM(
+        C=C,
+        model="lpsvm",
+        mu=mu,
+        nu=nu,
+        fit_intercept=True,
+        stop="rel",
+        eps=1e-12,
+        lipschitz="tight",
+    ).fit(X, y)
     problem = SmoothedSVM(X, y, C, "lpsvm", mu, nu, bias=True)
     allowance = X.shape[1] * mu / 2 + C * nu / 2 * problem.a.sum()
     F = model.objectives(X, y)["objective_hinge_l1"]
     assert F_star - 1e-7 <= F <= F_star + allowance
-    exact = NESVM(C=C, model="lpsvm", fit_intercept=True, homotopy="geometric", mu_target=1e-4,
-                  nu_target=1e-4, stop="rel", eps=1e-12, lipschitz="tight").fit(X, y)
+    exact = NESVM(
+        C=C,
+        model="lpsvm",
+        fit_intercept=True,
+        homotopy="geometric",
+        mu_target=1e-4,
+        nu_target=1e-4,
+        stop="rel",
+        eps=1e-12,
+        lipschitz="tight",
+    ).fit(X, y)
     assert abs(exact.objectives(X, y)["objective_hinge_l1"] - F_star) / F_star < 1e-3
 
 
@@ -115,11 +140,16 @@ def test_lssvm_matches_the_closed_form(data, sparse):
     C = 0.7
     w = np.linalg.solve(np.eye(X.shape[1]) + 2 * C * X.T @ X, 2 * C * X.T @ y)  # Z'Z = X'X
     model = NESVM(C=C, model="lssvm", stop="grad", eps=1e-16).fit(
-        sp.csr_matrix(X) if sparse else X, y)
+        sp.csr_matrix(X) if sparse else X, y
+    )
     np.testing.assert_allclose(model.coef_[0], w, rtol=1e-6)
     assert "objective_squared_l2" in model.objectives(X, y)
-    assert set(model.trace_.columns()) == {"iteration", "time_s", "objective_squared_l2",
-                                           "grad_norm"}
+    assert set(model.trace_.columns()) == {
+        "iteration",
+        "time_s",
+        "objective_squared_l2",
+        "grad_norm",
+    }
 
 
 def fixed_iterations(X, y, iterations=60, **params):
@@ -128,8 +158,11 @@ def fixed_iterations(X, y, iterations=60, **params):
         return NESVM(eps=1e-300, max_iter=iterations, **params).fit(X, y)
 
 
-@pytest.mark.parametrize("params", [{}, {"model": "lpsvm", "fit_intercept": True},
-                                    {"model": "lssvm", "fit_intercept": True}], ids=str)
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"model": "lpsvm", "fit_intercept": True}, {"model": "lssvm", "fit_intercept": True}],
+    ids=str,
+)
 def test_permutation_sign_flip_and_sparse_input_invariances(data, params):
     X, y = data
     base = fixed_iterations(X, y, **params)
@@ -145,8 +178,7 @@ def test_permutation_sign_flip_and_sparse_input_invariances(data, params):
     np.testing.assert_allclose(sparse.coef_, base.coef_, rtol=1e-9, atol=1e-12)
     for name, values in base.trace_.columns().items():
         if name != "time_s":
-            np.testing.assert_allclose(sparse.trace_.columns()[name], values, rtol=1e-9,
-                                       atol=1e-12)
+            np.testing.assert_allclose(sparse.trace_.columns()[name], values, rtol=1e-9, atol=1e-12)
 
 
 def test_zero_rows_give_finite_values():
@@ -168,12 +200,14 @@ def test_one_class_n_one_and_zero_c():
     X, y = make_problem(n=40, p=4)
     ones = np.ones(40)
     problem = SmoothedSVM(X, ones, 1.0, "csvm", 1.0, bias=True)
-    theta, _, converged = nesterov(problem.evaluate, np.zeros(5), problem.lipschitz("tight"),
-                                   1e-9, "rel")
+    theta, _, converged = nesterov(
+        problem.evaluate, np.zeros(5), problem.lipschitz("tight"), 1e-9, "rel"
+    )
     assert converged and np.all(X @ theta[:-1] + theta[-1] > 0)
     single = SmoothedSVM(X[:1], ones[:1], 1.0, "csvm", 1.0)
-    theta, _, converged = nesterov(single.evaluate, np.zeros(4), single.lipschitz("tight"),
-                                   1e-12, "rel")
+    theta, _, converged = nesterov(
+        single.evaluate, np.zeros(4), single.lipschitz("tight"), 1e-12, "rel"
+    )
     x = X[0]
     u = 1.0 / (single.a[0] + x @ x)  # n = 1, C = mu = 1: w = C u x with m = 1 - C u r = mu a u
     assert converged and 0 < u < 1
@@ -187,11 +221,21 @@ def test_one_class_n_one_and_zero_c():
 def test_trace_columns_by_model_and_kernel(data):
     X, y = data
     expected = {
-        ("csvm", False, "linear"): {"objective_hinge_l2", "objective_smoothed", "grad_norm",
-                                    "mu", "dual_gap"},
+        ("csvm", False, "linear"): {
+            "objective_hinge_l2",
+            "objective_smoothed",
+            "grad_norm",
+            "mu",
+            "dual_gap",
+        },
         ("csvm", True, "linear"): {"objective_hinge_l2", "objective_smoothed", "grad_norm", "mu"},
-        ("lpsvm", False, "linear"): {"objective_hinge_l1", "objective_smoothed", "grad_norm",
-                                     "mu", "nu"},
+        ("lpsvm", False, "linear"): {
+            "objective_hinge_l1",
+            "objective_smoothed",
+            "grad_norm",
+            "mu",
+            "nu",
+        },
         ("csvm", True, "poly"): {"objective_hinge_l2", "objective_smoothed", "grad_norm", "mu"},
     }
     for (model, bias, kernel), columns in expected.items():
@@ -200,18 +244,20 @@ def test_trace_columns_by_model_and_kernel(data):
         certified = f"rel_gap_{fitted._formulation().name}"  # stop='gap' (the default)
         assert set(trace) == columns | {"iteration", "time_s", certified}
         true_name = "objective_hinge_l1" if model == "lpsvm" else "objective_hinge_l2"
-        assert trace[true_name][-1] == pytest.approx(fitted.objectives(X, y)[true_name],
-                                                     rel=1e-9)
+        assert trace[true_name][-1] == pytest.approx(fitted.objectives(X, y)[true_name], rel=1e-9)
         np.testing.assert_array_equal(trace["iteration"], np.arange(fitted.n_iter_ + 1))
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"kernel": "rbf", "max_kernel_gib": 1e-6}, "150 x 150 kernel matrix"),
-    ({"model": "lpsvm", "kernel": "rbf"}, "supports kernel='linear' only"),
-    ({"model": "lssvm", "lipschitz": "paper"}, "Eq.56"),
-    ({"stop": "grad", "fit_intercept": True}, "stop='grad'"),
-    ({"stop": "gap", "return_iterate": "y"}, "return_iterate='w'"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"kernel": "rbf", "max_kernel_gib": 1e-6}, "150 x 150 kernel matrix"),
+        ({"model": "lpsvm", "kernel": "rbf"}, "supports kernel='linear' only"),
+        ({"model": "lssvm", "lipschitz": "paper"}, "Eq.56"),
+        ({"stop": "grad", "fit_intercept": True}, "stop='grad'"),
+        ({"stop": "gap", "return_iterate": "y"}, "return_iterate='w'"),
+    ],
+)
 def test_refusals_name_the_problem(data, params, message):
     X, y = data
     with pytest.raises(ConfigError, match=message):
@@ -230,13 +276,27 @@ def test_solver_configs_build_estimators():
     estimator = build_estimator(composed("solver=nesvm", "kernel=rbf", "kernel.gamma=0.5"))
     assert isinstance(estimator, NESVM) and (estimator.kernel, estimator.gamma) == ("rbf", 0.5)
     assert (estimator.mu, estimator.eps, estimator.stop, estimator.homotopy, estimator.step) == (
-        5.0, 1e-2, "gap", "geometric", "adaptive")
+        5.0,
+        1e-2,
+        "gap",
+        "geometric",
+        "adaptive",
+    )
     paper = build_estimator(composed("solver=nesvm_paper"))
     assert (paper.mu, paper.eps, paper.stop, paper.homotopy, paper.step) == (
-        5.0, 1e-3, "paper", "off", "fixed")
+        5.0,
+        1e-3,
+        "paper",
+        "off",
+        "fixed",
+    )
     preset = build_estimator(composed("solver=nesvm_homotopy", "solver.C=10"))
-    assert (preset.homotopy, preset.mu, preset.mu_target, preset.C) == ("geometric", 5.0, 1e-2,
-                                                                        10.0)
+    assert (preset.homotopy, preset.mu, preset.mu_target, preset.C) == (
+        "geometric",
+        5.0,
+        1e-2,
+        10.0,
+    )
     with pytest.raises(ConfigError, match="model"):
         build_estimator(composed("solver=nesvm", "solver.model=svm"))
 
@@ -244,11 +304,20 @@ def test_solver_configs_build_estimators():
 def test_experiment_preset_composes_the_paper_sweep():
     cfg = composed("+experiment=nesvm_adult", hydra=True)
     params = cfg.hydra.sweeper.params
-    assert params.solver.split(",") == ["nesvm_paper", "liblinear_hinge_nesvm", "libsvm_capped",
-                                       "pegasos_nesvm", "nesvm", "nesvm_plain"]
+    assert params.solver.split(",") == [
+        "nesvm_paper",
+        "liblinear_hinge_nesvm",
+        "libsvm_capped",
+        "pegasos_nesvm",
+        "nesvm",
+        "nesvm_plain",
+    ]
     # the paper's tolerance for every baseline (section IV), NESVM without continuation
-    for solver, tol in (("liblinear_hinge_nesvm", 1e-3), ("pegasos_nesvm", 1e-3),
-                        ("libsvm_capped", 1e-3)):
+    for solver, tol in (
+        ("liblinear_hinge_nesvm", 1e-3),
+        ("pegasos_nesvm", 1e-3),
+        ("libsvm_capped", 1e-3),
+    ):
         assert build_estimator(composed("+experiment=nesvm_adult", f"solver={solver}")).tol == tol
     plain = build_estimator(composed("+experiment=nesvm_adult", "solver=nesvm_plain"))
     assert (plain.homotopy, plain.mu, plain.stop, plain.eps) == ("off", 0.01, "gap", 0.01)
@@ -262,15 +331,16 @@ def test_experiment_preset_composes_the_paper_sweep():
 def test_paper_settings_on_a1a_match_liblinear_accuracy(shared_libsvm, C):
     d = load_dataset("a1a", data_dir=shared_libsvm)
     with pytest.warns(ConvergenceWarning, match="stop='paper' rule on F_mu"):
-        model = NESVM(C=C, stop="paper", eps=1e-3, homotopy="off", lipschitz="paper",
-                      step="fixed").fit(d.X_train, d.y_train)  # mu = 5, eps = 1e-3: the paper's
+        model = NESVM(
+            C=C, stop="paper", eps=1e-3, homotopy="off", lipschitz="paper", step="fixed"
+        ).fit(d.X_train, d.y_train)  # mu = 5, eps = 1e-3: the paper's
         # L, step and rule
-    reference = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-6,
-                          max_iter=10**5).fit(d.X_train, d.y_train)
+    reference = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-6, max_iter=10**5).fit(
+        d.X_train, d.y_train
+    )
     accuracy, ref_accuracy = model.score(d.X_test, d.y_test), reference.score(d.X_test, d.y_test)
     assert not model.converged_ and abs(accuracy - ref_accuracy) < 0.01
-    F_ref = hinge_primal(d.X_train, np.where(d.y_train > 0, 1.0, -1.0), reference.coef_[0],
-                         0.0, C)
+    F_ref = hinge_primal(d.X_train, np.where(d.y_train > 0, 1.0, -1.0), reference.coef_[0], 0.0, C)
     F = model.objectives(d.X_train, d.y_train)["objective_hinge_l2"]
     assert F_ref <= F <= F_ref + C * 5.0 / 2 * d.X_train.shape[0]  # a_i = 1: binary features
 
@@ -283,8 +353,15 @@ def test_gap_rule_converges_exactly_when_the_final_certificate_meets_eps(data, m
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est = NESVM(C=1.0, eps=eps, max_iter=max_iter, homotopy="off", mu=0.01,
-                    lipschitz="paper", step="fixed").fit(X, y)
+        est = NESVM(
+            C=1.0,
+            eps=eps,
+            max_iter=max_iter,
+            homotopy="off",
+            mu=0.01,
+            lipschitz="paper",
+            step="fixed",
+        ).fit(X, y)
     quick = est.trace_.columns()["rel_gap_hinge_l2"]
     assert est.converged_ == (est.certificate_.rel_gap <= eps)
     assert est.converged_ == ((max_iter, eps) == (1000, 1e-3)) and np.nanmin(quick) > eps

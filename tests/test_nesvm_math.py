@@ -51,19 +51,19 @@ def np_objective(X, y, C, model, mu, nu, bias, theta, K=None):
     m = 1 - y * (X @ w + b)
     if model == "lssvm":
         reg = 0.5 * w @ (K @ w if K is not None else w)
-        grad = np.append(K @ w if K is not None else w, 0.0)[:len(theta)] - 2 * C * Xh.T @ (y * m)
+        grad = np.append(K @ w if K is not None else w, 0.0)[: len(theta)] - 2 * C * Xh.T @ (y * m)
         value = reg + C * m @ m
         return value, value, grad
     t = (nu if model == "lpsvm" else mu) * a
     u = np.clip(m / np.where(t > 0, t, 1.0), 0, 1)
-    u[t == 0] = (m[t == 0] > 0)
+    u[t == 0] = m[t == 0] > 0
     loss_grad = -C * Xh.T @ (y * u)
     if model == "lpsvm":
         reg_s, reg, reg_grad = np_huber(w, mu).sum(), np.abs(w).sum(), np.clip(w / mu, -1, 1)
     else:
         reg_grad = K @ w if K is not None else w
         reg_s = reg = 0.5 * w @ reg_grad
-    grad = loss_grad + np.append(reg_grad, 0.0)[:len(theta)]
+    grad = loss_grad + np.append(reg_grad, 0.0)[: len(theta)]
     return reg_s + C * np_hinge(m, t).sum(), reg + C * np.maximum(0, m).sum(), grad
 
 
@@ -130,8 +130,11 @@ def test_whole_objective_sandwich(bias):
     for model in ("csvm", "lpsvm"):
         problem = SmoothedSVM(X, y, C, model, mu, nu, bias)
         p = X.shape[1]
-        allowance = (C * nu / 2 * problem.a.sum() + p * mu / 2 if model == "lpsvm"
-                     else C * mu / 2 * problem.a.sum())
+        allowance = (
+            C * nu / 2 * problem.a.sum() + p * mu / 2
+            if model == "lpsvm"
+            else C * mu / 2 * problem.a.sum()
+        )
         for _ in range(10):
             ev = problem.evaluate(rng.normal(size=problem.dim))
             assert ev.smoothed <= ev.true + 1e-10
@@ -227,7 +230,8 @@ def test_duality_identity_and_weak_duality_for_csvm_without_bias():
         t = problem.hinge_width()
         u = np.clip((1 - y * (X @ w)) / t, 0, 1)
         assert ev.smoothed - problem.smoothed_dual(u) == pytest.approx(
-            0.5 * ev.grad @ ev.grad, rel=1e-9)
+            0.5 * ev.grad @ ev.grad, rel=1e-9
+        )
         assert ev.dual_gap >= -1e-10  # D(C u(w)) <= F(w)
 
 
@@ -253,7 +257,9 @@ def test_numba_kernel_oracle_equals_the_numpy_reference():
     np.testing.assert_allclose(ev.grad, expected[2], rtol=1e-11, atol=1e-12)
 
 
-@pytest.mark.parametrize("p", [6, 120, 600])  # full eigvalsh, Lanczos on the Gram matrix, matrix-free
+@pytest.mark.parametrize(
+    "p", [6, 120, 600]
+)  # full eigvalsh, Lanczos on the Gram matrix, matrix-free
 @pytest.mark.parametrize("bias", [False, True])
 def test_lambda_max_of_the_weighted_gram_matrix_is_the_dense_eigenvalue(p, bias):
     """... and the same bits for dense and CSR X: NESVM's step 1/L then does not depend on the

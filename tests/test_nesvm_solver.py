@@ -19,8 +19,13 @@ def run(problem, L, theta0=None, iterations=300, **kwargs):
     seen = []
     theta0 = np.zeros(problem.dim) if theta0 is None else theta0
     kwargs = {"eps": 0.0, "max_iter": iterations} | kwargs
-    result = nesterov(problem.evaluate, theta0, L,
-                      on_iterate=lambda k, w, ev: seen.append((w.copy(), ev)), **kwargs)
+    result = nesterov(
+        problem.evaluate,
+        theta0,
+        L,
+        on_iterate=lambda k, w, ev: seen.append((w.copy(), ev)),
+        **kwargs,
+    )
     return result, seen
 
 
@@ -68,12 +73,18 @@ def test_theorem_3_invariant_holds_at_every_iteration(model, mode):
 def test_rate_bound_eq43_holds_for_every_k(model):
     X, y = make_problem(n=100, p=6)
     problem = SmoothedSVM(X, y, 1.0, model, 0.5, 0.5)
+
     def value_and_grad(theta):
         ev = problem.evaluate(theta)
         return ev.smoothed, ev.grad
 
-    reference = minimize(value_and_grad, np.zeros(problem.dim), jac=True, method="L-BFGS-B",
-                         options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000})
+    reference = minimize(
+        value_and_grad,
+        np.zeros(problem.dim),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000},
+    )
     L = problem.lipschitz("tight")
     _, seen = run(problem, L, iterations=600)
     f_y = np.array([problem.evaluate(w - ev.grad / L).smoothed for w, ev in seen])
@@ -102,12 +113,16 @@ def test_relative_and_gradient_rules_hold_where_the_solver_stops(rule):
     X, y = make_problem()
     problem = SmoothedSVM(X, y, 1.0, "csvm", 1.0)
     eps = 1e-6
-    (_, k, converged), seen = run(problem, problem.lipschitz("tight"), iterations=20_000,
-                                  eps=eps, stop=rule)
+    (_, k, converged), seen = run(
+        problem, problem.lipschitz("tight"), iterations=20_000, eps=eps, stop=rule
+    )
     values = [ev.smoothed for _, ev in seen]
     last = seen[-1][1]
-    holds = (0.5 * last.grad @ last.grad <= eps if rule == "grad"
-             else abs(values[-1] - values[-2]) <= eps * max(1, abs(values[-1])))
+    holds = (
+        0.5 * last.grad @ last.grad <= eps
+        if rule == "grad"
+        else abs(values[-1] - values[-2]) <= eps * max(1, abs(values[-1]))
+    )
     assert converged and holds and k > 1
 
 
@@ -126,8 +141,11 @@ def test_returned_iterate(iterate):
     L = problem.lipschitz("paper")
     (theta, _, _), seen = run(problem, L, iterations=50, return_iterate=iterate)
     w_k, ev_k = seen[-1]
-    expected = {"w": w_k, "y": w_k - ev_k.grad / L,
-                "best": seen[int(np.argmin([ev.smoothed for _, ev in seen]))][0]}[iterate]
+    expected = {
+        "w": w_k,
+        "y": w_k - ev_k.grad / L,
+        "best": seen[int(np.argmin([ev.smoothed for _, ev in seen]))][0],
+    }[iterate]
     np.testing.assert_array_equal(theta, expected)
 
 
@@ -153,8 +171,16 @@ def test_homotopy_warm_starts_each_stage_and_recomputes_l(model, monkeypatch):
 
     monkeypatch.setattr(nesvm, "nesterov", recording)
     monkeypatch.setattr(NESVM, "_warm_up", None)  # only the fit's own calls
-    estimator = NESVM(C=0.5, model=model, mu=2.0, nu=1.0, mu_target=0.25, nu_target=0.5,
-                      homotopy="harmonic", lipschitz="tight").fit(X, y)
+    estimator = NESVM(
+        C=0.5,
+        model=model,
+        mu=2.0,
+        nu=1.0,
+        mu_target=0.25,
+        nu_target=0.5,
+        homotopy="harmonic",
+        lipschitz="tight",
+    ).fit(X, y)
     mus = [c[2] for c in calls]
     assert mus == [2.0, 1.0, 2.0 / 3, 0.5, 0.4, 2.0 / 6, 2.0 / 7, 0.25]
     if model == "lpsvm":
@@ -193,8 +219,9 @@ def test_adaptive_step_grows_from_too_small_an_l_and_reaches_the_same_optimum(mo
     fixed, _, converged = nesterov(problem.evaluate, np.zeros(problem.dim), L, 1e-12, "grad")
     assert converged
     local = nesvm.LocalStep(L / 1e4)  # far too small: the first steps overshoot
-    adaptive, _, converged = nesterov(problem.evaluate, np.zeros(problem.dim), L, 1e-12, "grad",
-                                      local=local)
+    adaptive, _, converged = nesterov(
+        problem.evaluate, np.zeros(problem.dim), L, 1e-12, "grad", local=local
+    )
     assert converged
     assert L / 1e4 < local.L <= L  # raised from the curvature it met, never above the bound
     # stop='grad' certifies F_mu - F_mu* <= 1e-12 for a 1-strongly convex F_mu: both are within
@@ -211,10 +238,12 @@ def test_default_adaptive_step_certifies_and_the_paper_preset_keeps_the_fixed_st
     assert adaptive.n_iter_ < fixed.n_iter_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # the paper's rule certifies nothing
-        paper = NESVM(mu=5.0, eps=1e-3, stop="paper", homotopy="off", lipschitz="paper",
-                      step="fixed").fit(X, y)
+        paper = NESVM(
+            mu=5.0, eps=1e-3, stop="paper", homotopy="off", lipschitz="paper", step="fixed"
+        ).fit(X, y)
     # step='fixed' is the paper's iteration with its constant step 1/L
     problem = SmoothedSVM(X, np.where(y > 0, 1.0, -1.0), 1.0, "csvm", 5.0)
-    expected, _, _ = nesterov(problem.evaluate, np.zeros(problem.dim),
-                              problem.lipschitz("paper"), 1e-3, "paper")
+    expected, _, _ = nesterov(
+        problem.evaluate, np.zeros(problem.dim), problem.lipschitz("paper"), 1e-3, "paper"
+    )
     np.testing.assert_array_equal(paper.coef_[0], expected)

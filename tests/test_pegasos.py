@@ -65,8 +65,11 @@ def test_seed_fixes_the_result_and_different_seeds_differ():
 def test_converges_to_the_hinge_svm_optimum():
     X, y = make_problem(n=300, p=6)
     C = 0.5
-    ref = LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=1e-10,
-                    max_iter=10**6).fit(X, y).coef_[0]
+    ref = (
+        LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=1e-10, max_iter=10**6)
+        .fit(X, y)
+        .coef_[0]
+    )
     F_star = 0.5 * ref @ ref + C * np.maximum(0, 1 - y * (X @ ref)).sum()
     model = Pegasos(C=C, epochs=200, random_state=0).fit(X, y)
     trace = model.trace_.columns()["objective_hinge_l2"]

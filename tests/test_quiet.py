@@ -45,23 +45,35 @@ def test_mlflow_artifact_progress_bars_only_when_verbose(tmp_path, verbose):
     """MLflow's own progress bar (one per artifact copy) after the command has set up its
     process: off unless ``--verbose``."""
     args = ["datasets", "list", "--data-dir", str(tmp_path)] + ["--verbose"] * verbose
-    code = ("import contextlib, io, sys\n"
-            "from svmlab.app import cli\n"
-            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    cli.main({args!r})\n"
-            "from mlflow.utils.file_utils import ArtifactProgressBar\n"
-            "with ArtifactProgressBar.files('Downloading artifacts', total=3) as bar:\n"
-            "    for _ in range(3):\n"
-            "        bar.update()\n")
-    env = {k: v for k, v in child_env().items()
-           if k not in ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "SVMLAB_VERBOSE")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env=env, check=True)
+    code = (
+        "import contextlib, io, sys\n"
+        "from svmlab.app import cli\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    cli.main({args!r})\n"
+        "from mlflow.utils.file_utils import ArtifactProgressBar\n"
+        "with ArtifactProgressBar.files('Downloading artifacts', total=3) as bar:\n"
+        "    for _ in range(3):\n"
+        "        bar.update()\n"
+    )
+    env = {
+        k: v
+        for k, v in child_env().items()
+        if k not in ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "SVMLAB_VERBOSE")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=True,
+    )
     assert ("Downloading artifacts" in done.stderr) == verbose, done.stderr
 
 
 def test_the_compile_notice_gives_the_last_compile_time_once_per_process_and_solver(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setattr(numba.core.config, "CACHE_DIR", str(tmp_path))
     assert warm_up.compile_times() == {}
     warm_up.record_compile_time("QuietToy", 12.4)

@@ -29,8 +29,17 @@ TRAINS = [
     ("solver=libsvm", "kernel=rbf", "kernel.gamma=0.05", "solver.C=2", "seed=3"),
     ("solver=alm_gap", "seed=2", "tracking.log_model=false"),
 ]
-STUDY = ("--trials", "1", "--sampler", "grid", "--cv", "2", "solver=liblinear",
-         "solver.C=choice(0.5)", "tracking.log_model=false")
+STUDY = (
+    "--trials",
+    "1",
+    "--sampler",
+    "grid",
+    "--cv",
+    "2",
+    "solver=liblinear",
+    "solver.C=choice(0.5)",
+    "tracking.log_model=false",
+)
 
 #: tags left out, each for its reason
 VARYING_TAGS = {
@@ -73,14 +82,30 @@ def run_record(client: MlflowClient, run, replace) -> dict:
         histories[key] = sorted([m.step, None if varying else rounded(m.value)] for m in history)
         metrics[key] = None if varying else rounded(run.data.metrics[key])
     tags = {k: replace(v) for k, v in sorted(run.data.tags.items()) if k not in VARYING_TAGS}
-    inputs = [{"name": d.dataset.name, "digest": d.dataset.digest, "profile": d.dataset.profile,
-               "context": [t.value for t in d.tags]} for d in run.inputs.dataset_inputs]
-    return {"status": run.info.status,
-            "params": {k: replace(v) for k, v in sorted(run.data.params.items())},
-            "tags": tags, "metrics": metrics, "histories": histories, "inputs": inputs,
-            "artifacts": artifacts(client, run_id, replace),
-            "models": sorted(m.name for m in client.search_logged_models(
-                [run.info.experiment_id], f"source_run_id = '{run_id}'"))}
+    inputs = [
+        {
+            "name": d.dataset.name,
+            "digest": d.dataset.digest,
+            "profile": d.dataset.profile,
+            "context": [t.value for t in d.tags],
+        }
+        for d in run.inputs.dataset_inputs
+    ]
+    return {
+        "status": run.info.status,
+        "params": {k: replace(v) for k, v in sorted(run.data.params.items())},
+        "tags": tags,
+        "metrics": metrics,
+        "histories": histories,
+        "inputs": inputs,
+        "artifacts": artifacts(client, run_id, replace),
+        "models": sorted(
+            m.name
+            for m in client.search_logged_models(
+                [run.info.experiment_id], f"source_run_id = '{run_id}'"
+            )
+        ),
+    }
 
 
 def artifacts(client: MlflowClient, run_id: str, replace, path: str | None = None) -> dict:
@@ -103,8 +128,11 @@ def content(client: MlflowClient, run_id: str, path: str, replace):
     if suffix != ".parquet":
         return replace(Path(local).read_text())
     frame = pd.read_parquet(local)
-    return {column: [rounded(v) if isinstance(v, float) else v for v in frame[column].tolist()]
-            for column in frame.columns if column not in VARYING_COLUMNS}
+    return {
+        column: [rounded(v) if isinstance(v, float) else v for v in frame[column].tolist()]
+        for column in frame.columns
+        if column not in VARYING_COLUMNS
+    }
 
 
 def record_of(folder: Path) -> dict:
@@ -121,8 +149,10 @@ def record_of(folder: Path) -> dict:
             text = text.replace(run_id, f"<run:{name}>")
         return text
 
-    return {r.info.run_name: run_record(client, r, replace)
-            for r in sorted(found, key=lambda r: r.info.run_name)}
+    return {
+        r.info.run_name: run_record(client, r, replace)
+        for r in sorted(found, key=lambda r: r.info.run_name)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -133,9 +163,21 @@ def recorded(tmp_path_factory, store_template) -> dict:
     store = copy_store(store_template, folder / "mlflow.db")
     for overrides in TRAINS:
         assert train(store, *overrides) == 0
-    assert cli.main(["tune", "--storage", f"sqlite:///{folder / 'optuna.db'}", "--study",
-                     "s", *STUDY, f"tracking.uri=sqlite:///{store}",
-                     f"hydra.searchpath=[file://{SUPPORT_CONF}]"]) == 0
+    assert (
+        cli.main(
+            [
+                "tune",
+                "--storage",
+                f"sqlite:///{folder / 'optuna.db'}",
+                "--study",
+                "s",
+                *STUDY,
+                f"tracking.uri=sqlite:///{store}",
+                f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+            ]
+        )
+        == 0
+    )
     return json.loads(json.dumps(record_of(folder)))  # as the file holds it
 
 
@@ -153,6 +195,7 @@ def test_runs_record_the_same_names_and_values_as_the_kept_record(recorded):
 
 
 # -- what a run records, without a store ---------------------------------------------------------
+
 
 def test_a_fits_record_is_built_without_a_store():
     """A fit's record (plain values): the trace as a table and its histories, the final metrics
@@ -181,9 +224,13 @@ def test_a_fits_record_is_built_without_a_store():
 def test_the_config_record_is_built_from_plain_values():
     from svmlab.recording.config import DIGEST_TAG, config_record, run_name
 
-    tree = {"seed": 3, "solver": {"C": 2.0, "tol": "1e-3"}, "kernel": {"name": "linear"},
-            "dataset": {"name": "breast_cancer", "n": 5, "y": "yes"},
-            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab"}}
+    tree = {
+        "seed": 3,
+        "solver": {"C": 2.0, "tol": "1e-3"},
+        "kernel": {"name": "linear"},
+        "dataset": {"name": "breast_cancer", "n": 5, "y": "yes"},
+        "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab"},
+    }
     record = config_record(tree, ["seed=3"], "liblinear", sweep_dir="/s", job_num=1)
     assert record.params["solver.C"] == 2.0 and record.params["dataset.n"] == 5
     assert record.tags["svmlab.job_num"] == 1 and len(record.tags[DIGEST_TAG]) == 64

@@ -44,8 +44,9 @@ def start(store, tmp_path, *overrides: str) -> subprocess.Popen:
     """`svmlab train` in a session of its own (signals to its group reach it alone), its
     output in ``tmp_path/out.txt``."""
     out = open(tmp_path / "out.txt", "w")
-    return train_process(store, *overrides, stdout=out, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    return train_process(
+        store, *overrides, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def output(tmp_path) -> str:
@@ -65,15 +66,22 @@ def run_pids(store) -> set[int]:
 
 
 def gone(pids) -> bool:
-    return not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
-                   for pid in pids)
+    return not any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids
+    )
 
 
 def svmlab(*args: str, cwd=None) -> subprocess.CompletedProcess:
     """The `svmlab` command in a child process."""
-    return subprocess.run([sys.executable, "-m", "svmlab.app.cli", *args], capture_output=True,
-                          text=True, timeout=600, cwd=cwd, check=False,
-                          env=child_env())
+    return subprocess.run(
+        [sys.executable, "-m", "svmlab.app.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        check=False,
+        env=child_env(),
+    )
 
 
 def train_args_for(store, *overrides: str) -> list[str]:
@@ -90,6 +98,7 @@ def killed_with_reason(run) -> bool:
 
 
 # -- a run is never left RUNNING for good --------------------------------------------------------
+
 
 def sigkilled_run(store, tmp_path):
     """A single run SIGKILLed while it trains: it is left RUNNING."""
@@ -141,8 +150,9 @@ def test_reap_tells_a_reused_pid_and_a_silent_run_from_a_live_one(store, when):
     me = this_process()
     now = time.time()
     live = fake_run(client, experiment, **me, **{HEARTBEAT_TAG: when(now)})
-    reused = fake_run(client, experiment, **me | {PID_STARTED_TAG: when(1000.0)},
-                      **{HEARTBEAT_TAG: when(now)})
+    reused = fake_run(
+        client, experiment, **me | {PID_STARTED_TAG: when(1000.0)}, **{HEARTBEAT_TAG: when(now)}
+    )
     elsewhere = {HOST_TAG: "another-host", PID_TAG: "1", PID_STARTED_TAG: when(1.0)}
     silent = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: when(now - 700)})
     beating = fake_run(client, experiment, **elsewhere, **{HEARTBEAT_TAG: when(now - 60)})
@@ -166,16 +176,16 @@ def test_the_heartbeat_is_refreshed_off_the_main_thread(store):
 
 
 @pytest.mark.slow
-def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(store, tmp_path,
-                                                                            capsys):
+def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(
+    store, tmp_path, capsys
+):
     """joblib, 2 workers, 3 jobs: the launcher is SIGKILLed while two jobs train. The workers
     stop (their runs end KILLED, and the parent run with them, without a reap or a warning of
     joblib's), the queued job never starts, and the resumed sweep runs each config exactly
     once."""
     stop = tmp_path / "stop"
     sweep = ("solver=slow", "seed=0,1,2", f"+solver.stop_file={stop}", "tracking.log_model=false")
-    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                 *sweep)
+    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *sweep)
     wait_for(lambda: len(running(store)) == 3, "the parent and two jobs to run")
     workers = run_pids(store) - {proc.pid}
     proc.kill()
@@ -195,9 +205,10 @@ def test_a_sigkilled_launcher_leaves_no_orphan_and_resume_duplicates_nothing(sto
     assert finished == ["0", "1", "2"]  # once each
     assert not running(store)
     parents = [r for r in runs(store) if r.data.tags.get("svmlab.role") == "sweep"]
-    assert len(parents) == 2  # the killed sweep's; the first resume's (the second had nothing to do)
+    assert (
+        len(parents) == 2
+    )  # the killed sweep's; the first resume's (the second had nothing to do)
     assert parents[-1].data.metrics["jobs_finished"] == 3
-
 
 
 @pytest.mark.slow
@@ -208,8 +219,13 @@ def test_a_new_store_created_by_another_client_at_the_same_moment_loses_no_run(t
         folder = tmp_path / str(attempt)
         folder.mkdir()
         db = folder / "mlflow.db"
-        proc = train_process(db, "solver=liblinear", "tracking.log_model=false",
-                             stdout=open(folder / "out.txt", "w"), stderr=subprocess.STDOUT)
+        proc = train_process(
+            db,
+            "solver=liblinear",
+            "tracking.log_model=false",
+            stdout=open(folder / "out.txt", "w"),
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + LIMIT_S
         while not db.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.002)
@@ -219,7 +235,9 @@ def test_a_new_store_created_by_another_client_at_the_same_moment_loses_no_run(t
         assert proc.wait(timeout=600) == 0, (folder / "out.txt").read_text()
         assert statuses(db) == ["FINISHED"]
 
+
 # -- interruptions ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_fit_stuck_in_compiled_code_is_interrupted(store, tmp_path, sig):
@@ -233,12 +251,25 @@ def test_a_fit_stuck_in_compiled_code_is_interrupted(store, tmp_path, sig):
     assert "svmlab: interrupted" in output(tmp_path) and "Traceback" not in output(tmp_path)
 
 
-@pytest.mark.parametrize("how", ["ctrl-c to the group",
-                                 pytest.param("sigterm to the launcher", marks=pytest.mark.slow),
-                                 pytest.param("a worker crashes", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "ctrl-c to the group",
+        pytest.param("sigterm to the launcher", marks=pytest.mark.slow),
+        pytest.param("a worker crashes", marks=pytest.mark.slow),
+    ],
+)
 def test_an_interrupted_joblib_sweep_ends_every_job_killed(store, tmp_path, how):
-    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                 "solver=stuck", "seed=0,1,2", "tracking.log_model=false")
+    proc = start(
+        store,
+        tmp_path,
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "solver=stuck",
+        "seed=0,1,2",
+        "tracking.log_model=false",
+    )
     wait_for(lambda: len(running(store)) == 3, "the parent and two jobs to run")
     pids = run_pids(store)
     if how == "ctrl-c to the group":
@@ -259,8 +290,16 @@ def test_an_interrupted_joblib_sweep_ends_every_job_killed(store, tmp_path, how)
 def test_sigterm_to_a_one_worker_joblib_sweep_ends_it_killed_without_a_traceback(store, tmp_path):
     """With one worker the job runs in the launcher's own process; the SIGTERM handler the
     sweep set is restored before the interpreter tears its modules down."""
-    proc = start(store, tmp_path, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=1",
-                 "solver=stuck", "seed=0,1", "tracking.log_model=false")
+    proc = start(
+        store,
+        tmp_path,
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=1",
+        "solver=stuck",
+        "seed=0,1",
+        "tracking.log_model=false",
+    )
     wait_for(lambda: len(running(store)) == 2, "the parent and the job to run")
     proc.terminate()
     assert proc.wait(timeout=LIMIT_S) != 0
@@ -273,8 +312,15 @@ def test_sigterm_to_a_one_worker_joblib_sweep_ends_it_killed_without_a_traceback
 
 @pytest.mark.slow
 def test_sigterm_to_a_submitit_launcher_stops_its_jobs(store, tmp_path):
-    proc = start(store, tmp_path, "-m", "hydra/launcher=submitit_local", "solver=stuck",
-                 "seed=0,1", "tracking.log_model=false")
+    proc = start(
+        store,
+        tmp_path,
+        "-m",
+        "hydra/launcher=submitit_local",
+        "solver=stuck",
+        "seed=0,1",
+        "tracking.log_model=false",
+    )
     wait_for(lambda: len(running(store)) == 3, "the parent and both jobs to run")
     pids = run_pids(store)
     proc.terminate()
@@ -288,13 +334,20 @@ def test_sigterm_to_a_submitit_launcher_stops_its_jobs(store, tmp_path):
 
 # -- exit status and one-line messages -----------------------------------------------------------
 
-@pytest.mark.parametrize("overrides, status, message", [
-    (("tracking.uri=nosuchscheme://x",), 3, "not a tracking URI MLflow knows"),
-    (("dataset=../solver/libsvm",), 2, "unknown dataset '../solver/libsvm'"),
-    (("seed=4294967296",), 2, "seed must be an integer from 0 to 2**32 - 1"),
-    (("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "seed=0,1"), 2,
-     "hydra.launcher.n_jobs must be a number of worker processes"),
-])
+
+@pytest.mark.parametrize(
+    "overrides, status, message",
+    [
+        (("tracking.uri=nosuchscheme://x",), 3, "not a tracking URI MLflow knows"),
+        (("dataset=../solver/libsvm",), 2, "unknown dataset '../solver/libsvm'"),
+        (("seed=4294967296",), 2, "seed must be an integer from 0 to 2**32 - 1"),
+        (
+            ("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "seed=0,1"),
+            2,
+            "hydra.launcher.n_jobs must be a number of worker processes",
+        ),
+    ],
+)
 def test_bad_inputs_are_answered_in_one_line(store, tmp_path, overrides, status, message):
     done = svmlab(*train_args_for(store, "solver=liblinear", *overrides), cwd=tmp_path)
     assert done.returncode == status, done.stderr
@@ -322,8 +375,12 @@ def test_an_unusable_artifact_folder_leaves_no_run_running(store, tmp_path, swee
 
 def test_a_sweep_folder_that_cannot_be_created_starts_nothing(store, tmp_path):
     (tmp_path / "blocked").write_text("a file")
-    done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "seed=0,1",
-                                  f"hydra.sweep.dir={tmp_path}/blocked/sweep"), cwd=tmp_path)
+    done = svmlab(
+        *train_args_for(
+            store, "-m", "solver=liblinear", "seed=0,1", f"hydra.sweep.dir={tmp_path}/blocked/sweep"
+        ),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert "cannot start the sweep: the sweep folder" in done.stderr
     assert not running(store)
@@ -336,31 +393,51 @@ def failed_run_without_trace(store) -> str:
     return run_id
 
 
-@pytest.mark.parametrize("args, status, words", [
-    (["runs", "plot", "deadbeef", "--tracking-uri", "{uri}"], 2,
-     "svmlab runs plot: error: no run deadbeef in the tracking store"),
-    (["runs", "plot", failed_run_without_trace, "--tracking-uri", "{uri}"], 2,
-     "(FAILED) has no trace (trace/trace.parquet)"),
-    (["analyze", "--measure", "test_acc"], 2, "Did you mean 'test_accuracy'?"),
-    (["tune", "solver=libsvn", "tracking.uri={uri}"], 2, "Did you mean 'libsvm'?"),
-    (["runs", "reap", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
-     "svmlab runs reap: error: no tracking store at sqlite:///"),
-    (["runs", "plot", "deadbeef", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
-     "no tracking store at"),
-    (["analyze", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3, "no tracking store at"),
-    (["workflow", "table", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3,
-     "no tracking store at"),
-], ids=["unknown run", "no trace", "measure", "tune option", "reap", "plot", "analyze", "table"])
-def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_path, capsys,
-                                                                   monkeypatch, args, status,
-                                                                   words):
+@pytest.mark.parametrize(
+    "args, status, words",
+    [
+        (
+            ["runs", "plot", "deadbeef", "--tracking-uri", "{uri}"],
+            2,
+            "svmlab runs plot: error: no run deadbeef in the tracking store",
+        ),
+        (
+            ["runs", "plot", failed_run_without_trace, "--tracking-uri", "{uri}"],
+            2,
+            "(FAILED) has no trace (trace/trace.parquet)",
+        ),
+        (["analyze", "--measure", "test_acc"], 2, "Did you mean 'test_accuracy'?"),
+        (["tune", "solver=libsvn", "tracking.uri={uri}"], 2, "Did you mean 'libsvm'?"),
+        (
+            ["runs", "reap", "--tracking-uri", "sqlite:///{tmp}/none.db"],
+            3,
+            "svmlab runs reap: error: no tracking store at sqlite:///",
+        ),
+        (
+            ["runs", "plot", "deadbeef", "--tracking-uri", "sqlite:///{tmp}/none.db"],
+            3,
+            "no tracking store at",
+        ),
+        (["analyze", "--tracking-uri", "sqlite:///{tmp}/none.db"], 3, "no tracking store at"),
+        (
+            ["workflow", "table", "--tracking-uri", "sqlite:///{tmp}/none.db"],
+            3,
+            "no tracking store at",
+        ),
+    ],
+    ids=["unknown run", "no trace", "measure", "tune option", "reap", "plot", "analyze", "table"],
+)
+def test_mistakes_are_one_line_naming_the_command_and_create_nothing(
+    store, tmp_path, capsys, monkeypatch, args, status, words
+):
     """One line, the command's status, close names where a name is picked from a list; a
     command that only reads creates no store."""
     from svmlab.app import cli
 
     monkeypatch.chdir(tmp_path)
-    args = [a(store) if callable(a) else a.format(uri=f"sqlite:///{store}", tmp=tmp_path)
-            for a in args]
+    args = [
+        a(store) if callable(a) else a.format(uri=f"sqlite:///{store}", tmp=tmp_path) for a in args
+    ]
     assert cli.main(args) == status
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1, err
@@ -369,12 +446,16 @@ def test_mistakes_are_one_line_naming_the_command_and_create_nothing(store, tmp_
 
 
 def test_a_warning_is_one_line_without_its_source():
-    code = ("import warnings, svmlab.app\n"
-            "warnings.warn('Pegasos stopped early,\\n raise max_iter', RuntimeWarning)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stderr == ("svmlab: warning: RuntimeWarning: Pegasos stopped early, "
-                           "raise max_iter\n")
+    code = (
+        "import warnings, svmlab.app\n"
+        "warnings.warn('Pegasos stopped early,\\n raise max_iter', RuntimeWarning)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stderr == (
+        "svmlab: warning: RuntimeWarning: Pegasos stopped early, raise max_iter\n"
+    )
 
 
 def test_a_store_whose_folder_is_missing_is_refused_unless_asked(tmp_path, capsys):
@@ -393,8 +474,7 @@ def test_a_store_whose_folder_is_missing_is_refused_unless_asked(tmp_path, capsy
     assert runs(store)
 
 
-def test_a_sweep_that_fails_to_start_leaves_no_folder_and_no_parent_run(store, tmp_path,
-                                                                        capsys):
+def test_a_sweep_that_fails_to_start_leaves_no_folder_and_no_parent_run(store, tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:
         train(store, "-m", "solver=libsvn,liblinear", "seed=0,1")
     assert refused.value.code == 2
@@ -405,22 +485,28 @@ def test_a_sweep_that_fails_to_start_leaves_no_folder_and_no_parent_run(store, t
 
 
 def test_a_file_store_is_named_and_leaves_no_job_folder(tmp_path):
-    done = svmlab("train", "solver=liblinear", f"tracking.uri=file://{tmp_path}/mlruns",
-                  cwd=tmp_path)
+    done = svmlab(
+        "train", "solver=liblinear", f"tracking.uri=file://{tmp_path}/mlruns", cwd=tmp_path
+    )
     assert done.returncode == 3
     assert "is a file store, which MLflow 3 no longer writes to" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("(sqlite3.OperationalError) database is locked", "locked"),
-    ("(sqlite3.OperationalError) attempt to write a readonly database", "read-only"),
-    ("(sqlite3.OperationalError) database or disk is full", "full"),
-    ("(sqlite3.DatabaseError) database disk image is malformed", "damaged"),
-    ("(sqlite3.DatabaseError) file is not a database", "damaged"),
-    ("HTTPConnectionPool(host='db.lab', port=5000): Max retries exceeded (Connection refused)",
-     "unreachable"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("(sqlite3.OperationalError) database is locked", "locked"),
+        ("(sqlite3.OperationalError) attempt to write a readonly database", "read-only"),
+        ("(sqlite3.OperationalError) database or disk is full", "full"),
+        ("(sqlite3.DatabaseError) database disk image is malformed", "damaged"),
+        ("(sqlite3.DatabaseError) file is not a database", "damaged"),
+        (
+            "HTTPConnectionPool(host='db.lab', port=5000): Max retries exceeded (Connection refused)",
+            "unreachable",
+        ),
+    ],
+)
 def test_store_errors_are_named(text, problem):
     uri = "http://db.lab:5000" if problem == "unreachable" else "sqlite:///mlflow.db"
     assert store_problem(RuntimeError(text), uri).startswith(problem)
@@ -438,8 +524,9 @@ def download_failure() -> DownloadError:
         return exc
 
 
-@pytest.mark.parametrize("uri", ["sqlite:///mlflow.db", "http://db.lab:5000",
-                                 "postgresql://user@db.lab/mlflow"])
+@pytest.mark.parametrize(
+    "uri", ["sqlite:///mlflow.db", "http://db.lab:5000", "postgresql://user@db.lab/mlflow"]
+)
 def test_a_failed_download_is_not_the_stores(uri):
     """A network failure is the store's only when it names the store's host, and an error svmlab
     raised about the data names its own cause: a download that failed is never the store's."""
@@ -458,19 +545,31 @@ def test_a_store_on_a_host_that_does_not_resolve_is_unreachable(monkeypatch):
     assert line.startswith(f"the tracking store {uri} is unreachable")
 
 
-def test_a_download_failure_in_a_sweep_is_reported_once_before_it_starts(tmp_path,
-                                                                         isolated_data_env):
+def test_a_download_failure_in_a_sweep_is_reported_once_before_it_starts(
+    tmp_path, isolated_data_env
+):
     """No route to the LIBSVM site: the sweep's dataset is made available before any job, so
     the download fails once, in one line, with the jobs it hit (status 2), nothing is created
     and nothing blames the tracking store."""
     store = tmp_path / "mlflow.db"
-    done = svmlab(*train_args_for(store, "-m", "solver=liblinear", "dataset=a4a", "seed=0,1,2",
-                                  f"paths.cache_dir={tmp_path / 'cache'}",
-                                  "tracking.log_model=false"), cwd=tmp_path)
+    done = svmlab(
+        *train_args_for(
+            store,
+            "-m",
+            "solver=liblinear",
+            "dataset=a4a",
+            "seed=0,1,2",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+            "tracking.log_model=false",
+        ),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()
-    assert line.startswith(f"svmlab: error: cannot start the sweep: a4a is not in the cache "
-                           f"{tmp_path / 'cache' / 'a4a'} and no data folder is set")
+    assert line.startswith(
+        f"svmlab: error: cannot start the sweep: a4a is not in the cache "
+        f"{tmp_path / 'cache' / 'a4a'} and no data folder is set"
+    )
     assert "download of http://127.0.0.1:" in line and line.endswith("(3 jobs: #0, #1, #2)")
     assert "the tracking store" not in done.stdout + done.stderr
     assert not store.exists() and not (tmp_path / "cache").exists()
@@ -487,14 +586,23 @@ def damaged(store, damage: str) -> str:
     return hashlib.sha256(store.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("damage, command", [("halved", "train"), ("halved", "sweep"),
-                                             ("halved", "reap"), ("text", "train")])
+@pytest.mark.parametrize(
+    "damage, command",
+    [("halved", "train"), ("halved", "sweep"), ("halved", "reap"), ("text", "train")],
+)
 def test_a_damaged_store_is_named_and_left_as_it_is(tmp_path, damage, command):
     store = tmp_path / "mlflow.db"
     digest = damaged(store, damage)
-    args = (["runs", "reap", "--tracking-uri", f"sqlite:///{store}"] if command == "reap" else
-            train_args_for(store, "solver=liblinear", "tracking.log_model=false",
-                           *(["-m"] if command == "sweep" else [])))
+    args = (
+        ["runs", "reap", "--tracking-uri", f"sqlite:///{store}"]
+        if command == "reap"
+        else train_args_for(
+            store,
+            "solver=liblinear",
+            "tracking.log_model=false",
+            *(["-m"] if command == "sweep" else []),
+        )
+    )
     done = svmlab(*args, cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     (line,) = [line for line in done.stderr.splitlines() if "error" in line]
@@ -506,25 +614,42 @@ def test_a_damaged_store_is_named_and_left_as_it_is(tmp_path, damage, command):
 
 # -- store outages ---------------------------------------------------------------------------------
 
+
 def server_sweep(url: str, tmp_path, *overrides: str, **env: str) -> subprocess.Popen:
     """A sweep of `solver=slow` jobs that end once ``tmp_path/stop`` exists, logged to the
     server at ``url``; its output in ``tmp_path/out.txt``."""
     client_dir = tmp_path / "client"
     client_dir.mkdir(exist_ok=True)
     return subprocess.Popen(
-        [sys.executable, "-m", "svmlab.app.cli", *train_args_for(
-            client_dir / "unused.db", "-m", "solver=slow", f"+solver.stop_file={tmp_path / 'stop'}",
-            "tracking.log_model=false", f"tracking.uri={url}", *overrides)],
-        env=child_env(**env), stdout=open(tmp_path / "out.txt", "w"), stderr=subprocess.STDOUT,
-        cwd=client_dir, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            *train_args_for(
+                client_dir / "unused.db",
+                "-m",
+                "solver=slow",
+                f"+solver.stop_file={tmp_path / 'stop'}",
+                "tracking.log_model=false",
+                f"tracking.uri={url}",
+                *overrides,
+            ),
+        ],
+        env=child_env(**env),
+        stdout=open(tmp_path / "out.txt", "w"),
+        stderr=subprocess.STDOUT,
+        cwd=client_dir,
+        start_new_session=True,
+    )
 
 
 def running_on(url: str) -> list:
     """The RUNNING runs of experiment svmlab on the server at ``url``."""
     client = MlflowClient(url)
     found = client.get_experiment_by_name("svmlab")
-    return (client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'")
-            if found else [])
+    return (
+        client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'") if found else []
+    )
 
 
 def test_the_processes_of_a_sweep_share_one_wait_for_their_store(tmp_path, refused_url):
@@ -548,6 +673,7 @@ def test_the_processes_of_a_sweep_share_one_wait_for_their_store(tmp_path, refus
     assert Patience(refused_url, window_s=600, shared=tmp_path)(lambda: "back") == "back"
     assert gone_line(tmp_path, refused_url) is None and not list(tmp_path.iterdir())
 
+
 @pytest.mark.slow
 def test_a_sweep_whose_server_is_gone_for_good_ends_within_its_wait(new_store, tmp_path):
     """Six jobs on two joblib workers at svmlab's HTTP settings, tracking.wait_s=10: the
@@ -561,15 +687,24 @@ def test_a_sweep_whose_server_is_gone_for_good_ends_within_its_wait(new_store, t
     backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
     port = closed_port()
     with tracking_server(backend, tmp_path / "artifacts", port) as url:
-        proc = server_sweep(url, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                            "seed=0,1,2,3,4,5", f"tracking.wait_s={wait_s}")
+        proc = server_sweep(
+            url,
+            tmp_path,
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            "seed=0,1,2,3,4,5",
+            f"tracking.wait_s={wait_s}",
+        )
         wait_for(lambda: len(running_on(url)) == 3, "the parent and two jobs to run")
         left = {r.info.run_id for r in running_on(url)}
     (tmp_path / "stop").touch()  # the fits end; their results find the server gone
     assert proc.wait(timeout=600) == 3  # a safety net; one shared wait is what the lines show
     out = output(tmp_path)
-    (never,) = [x for x in out.splitlines() if x.endswith("this job did not start")
-                and x.startswith("  failed: ")]
+    (never,) = [
+        x
+        for x in out.splitlines()
+        if x.endswith("this job did not start") and x.startswith("  failed: ")
+    ]
     assert never.startswith("  failed: 4 jobs (") and "Traceback" not in out
     (line,) = [x for x in out.splitlines() if "runs left RUNNING" in x]
     assert set(line.split("RUNNING: ")[1].split(";")[0].split(", ")) == left
@@ -590,8 +725,9 @@ def test_a_sigkilled_launcher_on_a_server_leaves_its_parent_killed(new_store, tm
     leaked semaphores."""
     backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
     with tracking_server(backend, tmp_path / "artifacts") as url:
-        proc = server_sweep(url, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                            "seed=0,1,2")
+        proc = server_sweep(
+            url, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1,2"
+        )
         wait_for(lambda: len(running_on(url)) == 3, "the parent and two jobs to run")
         workers = {int(r.data.tags[PID_TAG]) for r in running_on(url)} - {proc.pid}
         proc.kill()
@@ -603,6 +739,7 @@ def test_a_sigkilled_launcher_on_a_server_leaves_its_parent_killed(new_store, tm
     assert len(found) == 3 and all(killed_with_reason(r) for r in found)
     assert "leaked" not in output(tmp_path) and "Warning" not in output(tmp_path)
 
+
 @pytest.mark.slow
 def test_a_sweep_waits_out_a_tracking_server_that_blinks(new_store, tmp_path):
     """The server is stopped while two jobs of a 4-job joblib sweep train, and started again on
@@ -611,8 +748,14 @@ def test_a_sweep_waits_out_a_tracking_server_that_blinks(new_store, tmp_path):
     backend = f"sqlite:///{new_store(tmp_path / 'server.db')}"
     port = closed_port()
     with tracking_server(backend, tmp_path / "artifacts", port) as url:
-        proc = server_sweep(url, tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                            "seed=0,1,2,3", "tracking.wait_s=600")
+        proc = server_sweep(
+            url,
+            tmp_path,
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            "seed=0,1,2,3",
+            "tracking.wait_s=600",
+        )
         wait_for(lambda: len(running_on(url)) == 3, "the parent and two jobs to run")
     (tmp_path / "stop").touch()  # the fits end; their results find the server gone
     wait_for(lambda: "waiting up to 600 s" in output(tmp_path), "a job to wait for the store")
@@ -635,14 +778,25 @@ def test_a_run_whose_sqlite_store_was_locked_for_a_while_is_ended(store, tmp_pat
     import sqlite3
 
     started, stop = tmp_path / "started", tmp_path / "stop"
-    proc = start(store, tmp_path, "solver=slow", f"+solver.started_file={started}",
-                 f"+solver.stop_file={stop}", "tracking.log_model=false")
+    proc = start(
+        store,
+        tmp_path,
+        "solver=slow",
+        f"+solver.started_file={started}",
+        f"+solver.stop_file={stop}",
+        "tracking.log_model=false",
+    )
     wait_for(started.exists, "the fit to start")
     db = sqlite3.connect(store, timeout=60, isolation_level=None)
     db.execute("BEGIN EXCLUSIVE")
     stop.touch()
-    wait_for(lambda: "is locked (another process holds SQLite's write lock); waiting up to"
-             in output(tmp_path), "the run to wait for the lock")
+    wait_for(
+        lambda: (
+            "is locked (another process holds SQLite's write lock); waiting up to"
+            in output(tmp_path)
+        ),
+        "the run to wait for the lock",
+    )
     db.execute("COMMIT")
     db.close()
     assert proc.wait(timeout=600) == 0, output(tmp_path)

@@ -21,8 +21,15 @@ from svmlab.tracking.server import server_command, server_environment
 
 def sweep_against(url: str, folder, *overrides: str) -> subprocess.CompletedProcess:
     """`svmlab train -m ...` run in ``folder`` with tracking.uri pointing at the server."""
-    return subprocess.run(train_command(url, folder, *overrides), env=child_env(), cwd=folder,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        train_command(url, folder, *overrides),
+        env=child_env(),
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +52,15 @@ def server(tmp_path_factory, store_template):
 def test_parallel_sweep_over_http_logs_every_run_history_and_model(server):
     url, artifacts, folder = server
     client_folder = folder / "client"
-    done = sweep_against(url, client_folder, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                         "solver=liblinear,libsvm", "seed=0,1")
+    done = sweep_against(
+        url,
+        client_folder,
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "solver=liblinear,libsvm",
+        "seed=0,1",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 jobs: 4 finished, 0 failed" in done.stdout
     assert {p.name for p in client_folder.iterdir()} == {"multirun"}  # no local store
@@ -59,7 +73,11 @@ def test_parallel_sweep_over_http_logs_every_run_history_and_model(server):
     children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert parent.info.status == "FINISHED" and parent.data.metrics["jobs_finished"] == 4
     assert sorted((r.data.tags["solver"], r.data.tags["seed"]) for r in children) == [
-        ("liblinear", "0"), ("liblinear", "1"), ("libsvm", "0"), ("libsvm", "1")]
+        ("liblinear", "0"),
+        ("liblinear", "1"),
+        ("libsvm", "0"),
+        ("libsvm", "1"),
+    ]
     for run in children:
         run_id = run.info.run_id
         assert run.info.status == "FINISHED"
@@ -93,18 +111,43 @@ def test_the_server_starts_no_job_runner_unless_asked(monkeypatch):
 
 def test_server_refuses_an_unreachable_database_at_once(refused_url):
     port = refused_url.rsplit(":", 1)[1]
-    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
-                           f"postgresql://mlflow@127.0.0.1:{port}/mlflow", "--port",
-                           str(closed_port())],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            "server",
+            "--backend-store-uri",
+            f"postgresql://mlflow@127.0.0.1:{port}/mlflow",
+            "--port",
+            str(closed_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 3, done.stderr
     assert "cannot open the backend store" in done.stderr and "refused" in done.stderr
 
 
 def test_server_refuses_a_uri_that_is_not_a_database():
-    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri",
-                           "file:///tmp/mlruns", "--port", str(closed_port())],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            "server",
+            "--backend-store-uri",
+            "file:///tmp/mlruns",
+            "--port",
+            str(closed_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "must be a database URI" in done.stderr and done.stderr.count("\n") == 1
 
@@ -113,10 +156,23 @@ def test_server_refuses_a_port_that_is_taken(tmp_path):
     """mlflow server itself would log the error and exit 0."""
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--port",
-                               str(port), "--backend-store-uri", "sqlite:///unused.db"],
-                              capture_output=True, text=True, timeout=120, check=False,
-                              cwd=tmp_path)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "svmlab.app.cli",
+                "server",
+                "--port",
+                str(port),
+                "--backend-store-uri",
+                "sqlite:///unused.db",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+        )
     assert done.returncode == 2, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
     assert done.stderr.count("\n") == 1

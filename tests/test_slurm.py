@@ -49,15 +49,27 @@ TINY_WORKFLOW = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
 def cluster() -> str:
     """The name of an idle or busy node of the local SLURM cluster; skips without one."""
     if not (shutil.which("sbatch") and shutil.which("sinfo")):
-        pytest.skip("SLURM is not installed (.ci/run installs Debian's slurm packages and "
-                    "starts tests/cluster/slurm.sh)")
-    nodes = subprocess.run(["sinfo", "--noheader", "--format=%n %t"], capture_output=True,
-                           text=True, timeout=60, check=False)
-    up = [line.split()[0] for line in nodes.stdout.splitlines()
-          if line.split()[1].rstrip("*~#") in ("idle", "mix", "alloc")]
+        pytest.skip(
+            "SLURM is not installed (.ci/run installs Debian's slurm packages and "
+            "starts tests/cluster/slurm.sh)"
+        )
+    nodes = subprocess.run(
+        ["sinfo", "--noheader", "--format=%n %t"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    up = [
+        line.split()[0]
+        for line in nodes.stdout.splitlines()
+        if line.split()[1].rstrip("*~#") in ("idle", "mix", "alloc")
+    ]
     if nodes.returncode != 0 or not up:
-        pytest.skip(f"no SLURM node is up (tests/cluster/slurm.sh start): "
-                    f"{(nodes.stderr or nodes.stdout).strip() or 'sinfo lists none'}")
+        pytest.skip(
+            f"no SLURM node is up (tests/cluster/slurm.sh start): "
+            f"{(nodes.stderr or nodes.stdout).strip() or 'sinfo lists none'}"
+        )
     return up[0]
 
 
@@ -81,10 +93,14 @@ def sweep_runs(url: str, experiment: str, role: str = "sweep") -> tuple[list, li
     """The experiment's runs of ``role`` (sweep parents) and its runs of no role, oldest
     first."""
     client = MlflowClient(url)
-    found = client.search_runs([client.get_experiment_by_name(experiment).experiment_id],
-                               order_by=["attributes.start_time ASC"])
-    return ([r for r in found if r.data.tags.get("svmlab.role") == role],
-            [r for r in found if "svmlab.role" not in r.data.tags])
+    found = client.search_runs(
+        [client.get_experiment_by_name(experiment).experiment_id],
+        order_by=["attributes.start_time ASC"],
+    )
+    return (
+        [r for r in found if r.data.tags.get("svmlab.role") == role],
+        [r for r in found if "svmlab.role" not in r.data.tags],
+    )
 
 
 def one_array(runs: list) -> dict[str, str]:
@@ -101,16 +117,28 @@ def ended_states(jobs) -> set[str] | None:
 
 
 def sweep(url: str, folder, *overrides: str, **popen) -> subprocess.Popen:
-    return subprocess.Popen(train_command(url, folder, *LAUNCHER, *overrides), env=child_env(),
-                            cwd=folder, text=True, **popen)
+    return subprocess.Popen(
+        train_command(url, folder, *LAUNCHER, *overrides),
+        env=child_env(),
+        cwd=folder,
+        text=True,
+        **popen,
+    )
 
 
 @pytest.mark.slow
 def test_a_sweep_runs_as_one_job_array_into_a_postgresql_server(server, tmp_path):
     n = 4  # tasks of one array, each its job number, under one parent
     seeds = "seed=" + ",".join(map(str, range(n)))
-    proc = sweep(server, tmp_path, "solver=liblinear", seeds, "tracking.experiment=array",
-                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = sweep(
+        server,
+        tmp_path,
+        "solver=liblinear",
+        seeds,
+        "tracking.experiment=array",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     out = proc.communicate(timeout=SWEEP_S)[0]
     assert proc.returncode == 0, out
     assert f"{n} jobs: {n} finished, 0 failed" in out
@@ -130,11 +158,17 @@ def test_a_sweep_runs_as_one_job_array_into_a_postgresql_server(server, tmp_path
 
 @pytest.mark.slow
 def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_once(
-        server, tmp_path):
+    server, tmp_path
+):
     started, stop = tmp_path / "started", tmp_path / "stop"
     started.mkdir()
-    jobs = ("solver=slow", "seed=0,1", f"+solver.stop_file={stop}",
-            f"+solver.started_file={started}/" + "${seed}", "tracking.experiment=cancel")
+    jobs = (
+        "solver=slow",
+        "seed=0,1",
+        f"+solver.stop_file={stop}",
+        f"+solver.started_file={started}/" + "${seed}",
+        "tracking.experiment=cancel",
+    )
     out = open(tmp_path / "out.txt", "w")
     proc = sweep(server, tmp_path, *jobs, stdout=out, stderr=subprocess.STDOUT)
     wait_for((started / "1").exists, "job #1 to start its fit")
@@ -159,31 +193,42 @@ def test_a_cancelled_job_ends_killed_and_the_resumed_sweep_trains_each_config_on
     table = client.download_artifacts(parent.info.run_id, "jobs.tsv", str(tmp_path))
     (line,) = [row for row in open(table).read().splitlines() if row.startswith("1\t")]
     assert f"KILLED\t\t0.000\t{run.info.run_id}\tits SLURM job {job} ended CANCELLED" in line
-    assert f"killed: #1 slow-breast_cancer-linear-seed1: its SLURM job {job}" in (
-        tmp_path / "out.txt").read_text()
+    assert (
+        f"killed: #1 slow-breast_cancer-linear-seed1: its SLURM job {job}"
+        in (tmp_path / "out.txt").read_text()
+    )
 
-    proc = sweep(server, tmp_path, *jobs, "+resume=true", stdout=subprocess.PIPE,
-                 stderr=subprocess.STDOUT)
+    proc = sweep(
+        server, tmp_path, *jobs, "+resume=true", stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     resumed = proc.communicate(timeout=SWEEP_S)[0]
     assert proc.returncode == 0, resumed
     assert "2 jobs: 1 finished, 0 failed, 1 skipped" in resumed
     _, children = sweep_runs(server, "cancel")
     finished = sorted(r.data.tags["seed"] for r in children if r.info.status == "FINISHED")
     assert finished == ["0", "1"]  # one per config
-    assert [r.info.status for r in children if r.data.tags["seed"] == "1"] == [
-        "KILLED", "FINISHED"]
-    assert not list(MlflowClient(server).search_runs(
-        [killed.info.experiment_id], "attributes.status = 'RUNNING'"))
+    assert [r.info.status for r in children if r.data.tags["seed"] == "1"] == ["KILLED", "FINISHED"]
+    assert not list(
+        MlflowClient(server).search_runs(
+            [killed.info.experiment_id], "attributes.status = 'RUNNING'"
+        )
+    )
 
 
 def two_slow_jobs(server: str, folder: Path, experiment: str) -> tuple[subprocess.Popen, dict]:
     """A sweep of two slow fits, once both train: its process and its jobs (one_array)."""
     started = folder / "started"
     started.mkdir()
-    proc = sweep(server, folder, "solver=slow", "seed=0,1",
-                 f"+solver.started_file={started}/" + "${seed}",
-                 f"tracking.experiment={experiment}", stdout=subprocess.PIPE,
-                 stderr=subprocess.STDOUT)
+    proc = sweep(
+        server,
+        folder,
+        "solver=slow",
+        "seed=0,1",
+        f"+solver.started_file={started}/" + "${seed}",
+        f"tracking.experiment={experiment}",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     wait_for(lambda: {p.name for p in started.iterdir()} == {"0", "1"}, "both fits to start")
     return proc, one_array(sweep_runs(server, experiment)[1])
 
@@ -210,25 +255,37 @@ def test_stopping_the_sweep_cancels_its_jobs(server, tmp_path):
     assert wait_for(lambda: ended_states(jobs.values()), "the jobs to end") == {"CANCELLED"}
     (parent,), _ = sweep_runs(server, "stopped")
     assert parent.info.status == "KILLED"
-    wait_for(lambda: {r.info.status for r in sweep_runs(server, "stopped")[1]} == {"KILLED"},
-             "the jobs' runs to end KILLED")
+    wait_for(
+        lambda: {r.info.status for r in sweep_runs(server, "stopped")[1]} == {"KILLED"},
+        "the jobs' runs to end KILLED",
+    )
 
 
-def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, tmp_path,
-                                                                capsys):
+def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, tmp_path, capsys):
     """A run of a job on another node, alive by its heartbeat: only SLURM can tell that its
     job has ended, and `svmlab runs reap` asks it; the launcher has no part in it."""
-    submitted = subprocess.run(["sbatch", "--parsable", f"--output={tmp_path}/job.out",
-                                "--wrap", "sleep 600"], capture_output=True, text=True,
-                               timeout=60, check=True)
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", f"--output={tmp_path}/job.out", "--wrap", "sleep 600"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     job = submitted.stdout.strip().split(";")[0]
     uri = f"sqlite:///{store}"
     client = MlflowClient(uri)
     experiment = client.create_experiment("elsewhere")
     now = iso_time(time.time())
-    run_id = client.create_run(experiment, tags={
-        HOST_TAG: "node-elsewhere", PID_TAG: "4242", PID_STARTED_TAG: now, HEARTBEAT_TAG: now,
-        SLURM_JOB_TAG: job}).info.run_id
+    run_id = client.create_run(
+        experiment,
+        tags={
+            HOST_TAG: "node-elsewhere",
+            PID_TAG: "4242",
+            PID_STARTED_TAG: now,
+            HEARTBEAT_TAG: now,
+            SLURM_JOB_TAG: job,
+        },
+    ).info.run_id
 
     def reap() -> str:
         assert cli.main(["runs", "reap", "--tracking-uri", uri]) == 0
@@ -249,14 +306,32 @@ def test_a_run_whose_slurm_job_ended_is_reaped_from_any_machine(cluster, store, 
 @pytest.mark.slow
 def test_a_workflow_runs_its_sweep_on_the_cluster(server, tmp_path):
     workflow = tmp_path / TINY_WORKFLOW.name  # without its report: the sweep is what is tested
-    workflow.write_text(yaml.safe_dump({k: v for k, v in yaml.safe_load(
-        TINY_WORKFLOW.read_text()).items() if k != "report"}))
+    workflow.write_text(
+        yaml.safe_dump(
+            {k: v for k, v in yaml.safe_load(TINY_WORKFLOW.read_text()).items() if k != "report"}
+        )
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "svmlab.app.cli", "workflow", str(workflow),
-         "--launcher", "submitit_slurm", "--tracking-uri", server,
-         f"hydra.searchpath=[file://{SUPPORT_CONF}]", f"hydra.sweep.dir={tmp_path}/multirun",
-         "seed=0"],  # one seed: four jobs
-        cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=SWEEP_S)
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            "workflow",
+            str(workflow),
+            "--launcher",
+            "submitit_slurm",
+            "--tracking-uri",
+            server,
+            f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+            f"hydra.sweep.dir={tmp_path}/multirun",
+            "seed=0",
+        ],  # one seed: four jobs
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=SWEEP_S,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (outer,), _ = sweep_runs(server, "workflow-tiny-quick", "workflow")
     (parent,), children = sweep_runs(server, "workflow-tiny-quick")
@@ -275,30 +350,65 @@ def test_tune_workers_run_as_slurm_jobs_sharing_one_study(database, server, tmp_
         db.execute("CREATE DATABASE optuna")
     storage = database.rsplit("/", 1)[0] + "/optuna"
     stop = tmp_path / "stop"
-    command = [sys.executable, "-m", "svmlab.app.cli", "tune", "--storage", storage,
-               "--study", "shared", "--trials", "2", "--cv", "2", "--no-refit",
-               "--pruner", "none", "solver=slow", f"+solver.stop_file={stop}",
-               "solver.C=interval(0.5, 2.0)", f"tracking.uri={server}",
-               "tracking.experiment=tune", "tracking.log_model=false",
-               f"hydra.searchpath=[file://{SUPPORT_CONF}]"]
-    submitted = subprocess.run(["sbatch", "--parsable", "--array=0-1",
-                                f"--output={tmp_path}/tune-%A_%a.out", "--wrap",
-                                shlex.join(command)], env=child_env(), cwd=tmp_path,
-                               capture_output=True, text=True, timeout=60, check=True)
+    command = [
+        sys.executable,
+        "-m",
+        "svmlab.app.cli",
+        "tune",
+        "--storage",
+        storage,
+        "--study",
+        "shared",
+        "--trials",
+        "2",
+        "--cv",
+        "2",
+        "--no-refit",
+        "--pruner",
+        "none",
+        "solver=slow",
+        f"+solver.stop_file={stop}",
+        "solver.C=interval(0.5, 2.0)",
+        f"tracking.uri={server}",
+        "tracking.experiment=tune",
+        "tracking.log_model=false",
+        f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+    ]
+    submitted = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--array=0-1",
+            f"--output={tmp_path}/tune-%A_%a.out",
+            "--wrap",
+            shlex.join(command),
+        ],
+        env=child_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     array = submitted.stdout.strip().split(";")[0]
     tasks = {f"{array}_0", f"{array}_1"}
     client = MlflowClient(server)
 
     def trials(status: str) -> set[str]:
         found = client.get_experiment_by_name("tune")
-        runs = client.search_runs([found.experiment_id],
-                                  f"attributes.status = '{status}'") if found else []
+        runs = (
+            client.search_runs([found.experiment_id], f"attributes.status = '{status}'")
+            if found
+            else []
+        )
         return {r.data.tags.get(SLURM_JOB_TAG) for r in runs} - {None}
 
     def both_hold() -> bool:
         if {slurm_job_state(t) for t in tasks} - SLURM_LIVE_STATES - {None}:  # one has ended
-            pytest.fail("a task ended before both held a trial: "
-                        + "\n".join(p.read_text() for p in tmp_path.glob("tune-*.out")))
+            pytest.fail(
+                "a task ended before both held a trial: "
+                + "\n".join(p.read_text() for p in tmp_path.glob("tune-*.out"))
+            )
         return trials("RUNNING") >= tasks
 
     try:
@@ -320,15 +430,23 @@ def test_tune_workers_run_as_slurm_jobs_sharing_one_study(database, server, tmp_
 def test_a_trial_whose_slurm_job_ended_is_failed_and_queued_again(cluster, tmp_path):
     """A RUNNING trial of another host, whose SLURM job has ended: only SLURM's word shows that
     its process is gone, and the next invocation's recovery acts on it."""
-    submitted = subprocess.run(["sbatch", "--parsable", f"--output={tmp_path}/true.out",
-                                "--wrap", "true"], capture_output=True, text=True, timeout=60,
-                               check=True)
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", f"--output={tmp_path}/true.out", "--wrap", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     job = submitted.stdout.strip().split(";")[0]
     wait_for(lambda: ended_states([job]), "the job to end", SWEEP_S)
     study = optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path}/optuna.db")
     trial = study.ask({"solver.C": optuna.distributions.FloatDistribution(0.5, 2.0)})
-    for key, value in {HOST_TAG: "another-host", PID_TAG: "1", PID_STARTED_TAG: iso_time(0.0),
-                       SLURM_JOB_TAG: job}.items():
+    for key, value in {
+        HOST_TAG: "another-host",
+        PID_TAG: "1",
+        PID_STARTED_TAG: iso_time(0.0),
+        SLURM_JOB_TAG: job,
+    }.items():
         trial.set_user_attr(key, value)
     recover(study, None)
     first, again = study.get_trials(deepcopy=False)

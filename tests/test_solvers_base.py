@@ -22,7 +22,9 @@ class MeanDifference(LinearSVMClassifier):
     """w = scale (mean of class +1 - mean of class -1), b = 0: a solver that writes only _fit."""
 
     _parameter_constraints: ClassVar[dict] = {
-        "C": [Interval(Real, 0, None, closed="neither")], "scale": [Real], "record": ["boolean"],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "scale": [Real],
+        "record": ["boolean"],
     }
 
     def __init__(self, C=1.0, scale=1.0, record=True):
@@ -100,8 +102,9 @@ def test_objectives_map_labels_like_fit_and_refuse_unseen_labels(data):
     X, y01 = data
     y = np.array(["neg", "pos"])[y01]
     model = Liblinear(random_state=0).fit(X, y)
-    assert model.objectives(X, y) == {key: col[-1] for key, col in model.trace_.columns().items()
-                                      if key.startswith("objective_")}
+    assert model.objectives(X, y) == {
+        key: col[-1] for key, col in model.trace_.columns().items() if key.startswith("objective_")
+    }
     with pytest.raises(DataError, match=r"labels \['other'\] the model was not trained on"):
         model.objectives(X, np.where(y01 == 1, "pos", "other"))
 
@@ -115,8 +118,12 @@ def test_a_subclass_provides_only_fit(data):
     m = np.where(y == 1, 1.0, -1.0) * (X @ w)
     expected_hinge = 0.5 * w @ w + np.maximum(0, 1 - m).sum()
     objectives = model.objectives(X, y)
-    assert set(objectives) == {"objective_hinge_l2", "objective_squared_hinge_l2",
-                               "objective_hinge_l1", "objective_squared_hinge_l1"}
+    assert set(objectives) == {
+        "objective_hinge_l2",
+        "objective_squared_hinge_l2",
+        "objective_hinge_l1",
+        "objective_squared_hinge_l1",
+    }
     np.testing.assert_allclose(objectives["objective_hinge_l2"], expected_hinge, rtol=1e-12)
 
 

@@ -60,13 +60,15 @@ def test_libsvm_equals_svc(data, kernel):
         assert model._gamma == reference._gamma
         np.testing.assert_array_equal(model.support_, reference.support_)
         dual_coef = reference.dual_coef_
-        np.testing.assert_array_equal(model.dual_coef_,
-                                      dual_coef.toarray() if sp.issparse(dual_coef) else dual_coef)
+        np.testing.assert_array_equal(
+            model.dual_coef_, dual_coef.toarray() if sp.issparse(dual_coef) else dual_coef
+        )
         np.testing.assert_array_equal(model.intercept_, reference.intercept_)
         assert model.n_support_ == reference.n_support_.sum()
         assert model.n_iter_ == reference.n_iter_[0]
-        np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
-                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            model.decision_function(X), reference.decision_function(X), rtol=1e-12, atol=1e-12
+        )
         np.testing.assert_array_equal(model.predict(X_fit), reference.predict(X))
         assert sp.issparse(model.support_vectors_) == sp.issparse(X_fit)
     assert hasattr(model, "coef_") == (kernel == "linear")
@@ -80,8 +82,9 @@ def test_libsvm_dense_and_csr_agree(data, kernel):
     assert sparse.support_vectors_.indices.dtype == np.int32
     np.testing.assert_array_equal(dense.support_, sparse.support_)
     np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(X),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        dense.decision_function(X), sparse.decision_function(X), rtol=1e-10, atol=1e-10
+    )
     dense_objectives, sparse_objectives = dense.objectives(X, y), sparse.objectives(X, y)
     for name, value in dense_objectives.items():
         assert sparse_objectives[name] == pytest.approx(value, rel=1e-10)
@@ -94,37 +97,68 @@ def test_csr_input_is_not_modified(data):
     assert X_csr.indices.dtype == np.int64 and X_csr.indptr.dtype == np.int64
 
 
-@pytest.mark.parametrize("params", [{"penalty": "l1", "loss": "hinge"},
-                                    {"penalty": "l1", "loss": "hinge", "dual": False},
-                                    {"penalty": "l1", "dual": True},
-                                    {"loss": "hinge", "dual": False}], ids=str)
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"penalty": "l1", "loss": "hinge"},
+        {"penalty": "l1", "loss": "hinge", "dual": False},
+        {"penalty": "l1", "dual": True},
+        {"loss": "hinge", "dual": False},
+    ],
+    ids=str,
+)
 def test_liblinear_refuses_unsupported_combinations(data, params):
     X, y = data
-    with pytest.raises(ConfigError, match=r"LIBLINEAR has no solver.*Supported combinations: "
-                       r"penalty='l2', loss='squared_hinge', dual in \[True, False, 'auto'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"LIBLINEAR has no solver.*Supported combinations: "
+        r"penalty='l2', loss='squared_hinge', dual in \[True, False, 'auto'\]",
+    ):
         Liblinear(**params).fit(X, y)
 
 
-@pytest.mark.parametrize("estimator, message", [
-    (Liblinear(C=0.0), "'C' parameter of Liblinear must be a float in the range \\(0.0, inf\\)"),
-    (Libsvm(C=-1.0), "'C' parameter of Libsvm must be a float in the range \\(0.0, inf\\)"),
-    (Liblinear(loss="log"), "'loss' parameter of Liblinear must be a str among"),
-    (Liblinear(penalty="elasticnet"), "'penalty' parameter of Liblinear must be a str among"),
-    (Libsvm(kernel="sigmoid"), (r"'kernel' parameter of Libsvm must be a str among "
-                                r"\{('linear'|'poly'|'rbf'|, )+\}")),
-    (Libsvm(gamma=0.0), "'gamma' parameter of Libsvm must be a str among .* or a float in"),
-])
+@pytest.mark.parametrize(
+    "estimator, message",
+    [
+        (
+            Liblinear(C=0.0),
+            "'C' parameter of Liblinear must be a float in the range \\(0.0, inf\\)",
+        ),
+        (Libsvm(C=-1.0), "'C' parameter of Libsvm must be a float in the range \\(0.0, inf\\)"),
+        (Liblinear(loss="log"), "'loss' parameter of Liblinear must be a str among"),
+        (Liblinear(penalty="elasticnet"), "'penalty' parameter of Liblinear must be a str among"),
+        (
+            Libsvm(kernel="sigmoid"),
+            (
+                r"'kernel' parameter of Libsvm must be a str among "
+                r"\{('linear'|'poly'|'rbf'|, )+\}"
+            ),
+        ),
+        (Libsvm(gamma=0.0), "'gamma' parameter of Libsvm must be a str among .* or a float in"),
+    ],
+)
 def test_invalid_parameters_name_the_allowed_values(data, estimator, message):
     X, y = data
     with pytest.raises(ValueError, match=message):
         estimator.fit(X, y)
 
 
-@pytest.mark.parametrize("estimator, objectives", [
-    (Liblinear(), {"objective_hinge_l2", "objective_squared_hinge_l2",
-                   "objective_hinge_l1", "objective_squared_hinge_l1"}),
-    (Libsvm(), {"objective_hinge_l2", "objective_squared_hinge_l2"}),
-], ids=["Liblinear", "Libsvm"])
+@pytest.mark.parametrize(
+    "estimator, objectives",
+    [
+        (
+            Liblinear(),
+            {
+                "objective_hinge_l2",
+                "objective_squared_hinge_l2",
+                "objective_hinge_l1",
+                "objective_squared_hinge_l1",
+            },
+        ),
+        (Libsvm(), {"objective_hinge_l2", "objective_squared_hinge_l2"}),
+    ],
+    ids=["Liblinear", "Libsvm"],
+)
 def test_trace_has_one_row_passed_once_to_the_callback(data, estimator, objectives):
     X, y = data
     rows = []
@@ -147,7 +181,8 @@ def test_a_tolerance_path_records_one_row_per_fit_and_keeps_the_last_model(data)
     for k, tol in enumerate([*path, 1e-6]):  # each row: that tolerance's own fit and objective
         alone = Liblinear(loss="hinge", dual=True, tol=tol, random_state=0).fit(X, y)
         assert rows["objective_hinge_l2"][k] == pytest.approx(
-            alone.objectives(X, y)["objective_hinge_l2"], rel=1e-12)
+            alone.objectives(X, y)["objective_hinge_l2"], rel=1e-12
+        )
         assert 0.0 < rows["time_s"][k] <= model.fit_time_s_
     gaps = rows["rel_gap_hinge_l2_penalised_bias"]  # each fit's certified gap, tightening
     assert gaps[-1] <= gaps[0] and gaps[-1] == pytest.approx(model.certificate_.rel_gap, abs=1e-6)
@@ -157,9 +192,10 @@ def test_a_tolerance_path_records_one_row_per_fit_and_keeps_the_last_model(data)
         Liblinear(tol_path=[0.1, -1.0]).fit(X, y)
 
 
-
-@pytest.mark.parametrize("estimator", [Libsvm(kernel="linear", max_iter=5),
-                                       Liblinear(loss="hinge", max_iter=2, tol=1e-12)])
+@pytest.mark.parametrize(
+    "estimator",
+    [Libsvm(kernel="linear", max_iter=5), Liblinear(loss="hinge", max_iter=2, tol=1e-12)],
+)
 def test_a_fit_stopped_by_its_iteration_cap_names_the_cap_as_its_stop_reason(data, estimator):
     """The claims take the time of such a run as censored (more than its own), not a finish."""
     with pytest.warns(ConvergenceWarning):

@@ -27,14 +27,17 @@ def test_formulas_on_hand_computed_values():
         "objective_squared_hinge_l1": 2.0 + 2.0 * 4.25,
     }
     assert set(primal_objectives(margins, 3.0, None, 2.0)) == {
-        "objective_hinge_l2", "objective_squared_hinge_l2"}
+        "objective_hinge_l2",
+        "objective_squared_hinge_l2",
+    }
 
 
 @pytest.fixture(scope="module")
 def data():
     """Small, noisy, not centred (so that the bias matters), labels in {-1, +1}."""
-    X, y = make_classification(n_samples=60, n_features=5, n_informative=3, flip_y=0.1,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=60, n_features=5, n_informative=3, flip_y=0.1, random_state=0
+    )
     return StandardScaler().fit_transform(X) + 0.7, np.where(y == 1, 1.0, -1.0)
 
 
@@ -52,11 +55,13 @@ def hinge_primal_upper_bound(X, y):
     n, d = X.shape
     A = np.hstack([y[:, None] * X, y[:, None], np.eye(n)])
     result = minimize(
-        lambda z: 0.5 * z[:d] @ z[:d] + C * z[d + 1:].sum(),
+        lambda z: 0.5 * z[:d] @ z[:d] + C * z[d + 1 :].sum(),
         np.r_[np.zeros(d + 1), np.full(n, 2.0)],
-        jac=lambda z: np.r_[z[:d], 0.0, np.full(n, C)], method="SLSQP",
+        jac=lambda z: np.r_[z[:d], 0.0, np.full(n, C)],
+        method="SLSQP",
         constraints=[{"type": "ineq", "fun": lambda z: A @ z - 1.0, "jac": lambda z: A}],
-        bounds=[(None, None)] * (d + 1) + [(0, None)] * n, options={"ftol": 1e-15, "maxiter": 1000},
+        bounds=[(None, None)] * (d + 1) + [(0, None)] * n,
+        options={"ftol": 1e-15, "maxiter": 1000},
     )
     w, b = result.x[:d], result.x[d]
     return 0.5 * w @ w + C * np.maximum(0.0, 1.0 - y * (X @ w + b)).sum()
@@ -66,15 +71,19 @@ def hinge_dual_lower_bound(K, y):
     """max sum a - 1/2 a^T Q a, 0 <= a <= C, y.a = 0; the value at a made exactly feasible."""
     Q = y[:, None] * K * y[None, :]
     result = minimize(
-        lambda a: 0.5 * a @ Q @ a - a.sum(), np.zeros(len(y)), jac=lambda a: Q @ a - 1.0,
-        method="SLSQP", bounds=[(0, C)] * len(y),
+        lambda a: 0.5 * a @ Q @ a - a.sum(),
+        np.zeros(len(y)),
+        jac=lambda a: Q @ a - 1.0,
+        method="SLSQP",
+        bounds=[(0, C)] * len(y),
         constraints=[{"type": "eq", "fun": lambda a: y @ a, "jac": lambda a: y}],
         options={"ftol": 1e-15, "maxiter": 1000},
     )
     a = np.clip(result.x, 0.0, C)
     positive, negative = a[y > 0].sum(), a[y < 0].sum()
-    a[(y > 0) if positive > negative else (y < 0)] *= min(positive, negative) / max(positive,
-                                                                                   negative)
+    a[(y > 0) if positive > negative else (y < 0)] *= min(positive, negative) / max(
+        positive, negative
+    )
     return a.sum() - 0.5 * a @ Q @ a
 
 
@@ -125,8 +134,13 @@ def squared_hinge_l2_optimum(X, y, intercept):
         grad_b = [-2.0 * C * (y * r).sum()] if intercept else []
         return 0.5 * w @ w + C * r @ r, np.r_[w - 2.0 * C * X.T @ (y * r), grad_b]
 
-    return minimize(value_and_gradient, np.zeros(d + intercept), jac=True, method="L-BFGS-B",
-                    options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 10_000})
+    return minimize(
+        value_and_gradient,
+        np.zeros(d + intercept),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 10_000},
+    )
 
 
 def squared_hinge_l1_optimum(X, y):
@@ -138,28 +152,38 @@ def squared_hinge_l1_optimum(X, y):
         grad_w = -2.0 * C * X.T @ (y * r)
         return z.sum() + C * r @ r, np.r_[1.0 + grad_w, 1.0 - grad_w]
 
-    return minimize(value_and_gradient, np.zeros(2 * d), jac=True, method="L-BFGS-B",
-                    bounds=[(0.0, None)] * (2 * d), options={"gtol": 1e-13, "ftol": 0.0})
+    return minimize(
+        value_and_gradient,
+        np.zeros(2 * d),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * (2 * d),
+        options={"gtol": 1e-13, "ftol": 0.0},
+    )
 
 
 @pytest.mark.parametrize("dual", [True, False])
 def test_liblinear_squared_hinge_l2_without_intercept_reaches_the_optimum(data, dual):
     X, y = data
     reference = squared_hinge_l2_optimum(X, y, intercept=False)
-    model = Liblinear(C=C, fit_intercept=False, dual=dual, tol=1e-10, max_iter=10**6,
-                      random_state=0).fit(X, y)
-    assert model.objectives(X, y)["objective_squared_hinge_l2"] == pytest.approx(reference.fun,
-                                                                                 rel=1e-10)
+    model = Liblinear(
+        C=C, fit_intercept=False, dual=dual, tol=1e-10, max_iter=10**6, random_state=0
+    ).fit(X, y)
+    assert model.objectives(X, y)["objective_squared_hinge_l2"] == pytest.approx(
+        reference.fun, rel=1e-10
+    )
     np.testing.assert_allclose(model.coef_[0], reference.x, atol=1e-6)
 
 
 def test_liblinear_squared_hinge_l1_without_intercept_reaches_the_optimum(data):
     X, y = data
     reference = squared_hinge_l1_optimum(X, y)
-    model = Liblinear(C=C, penalty="l1", fit_intercept=False, tol=1e-10, max_iter=10**6,
-                      random_state=0).fit(X, y)
-    assert model.objectives(X, y)["objective_squared_hinge_l1"] == pytest.approx(reference.fun,
-                                                                                 rel=1e-10)
+    model = Liblinear(
+        C=C, penalty="l1", fit_intercept=False, tol=1e-10, max_iter=10**6, random_state=0
+    ).fit(X, y)
+    assert model.objectives(X, y)["objective_squared_hinge_l1"] == pytest.approx(
+        reference.fun, rel=1e-10
+    )
 
 
 def test_liblinear_regularised_bias_is_evaluated_not_minimised(data):
@@ -169,8 +193,9 @@ def test_liblinear_regularised_bias_is_evaluated_not_minimised(data):
     optimum = squared_hinge_l2_optimum(X, y, intercept=True).fun
 
     def objective(intercept_scaling):
-        model = Liblinear(C=C, dual=False, intercept_scaling=intercept_scaling, tol=1e-12,
-                          random_state=0).fit(X, y)
+        model = Liblinear(
+            C=C, dual=False, intercept_scaling=intercept_scaling, tol=1e-12, random_state=0
+        ).fit(X, y)
         return model.objectives(X, y)["objective_squared_hinge_l2"]
 
     assert objective(1.0) > optimum * (1 + 1e-5)

@@ -49,8 +49,13 @@ def test_rows_with_other_columns_are_refused():
 def test_extend_appends_columns_and_calls_back_row_by_row():
     rows = []
     trace = started_trace(rows.append)
-    trace.extend({"iteration": np.arange(1, 4), "time_s": np.array([0.1, 0.2, 0.3]),
-                  "gap": np.array([2.0, 1.0, 0.5])})
+    trace.extend(
+        {
+            "iteration": np.arange(1, 4),
+            "time_s": np.array([0.1, 0.2, 0.3]),
+            "gap": np.array([2.0, 1.0, 0.5]),
+        }
+    )
     assert len(trace) == 3 and len(rows) == 3
     assert rows[-1] == {"iteration": 3, "time_s": 0.3, "gap": 0.5}
     np.testing.assert_array_equal(trace.columns()["iteration"], [1, 2, 3])

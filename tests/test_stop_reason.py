@@ -20,22 +20,46 @@ from test_nesvm_math import make_problem
 # (estimator stopped by its cap, the cap as it must open the stop reason, estimator whose own
 # rule ends the fit)
 CASES = {
-    "pegasos_epochs": (Pegasos(epochs=1, tol=1e-9, random_state=0), "max_epochs=1",
-                       Pegasos(tol=0.5, random_state=0)),
-    "pegasos_steps": (Pegasos(max_iter=50, tol=1e-9, random_state=0), "max_iter=50",
-                      Pegasos(max_iter=100_000, tol=0.5, random_state=0)),
-    "bsca": (BSCA(budget=20, epochs=2, max_iter=30, random_state=0), "max_iter=30",
-             BSCA(budget=20, epochs=1, random_state=0)),
-    "bsgd": (BSGD(budget=20, epochs=2, max_iter=30, random_state=0), "max_iter=30",
-             BSGD(budget=20, epochs=1, random_state=0)),
-    "fw": (FrankWolfe(eps=1e-9, max_iter=3, random_state=0), "max_iter=3",
-           FrankWolfe(random_state=0)),
-    "mfw": (ModifiedFrankWolfe(eps=1e-9, max_iter=3, random_state=0), "max_iter=3",
-            ModifiedFrankWolfe(random_state=0)),
-    "cvm": (CoreVectorMachine(max_iter=2, random_state=0), "max_iter=2",
-            CoreVectorMachine(random_state=0)),
-    "cvm_gap": (CoreVectorMachine(stop="gap", eps=1e-9, max_iter=2, random_state=0),
-                "max_iter=2", CoreVectorMachine(stop="gap", eps=1e-2, random_state=0)),
+    "pegasos_epochs": (
+        Pegasos(epochs=1, tol=1e-9, random_state=0),
+        "max_epochs=1",
+        Pegasos(tol=0.5, random_state=0),
+    ),
+    "pegasos_steps": (
+        Pegasos(max_iter=50, tol=1e-9, random_state=0),
+        "max_iter=50",
+        Pegasos(max_iter=100_000, tol=0.5, random_state=0),
+    ),
+    "bsca": (
+        BSCA(budget=20, epochs=2, max_iter=30, random_state=0),
+        "max_iter=30",
+        BSCA(budget=20, epochs=1, random_state=0),
+    ),
+    "bsgd": (
+        BSGD(budget=20, epochs=2, max_iter=30, random_state=0),
+        "max_iter=30",
+        BSGD(budget=20, epochs=1, random_state=0),
+    ),
+    "fw": (
+        FrankWolfe(eps=1e-9, max_iter=3, random_state=0),
+        "max_iter=3",
+        FrankWolfe(random_state=0),
+    ),
+    "mfw": (
+        ModifiedFrankWolfe(eps=1e-9, max_iter=3, random_state=0),
+        "max_iter=3",
+        ModifiedFrankWolfe(random_state=0),
+    ),
+    "cvm": (
+        CoreVectorMachine(max_iter=2, random_state=0),
+        "max_iter=2",
+        CoreVectorMachine(random_state=0),
+    ),
+    "cvm_gap": (
+        CoreVectorMachine(stop="gap", eps=1e-9, max_iter=2, random_state=0),
+        "max_iter=2",
+        CoreVectorMachine(stop="gap", eps=1e-2, random_state=0),
+    ),
     "nesvm": (NESVM(eps=1e-12, max_iter=3), "max_iter=3", NESVM(eps=1e-2)),
     "alm": (SVMALM(tol_gap=1e-12, max_iter=3), "max_iter=3", SVMALM(tol_gap=1e-2)),
     "l1_newton": (L1NewtonSVM(tol=1e-14, max_newton=1), "max_newton=1", L1NewtonSVM()),

@@ -29,22 +29,31 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
     assert "solver=liblinear,nan_trace seed=0,1" in parent.data.params["sweep.overrides"]
     assert parent.data.params["sweep.launcher"] == "BasicLauncher"
     metrics = parent.data.metrics
-    assert (metrics["jobs_total"], metrics["jobs_finished"], metrics["jobs_failed"],
-            metrics["jobs_skipped"], metrics["jobs_missing"]) == (4, 2, 2, 0, 0)
+    assert (
+        metrics["jobs_total"],
+        metrics["jobs_finished"],
+        metrics["jobs_failed"],
+        metrics["jobs_skipped"],
+        metrics["jobs_missing"],
+    ) == (4, 2, 2, 0, 0)
 
     # the NaN trace fails its runs, which stay FAILED with the reason
     status = {(r.data.tags["solver"], r.data.tags["seed"]): r.info.status for r in children}
-    assert status == {("liblinear", "0"): "FINISHED", ("liblinear", "1"): "FINISHED",
-                      ("nan_trace", "0"): "FAILED", ("nan_trace", "1"): "FAILED"}
-    assert all("NaN" in r.data.tags["svmlab.error"] for r in children
-               if r.info.status == "FAILED")
+    assert status == {
+        ("liblinear", "0"): "FINISHED",
+        ("liblinear", "1"): "FINISHED",
+        ("nan_trace", "0"): "FAILED",
+        ("nan_trace", "1"): "FAILED",
+    }
+    assert all("NaN" in r.data.tags["svmlab.error"] for r in children if r.info.status == "FAILED")
 
     lines = PROGRESS.findall(out)
     assert sorted(int(done) for done, *_ in lines) == [1, 2, 3, 4]
     assert {total for _, total, *_ in lines} == {"4"}
     assert sorted(s for *_, s in lines) == ["FAILED", "FAILED", "FINISHED", "FINISHED"]
-    assert re.search(r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds  about \d+ (s|min) left$",
-                     out, re.MULTILINE)  # the time left at the pace so far, but for the last
+    assert re.search(
+        r"FINISHED  test_accuracy=0\.9\d{3}  \d+\.\ds  about \d+ (s|min) left$", out, re.MULTILINE
+    )  # the time left at the pace so far, but for the last
     assert re.search(r"^\[4/4\] .*\d+\.\ds$", out, re.MULTILINE)
     assert "the same error as #2" in out
     assert "4 jobs: 2 finished, 2 failed, 0 skipped" in out
@@ -59,8 +68,9 @@ def test_failing_jobs_do_not_stop_the_sweep_and_are_counted(store, capsys):
     assert 0 < sum(finished["phases"].values()) <= finished["time_s"]
     assert finished["phases"]["fit"] >= finished["metrics"]["fit_time_s"]
     ok = next(r for r in children if r.info.status == "FINISHED")
-    trace_files = {a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(
-        ok.info.run_id, "trace")}
+    trace_files = {
+        a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(ok.info.run_id, "trace")
+    }
     assert trace_files == {"trace/trace.parquet"}
 
 
@@ -82,17 +92,26 @@ def test_resume_completes_an_interrupted_sweep_without_duplicates(store, capsys)
     parents = [r.info.run_id for r in runs(store) if r.data.tags.get("svmlab.role") == "sweep"]
     assert train(store, "-m", *common, "seed=0,1,2", "+resume=true") == 0
     assert "nothing to do, so no parent run was kept" in capsys.readouterr().out
-    assert [r.info.run_id for r in runs(store)
-            if r.data.tags.get("svmlab.role") == "sweep"] == parents
+    assert [
+        r.info.run_id for r in runs(store) if r.data.tags.get("svmlab.role") == "sweep"
+    ] == parents
 
 
 def test_config_digest_ignores_only_resume_the_store_address_and_the_reap_limit():
-    cfg = OmegaConf.create({"seed": 0, "solver": {"C": 1.0},
-                            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab",
-                                         "stale_after_s": 600.0}})
-    moved = OmegaConf.merge(cfg, {"tracking": {"uri": "http://127.0.0.1:5000",
-                                               "stale_after_s": 60.0, "log_figure": True},
-                                  "resume": True})
+    cfg = OmegaConf.create(
+        {
+            "seed": 0,
+            "solver": {"C": 1.0},
+            "tracking": {"uri": "sqlite:///a.db", "experiment": "svmlab", "stale_after_s": 600.0},
+        }
+    )
+    moved = OmegaConf.merge(
+        cfg,
+        {
+            "tracking": {"uri": "http://127.0.0.1:5000", "stale_after_s": 60.0, "log_figure": True},
+            "resume": True,
+        },
+    )
 
     def digest(config) -> str:
         return config_digest(OmegaConf.to_container(config))
@@ -115,11 +134,24 @@ def test_two_parallel_sweeps_on_a_new_sqlite_store_lose_nothing(tmp_path):
     n = 6  # jobs per sweep: each worker trains several while the other three write
     seeds = "seed=" + ",".join(map(str, range(n)))
     parallel = ("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", seeds)
-    models = train_process(store, *parallel, "solver=liblinear", "hydra.sweep.dir="
-                           f"{tmp_path}/models", stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    traces = train_process(store, *parallel, "solver=long_trace", "+solver.n_rows=1500",
-                           "tracking.log_model=false", f"hydra.sweep.dir={tmp_path}/traces",
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    models = train_process(
+        store,
+        *parallel,
+        "solver=liblinear",
+        f"hydra.sweep.dir={tmp_path}/models",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    traces = train_process(
+        store,
+        *parallel,
+        "solver=long_trace",
+        "+solver.n_rows=1500",
+        "tracking.log_model=false",
+        f"hydra.sweep.dir={tmp_path}/traces",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     outputs = [proc.communicate(timeout=600)[0] for proc in (models, traces)]
     assert [models.returncode, traces.returncode] == [0, 0], outputs
     for out in outputs:
@@ -147,9 +179,16 @@ def test_two_parallel_sweeps_on_a_new_sqlite_store_lose_nothing(tmp_path):
 
 
 def test_submitit_local_runs_each_job_in_its_own_process(store, tmp_path):
-    proc = train_process(store, "-m", "hydra/launcher=submitit_local", "solver=liblinear",
-                         "seed=0,1", "tracking.log_model=false", stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    proc = train_process(
+        store,
+        "-m",
+        "hydra/launcher=submitit_local",
+        "solver=liblinear",
+        "seed=0,1",
+        "tracking.log_model=false",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     out = proc.communicate(timeout=600)[0]
     assert proc.returncode == 0, out
     parent, children = parent_and_children(store)
@@ -172,27 +211,43 @@ def test_submitit_slurm_config_reaches_sbatch(store, tmp_path, monkeypatch):
         program.write_text(f"#!/bin/sh\necho '{command}: error: no cluster here' >&2\nexit 1\n")
         program.chmod(program.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    proc = train_process(store, "-m", "hydra/launcher=submitit_slurm",
-                         "hydra.launcher.partition=cpu", "hydra.launcher.timeout_min=30",
-                         "hydra.launcher.cpus_per_task=2", "hydra.launcher.array_parallelism=3",
-                         "solver=liblinear", "seed=0,1,2,3", stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    proc = train_process(
+        store,
+        "-m",
+        "hydra/launcher=submitit_slurm",
+        "hydra.launcher.partition=cpu",
+        "hydra.launcher.timeout_min=30",
+        "hydra.launcher.cpus_per_task=2",
+        "hydra.launcher.array_parallelism=3",
+        "solver=liblinear",
+        "seed=0,1,2,3",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode != 0 and "no cluster here" in out
     (script,) = (tmp_path / "multirun" / ".submitit").rglob("*submission_file*.sh")
     text = script.read_text()
-    for line in ("#SBATCH --partition=cpu", "#SBATCH --time=30", "#SBATCH --cpus-per-task=2",
-                 "#SBATCH --array=0-3%3"):
+    for line in (
+        "#SBATCH --partition=cpu",
+        "#SBATCH --time=30",
+        "#SBATCH --cpus-per-task=2",
+        "#SBATCH --array=0-3%3",
+    ):
         assert line in text, text
     parent, children = parent_and_children(store)
     assert parent.info.status == "KILLED" and children == []  # nothing ran, nothing left RUNNING
 
 
-
 def test_a_sweep_that_cannot_reach_its_store_stops_before_any_job(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train(tmp_path / "mlflow.db", "-m", "solver=liblinear", "seed=0,1",
-              "tracking.uri=nosuchscheme://store")
+        train(
+            tmp_path / "mlflow.db",
+            "-m",
+            "solver=liblinear",
+            "seed=0,1",
+            "tracking.uri=nosuchscheme://store",
+        )
     assert exit_info.value.code == 3  # the store's fault
     captured = capsys.readouterr()
     assert "cannot start the sweep" in captured.err and "nosuchscheme" in captured.err
@@ -208,8 +263,12 @@ def test_a_sweep_with_a_bad_value_creates_nothing(store, capsys):
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert len(lines) == 2, captured.err  # two solvers, two messages; each for two jobs
-    assert all(line.startswith("svmlab: error: cannot start the sweep: invalid solver "
-                               "parameter: The 'C' parameter of ") for line in lines)
+    assert all(
+        line.startswith(
+            "svmlab: error: cannot start the sweep: invalid solver parameter: The 'C' parameter of "
+        )
+        for line in lines
+    )
     assert lines[0].endswith("(2 jobs: #0, #1)") and lines[1].endswith("(2 jobs: #2, #3)")
     assert captured.out == ""
     assert runs(store) == [] and not (store.parent / "multirun").exists()
@@ -230,8 +289,14 @@ def test_a_misspelt_solver_in_a_sweep_names_no_run(store, capsys):
 def test_a_sweep_on_a_missing_data_folder_creates_nothing(tmp_path, capsys):
     missing = tmp_path / "no-such-folder"
     with pytest.raises(SystemExit) as exit_info:
-        train(tmp_path / "mlflow.db", "-m", "solver=liblinear", "dataset=heart_scale",
-              "seed=0,1", f"paths.data_dir={missing}")
+        train(
+            tmp_path / "mlflow.db",
+            "-m",
+            "solver=liblinear",
+            "dataset=heart_scale",
+            "seed=0,1",
+            f"paths.data_dir={missing}",
+        )
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"svmlab: error: cannot start the sweep: the data folder {missing} ")
@@ -259,7 +324,9 @@ def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():
     def insert_once_taken():
         calls.append(1)
         if len(calls) == 1:
-            raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.name")
+            raise MlflowException(
+                "(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.name"
+            )
         return "linked"
 
     assert _again_if_duplicate(insert_once_taken) == "linked" and len(calls) == 2
@@ -271,7 +338,9 @@ def test_a_write_that_lost_a_race_for_a_unique_row_is_tried_again():
     def open_once_created():
         opened.append(1)
         if len(opened) == 1:
-            raise ValueError('(psycopg.errors.DuplicateObject) type "studydirection" already exists')
+            raise ValueError(
+                '(psycopg.errors.DuplicateObject) type "studydirection" already exists'
+            )
         return "opened"
 
     assert _again_if_duplicate(open_once_created, errors=(ValueError,)) == "opened"
@@ -298,9 +367,16 @@ def test_a_sweep_composes_each_job_once_in_the_launching_process(store, monkeypa
 
 def joblib_sweep(store, *overrides: str) -> tuple[int, str, str]:
     """A 2-worker joblib sweep as a child process: (exit status, stdout, stderr)."""
-    proc = train_process(store, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                         "tracking.log_model=false", *overrides, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    proc = train_process(
+        store,
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "tracking.log_model=false",
+        *overrides,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     out, err = proc.communicate(timeout=600)
     return proc.returncode, out, err
 
@@ -320,13 +396,16 @@ def test_a_joblib_sweep_checks_its_jobs_in_the_worker_processes_that_run_them(st
 def test_a_joblib_sweep_with_a_bad_value_creates_nothing(store):
     """The jobs checked in the workers are refused as in the launching process: one line per
     distinct problem, status 2, no run and no folder."""
-    status, out, err = joblib_sweep(store, "solver=alm_gap,liblinear", "solver.C=-1",
-                                    "seed=0,1")
+    status, out, err = joblib_sweep(store, "solver=alm_gap,liblinear", "solver.C=-1", "seed=0,1")
     assert status == 2
     lines = err.splitlines()
     assert len(lines) == 2, err
-    assert all(line.startswith("svmlab: error: cannot start the sweep: invalid solver "
-                               "parameter: The 'C' parameter of ") for line in lines)
+    assert all(
+        line.startswith(
+            "svmlab: error: cannot start the sweep: invalid solver parameter: The 'C' parameter of "
+        )
+        for line in lines
+    )
     assert lines[0].endswith("(2 jobs: #0, #1)") and lines[1].endswith("(2 jobs: #2, #3)")
     assert out == ""
     assert runs(store) == [] and not (store.parent / "multirun").exists()

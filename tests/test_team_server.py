@@ -31,12 +31,19 @@ CREDENTIALS = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 needs_postgres = pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL not installed")
 
 
-def svmlab_train(uri: str, folder: Path, *overrides: str, **env: str
-                 ) -> subprocess.CompletedProcess:
+def svmlab_train(
+    uri: str, folder: Path, *overrides: str, **env: str
+) -> subprocess.CompletedProcess:
     """`svmlab train ...` in ``folder`` against ``uri``, with ``env`` added to its environment."""
-    return subprocess.run(train_command(uri, folder, "solver=liblinear", *overrides),
-                          env=child_env(**env), cwd=folder, capture_output=True, text=True,
-                          timeout=600, check=False)
+    return subprocess.run(
+        train_command(uri, folder, "solver=liblinear", *overrides),
+        env=child_env(**env),
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def database_text(database: str) -> str:
@@ -45,9 +52,22 @@ def database_text(database: str) -> str:
         with closing(sqlite3.connect(database.removeprefix("sqlite:///"))) as db:
             return "\n".join(db.iterdump())
     url = urlsplit(database)
-    return subprocess.run([str(postgres_bin() / "pg_dump"), "-h", url.hostname, "-p",
-                           str(url.port), "-U", url.username, url.path.lstrip("/")],
-                          capture_output=True, text=True, check=True, timeout=120).stdout
+    return subprocess.run(
+        [
+            str(postgres_bin() / "pg_dump"),
+            "-h",
+            url.hostname,
+            "-p",
+            str(url.port),
+            "-U",
+            url.username,
+            url.path.lstrip("/"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
 
 
 def files_holding(folder: Path, secret: str) -> list[Path]:
@@ -68,8 +88,9 @@ def finished_runs(client: MlflowClient, experiment: str) -> list:
 
 @needs_postgres
 @pytest.mark.slow
-def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(tmp_path,
-                                                                              monkeypatch):
+def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(
+    tmp_path, monkeypatch
+):
     """The cluster asks for the password: given in the URI (masked wherever svmlab writes), or
     read from PGPASSFILE with none in the URI."""
     monkeypatch.delenv("PGPASSWORD", raising=False)
@@ -81,8 +102,7 @@ def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(tm
         uri = database.replace("mlflow@", f"mlflow:{SECRET}@", 1)
         single = svmlab_train(uri, tmp_path / "single")
         sweep = svmlab_train(uri, tmp_path / "sweep", "-m", "seed=0,1")
-        from_file = svmlab_train(database, tmp_path / "from-file", "seed=2",
-                                 PGPASSFILE=str(pgpass))
+        from_file = svmlab_train(database, tmp_path / "from-file", "seed=2", PGPASSFILE=str(pgpass))
         for done in (single, sweep, from_file):
             assert done.returncode == 0, done.stdout + done.stderr
             assert SECRET not in done.stdout + done.stderr
@@ -91,7 +111,9 @@ def test_a_password_in_a_postgresql_uri_is_masked_in_the_store_and_the_output(tm
         runs = finished_runs(client, "svmlab")
         assert sorted(r.info.status for r in runs) == ["FINISHED"] * 5  # 1 + (1 + 2) + 1
         assert {r.data.params.get("tracking.uri") for r in runs if "seed" in r.data.tags} == {
-            database.replace("mlflow@", "mlflow:***@", 1), database}  # on record, masked
+            database.replace("mlflow@", "mlflow:***@", 1),
+            database,
+        }  # on record, masked
         stored = database_text(database)
         assert "mlflow:***@" in stored and SECRET not in stored
         artifacts = Path(urlsplit(client.get_experiment_by_name("svmlab").artifact_location).path)
@@ -112,8 +134,10 @@ def auth_server(tmp_path_factory, store_template):
         with tracking_server(database, artifacts, auth_env=ADMIN) as url:
             yield _with_users(url), database, artifacts, folder
         return
-    with (postgres_cluster() as database,
-          tracking_server(database, artifacts, auth_env=ADMIN) as url):
+    with (
+        postgres_cluster() as database,
+        tracking_server(database, artifacts, auth_env=ADMIN) as url,
+    ):
         yield _with_users(url), database, artifacts, folder
 
 
@@ -139,12 +163,12 @@ def test_the_server_refuses_an_unauthenticated_write_in_one_line(auth_server, mo
 
 
 @pytest.mark.slow
-def test_an_authenticated_sweep_logs_everything_and_its_password_nowhere(auth_server,
-                                                                         monkeypatch):
+def test_an_authenticated_sweep_logs_everything_and_its_password_nowhere(auth_server, monkeypatch):
     url, database, artifacts, folder = auth_server
     with_password = url.replace("http://", f"http://{WRITER[0]}:{WRITER[1]}@", 1)
-    done = svmlab_train(with_password, folder / "writer", "-m", "seed=0,1",
-                        "tracking.experiment=team")
+    done = svmlab_train(
+        with_password, folder / "writer", "-m", "seed=0,1", "tracking.experiment=team"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 jobs: 2 finished, 0 failed" in done.stdout
     assert SECRET not in done.stdout + done.stderr
@@ -169,8 +193,9 @@ def test_a_user_with_read_permission_only_cannot_write(auth_server, monkeypatch)
     as_user(monkeypatch, tuple(ADMIN.values()))
     experiment_id = MlflowClient(url).create_experiment("read-only")
     AuthServiceClient(url).grant_user_permission(READER[0], "experiment", experiment_id, "READ")
-    done = svmlab_train(url, folder / "reader", "tracking.experiment=read-only",
-                        **dict(zip(CREDENTIALS, READER)))
+    done = svmlab_train(
+        url, folder / "reader", "tracking.experiment=read-only", **dict(zip(CREDENTIALS, READER))
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "403" in line and all(name in line for name in CREDENTIALS)
@@ -179,10 +204,25 @@ def test_a_user_with_read_permission_only_cannot_write(auth_server, monkeypatch)
 
 
 def svmlab_server(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "svmlab.app.cli", "server", "--port",
-                           str(closed_port()), "--backend-store-uri", "sqlite:///mlflow.db", *args],
-                          env=child_env(**env), cwd=folder, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            "server",
+            "--port",
+            str(closed_port()),
+            "--backend-store-uri",
+            "sqlite:///mlflow.db",
+            *args,
+        ],
+        env=child_env(**env),
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_another_address_than_loopback_needs_auth_or_insecure(tmp_path):

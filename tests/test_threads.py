@@ -22,11 +22,14 @@ def test_each_worker_gets_its_share_of_the_cores_and_the_users_setting_wins(monk
 
 def test_the_launching_process_limits_its_own_loaded_pools():
     """numpy's BLAS is loaded (and its threads started) before the limit, which still holds."""
-    code = ("import os, numpy, threadpoolctl\n"
-            "from svmlab.app.launch.threads import limit_this_process\n"
-            "limit_this_process(os.cpu_count())\n"
-            "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info()}))")
+    code = (
+        "import os, numpy, threadpoolctl\n"
+        "from svmlab.app.launch.threads import limit_this_process\n"
+        "limit_this_process(os.cpu_count())\n"
+        "print(sorted({p['num_threads'] for p in threadpoolctl.threadpool_info()}))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.strip() == "[1]"

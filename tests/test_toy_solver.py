@@ -37,8 +37,12 @@ def test_svmlab_train_configures_trains_and_logs_it(store):
     split = data.load("breast_cancer", seed=2)
     by_hand = ToySVM(C=0.5).fit(split.X_train, split.y_train)
     assert isinstance(logged, ToySVM) and logged.C == 0.5
-    np.testing.assert_allclose(logged.decision_function(split.X_test),
-                               by_hand.decision_function(split.X_test), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        logged.decision_function(split.X_test),
+        by_hand.decision_function(split.X_test),
+        rtol=1e-8,
+        atol=1e-10,
+    )
 
 
 def test_a_misspelt_name_is_refused_with_the_toy_among_the_close_matches(tmp_path, capsys):

@@ -17,8 +17,18 @@ from svmlab import data
 def libsvm_run(tmp_path_factory):
     """One real run: LIBSVM with an rbf kernel on the embedded default dataset."""
     store = tmp_path_factory.mktemp("store") / "mlflow.db"
-    assert train(store, "solver=libsvm", "kernel=rbf", "kernel.gamma=0.05", "solver.C=2",
-                 "seed=3", "tracking.log_figure=true") == 0
+    assert (
+        train(
+            store,
+            "solver=libsvm",
+            "kernel=rbf",
+            "kernel.gamma=0.05",
+            "solver.C=2",
+            "seed=3",
+            "tracking.log_figure=true",
+        )
+        == 0
+    )
     (run,) = runs(store)
     return store, run
 
@@ -28,7 +38,11 @@ def test_run_finishes_with_the_identifying_tags(libsvm_run):
     tags = run.data.tags
     assert run.info.status == "FINISHED"
     assert (tags["solver"], tags["dataset"], tags["kernel"], tags["seed"]) == (
-        "libsvm", "breast_cancer", "rbf", "3")
+        "libsvm",
+        "breast_cancer",
+        "rbf",
+        "3",
+    )
     assert tags["svmlab.version"]
     assert "svmlab.sweep_dir" not in tags  # a single run is not part of a sweep
 
@@ -48,9 +62,17 @@ def test_params_are_the_flattened_resolved_config(libsvm_run):
 def test_final_metrics_and_objectives(libsvm_run):
     _, run = libsvm_run
     metrics = run.data.metrics
-    for key in ("fit_time_s", "certificate_time_s", "predict_time_s", "train_accuracy",
-                "test_accuracy", "n_iter", "n_support", "objective_hinge_l2",
-                "objective_squared_hinge_l2"):
+    for key in (
+        "fit_time_s",
+        "certificate_time_s",
+        "predict_time_s",
+        "train_accuracy",
+        "test_accuracy",
+        "n_iter",
+        "n_support",
+        "objective_hinge_l2",
+        "objective_squared_hinge_l2",
+    ):
         assert key in metrics, key
     assert 0.9 < metrics["test_accuracy"] <= 1.0
     assert 0.5 <= metrics["test_majority_rate"] < metrics["test_accuracy"]  # not a constant
@@ -74,10 +96,15 @@ def test_artifacts(libsvm_run):
     store, run = libsvm_run
     client = MlflowClient(f"sqlite:///{store}")
     paths = {a.path for a in client.list_artifacts(run.info.run_id)}
-    paths |= {a.path for d in ("config", "trace")
-              for a in client.list_artifacts(run.info.run_id, d)}
-    assert {"config/config.yaml", "config/overrides.yaml", "trace/trace.parquet",
-            "trace/convergence.png"} <= paths
+    paths |= {
+        a.path for d in ("config", "trace") for a in client.list_artifacts(run.info.run_id, d)
+    }
+    assert {
+        "config/config.yaml",
+        "config/overrides.yaml",
+        "trace/trace.parquet",
+        "trace/convergence.png",
+    } <= paths
     overrides = mlflow.artifacts.load_text(f"{run.info.artifact_uri}/config/overrides.yaml")
     assert "kernel=rbf" in overrides and "solver.C=2" in overrides
     config = mlflow.artifacts.load_text(f"{run.info.artifact_uri}/config/config.yaml")
@@ -93,7 +120,10 @@ def test_dataset_input_has_name_digest_and_shape(libsvm_run):
     profile = json.loads(logged.dataset.profile)
     assert profile["sha256"] == dataset.digest
     assert (profile["n_train"], profile["n_test"], profile["n_features"]) == (
-        dataset.n_train, dataset.n_test, dataset.n_features)
+        dataset.n_train,
+        dataset.n_test,
+        dataset.n_features,
+    )
 
 
 def test_model_reloads_and_predicts_what_the_run_measured(libsvm_run):
@@ -115,7 +145,9 @@ def test_long_trace_is_an_artifact_and_a_log_spaced_history(store):
     the first and the last among them."""
     from svmlab.tracking.queries import load_trace
 
-    assert train(store, "solver=long_trace", "+solver.n_rows=10000", "tracking.log_model=false") == 0
+    assert (
+        train(store, "solver=long_trace", "+solver.n_rows=10000", "tracking.log_model=false") == 0
+    )
     (run,) = runs(store)
     client = MlflowClient(f"sqlite:///{store}")
     trace = load_trace(f"sqlite:///{store}", run.info.run_id)
@@ -171,13 +203,19 @@ def test_interrupted_run_ends_killed_not_running(store, tmp_path, sig, status):
 
 @pytest.mark.usefixtures("isolated_data_env")
 def test_malformed_dataset_file_is_refused_naming_file_and_line_before_any_run(
-        store, tmp_path, capsys):
+    store, tmp_path, capsys
+):
     folder = tmp_path / "data" / "heart_scale"
     folder.mkdir(parents=True)
     (folder / "heart_scale").write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:abc\n")
     with pytest.raises(SystemExit) as exit_info:
-        train(store, "solver=liblinear", "dataset=heart_scale", "dataset.verify=false",
-              f"paths.data_dir={tmp_path / 'data'}")
+        train(
+            store,
+            "solver=liblinear",
+            "dataset=heart_scale",
+            "dataset.verify=false",
+            f"paths.data_dir={tmp_path / 'data'}",
+        )
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert "heart_scale" in error and "line 2" in error
@@ -186,7 +224,8 @@ def test_malformed_dataset_file_is_refused_naming_file_and_line_before_any_run(
 
 @pytest.mark.usefixtures("isolated_data_env")
 def test_a_dataset_file_that_is_not_the_official_one_is_refused_unless_accepted(
-        store, tmp_path, capsys):
+    store, tmp_path, capsys
+):
     path = tmp_path / "data" / "heart_scale" / "heart_scale"
     path.parent.mkdir(parents=True)
     path.write_text("+1 1:0.5 2:-0.25\n-1 1:0.1 2:0.3\n" * 4)
@@ -201,13 +240,15 @@ def test_a_dataset_file_that_is_not_the_official_one_is_refused_unless_accepted(
     (accepted,) = runs(store)
     assert accepted.info.status == "FINISHED"
     assert accepted.data.tags["svmlab.data_unverified"].startswith(
-        f"{path} differs from the official heart_scale: expected sha256 ")
+        f"{path} differs from the official heart_scale: expected sha256 "
+    )
 
 
 @pytest.mark.parametrize("folder_from", ["paths.data_dir", "SVMLAB_DATA_DIR"])
 @pytest.mark.usefixtures("isolated_data_env")
 def test_a_data_folder_that_does_not_exist_is_named_first_and_creates_nothing(
-        store, tmp_path, capsys, libsvm_site, monkeypatch, folder_from):
+    store, tmp_path, capsys, libsvm_site, monkeypatch, folder_from
+):
     monkeypatch.setenv("SVMLAB_LIBSVM_URL", libsvm_site.url)
     missing = tmp_path / "no-such-folder"
     given = [f"paths.data_dir={missing}"] if folder_from == "paths.data_dir" else []

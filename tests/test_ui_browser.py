@@ -27,13 +27,23 @@ if not Path(CHROMIUM).is_file():
     pytest.skip(f"no Chromium at {CHROMIUM} (set SVMLAB_CHROMIUM)", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync"]
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 PATIENCE_MS = 120_000  # a loaded machine renders slowly; a wait for a state, not a timing
 SWEEP = ("solver=liblinear,libsvm", "dataset=breast_cancer,synthetic_gaussian")
-RUN_NAMES = {f"{s}-{d}-linear-seed0" for s in ("liblinear", "libsvm")
-             for d in ("breast_cancer", "synthetic_gaussian")}
+RUN_NAMES = {
+    f"{s}-{d}-linear-seed0"
+    for s in ("liblinear", "libsvm")
+    for d in ("breast_cancer", "synthetic_gaussian")
+}
 
 
 def printed(text: str, label: str) -> str:
@@ -44,24 +54,40 @@ def printed(text: str, label: str) -> str:
 def svmlab_process(*argv: str) -> str:
     """`svmlab ...` as a child process (a command that sets MLflow's tracking URI for good);
     its output."""
-    done = subprocess.run([sys.executable, "-m", "svmlab.app.cli", *argv], env=child_env(),
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "svmlab.app.cli", *argv],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
 
 def test_the_printed_pages_show_the_runs_their_metrics_and_the_reports_figures(
-        store, tmp_path, capsys):
+    store, tmp_path, capsys
+):
     with tracking_server(f"sqlite:///{store}", tmp_path / "artifacts") as url:
         sweep = subprocess.run(
             train_command(url, tmp_path / "work", "-m", *SWEEP, "tracking.log_model=false"),
-            env=child_env(), capture_output=True, text=True, timeout=900, check=False)
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
         assert sweep.returncode == 0, sweep.stdout + sweep.stderr
         runs_page = printed(sweep.stdout, "runs in the MLflow UI")
         client = MlflowClient(url)
-        (child,) = [r.info.run_id for r in client.search_runs(
-            [client.get_experiment_by_name("svmlab").experiment_id],
-            "attributes.run_name = 'libsvm-synthetic_gaussian-linear-seed0'")]
+        (child,) = [
+            r.info.run_id
+            for r in client.search_runs(
+                [client.get_experiment_by_name("svmlab").experiment_id],
+                "attributes.run_name = 'libsvm-synthetic_gaussian-linear-seed0'",
+            )
+        ]
         assert cli.main(["runs", "show", child, "--tracking-uri", url]) == 0
         run_page = printed(capsys.readouterr().out, "this run")
         report = svmlab_process("report", "-e", "svmlab", "--tracking-uri", url)
@@ -69,7 +95,8 @@ def test_the_printed_pages_show_the_runs_their_metrics_and_the_reports_figures(
 
         with sync_api.sync_playwright() as playwright, tempfile.TemporaryDirectory() as profile:
             browser = playwright.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True)
+                profile, executable_path=CHROMIUM, args=BROWSER_ARGS, headless=True
+            )
             try:
                 page = browser.new_page()
                 page.set_default_timeout(PATIENCE_MS)
@@ -109,8 +136,13 @@ def draws_the_figures(page, address: str) -> None:
     page.get_by_text("report.html").first.wait_for()
     page.locator("iframe").first.content_frame.locator("img").first.wait_for()
     frames = [f for f in page.frames if f != page.main_frame]
-    images = [image for frame in frames for image in frame.evaluate(
-        "() => Promise.all([...document.images].map(i => i.decode().then("
-        "() => [i.complete, i.naturalWidth], () => [i.complete, 0])))")]
+    images = [
+        image
+        for frame in frames
+        for image in frame.evaluate(
+            "() => Promise.all([...document.images].map(i => i.decode().then("
+            "() => [i.complete, i.naturalWidth], () => [i.complete, 0])))"
+        )
+    ]
     assert len(images) >= 3, images  # a figure per measure and the convergence curves
     assert all(complete and width > 0 for complete, width in images), images

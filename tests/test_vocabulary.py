@@ -14,17 +14,28 @@ from svmlab.tracking import columns
 
 SRC = Path(svmlab.__file__).parent
 #: The tags by their dotted names (``svmlab.role``; ``solver``, a config key too, is left out).
-TAGS = {value: name for name, value in vars(vocabulary).items()
-        if name.endswith("_TAG") and "." in value}
+TAGS = {
+    value: name
+    for name, value in vars(vocabulary).items()
+    if name.endswith("_TAG") and "." in value
+}
+
+
 def _spelt_tags(path: Path) -> set[str]:
     """The tags of the vocabulary that the file spells as a string literal."""
-    return {node.value for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Constant) and node.value in TAGS}
+    return {
+        node.value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in TAGS
+    }
 
 
 def test_every_tag_is_spelt_in_the_vocabulary_only():
-    spelling = {str(p.relative_to(SRC)): _spelt_tags(p) for p in SRC.rglob("*.py")
-                if p.name != "vocabulary.py"}
+    spelling = {
+        str(p.relative_to(SRC)): _spelt_tags(p)
+        for p in SRC.rglob("*.py")
+        if p.name != "vocabulary.py"
+    }
     assert not {path: tags for path, tags in spelling.items() if tags}
 
 
@@ -33,8 +44,17 @@ def test_the_tags_are_distinct():
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("name", ["test_accuracy", "fit_time_s", "n_passes", "objective_hinge",
-                                  "time_to_gap_1e-3", "iters_to_acc_0.9"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "test_accuracy",
+        "fit_time_s",
+        "n_passes",
+        "objective_hinge",
+        "time_to_gap_1e-3",
+        "iters_to_acc_0.9",
+    ],
+)
 def test_the_analysis_takes_the_direction_of_the_vocabulary(name):
     measure = table.parse_measure(name)
     assert measure.direction == vocabulary.direction(name)

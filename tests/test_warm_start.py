@@ -20,8 +20,12 @@ from svmlab.workflows import claims, spec
 
 WARM = [cls for cls in solvers.registered().values() if cls.warm_startable]
 #: each family's settings for a tight certified stop on the small problem below
-TIGHT = {"fw": {"eps": 1e-3}, "mfw": {"eps": 1e-3}, "cvm": {"stop": "gap", "eps": 1e-3},
-         "alm": {"tol_gap": 1e-3}}
+TIGHT = {
+    "fw": {"eps": 1e-3},
+    "mfw": {"eps": 1e-3},
+    "cvm": {"stop": "gap", "eps": 1e-3},
+    "alm": {"tol_gap": 1e-3},
+}
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +55,10 @@ def test_a_warm_started_fit_reaches_the_cold_fits_optimum_and_starts_at_its_star
     low = max(cold.certificate_.dual, warm.certificate_.dual)
     high = min(cold.certificate_.primal, warm.certificate_.primal)
     assert low <= high * (1 + 1e-12)
-    assert (abs(warm.certificate_.primal - cold.certificate_.primal)
-            <= cold.certificate_.gap + warm.certificate_.gap)
+    assert (
+        abs(warm.certificate_.primal - cold.certificate_.primal)
+        <= cold.certificate_.gap + warm.certificate_.gap
+    )
     # started at the optimum, a fit has less to do than from scratch
     again = fitted(cls, 4.0, X, y, start=cold)
     assert again.n_iter_ < cold.n_iter_
@@ -86,11 +92,22 @@ def test_no_analysis_reads_a_warm_started_run(store):
 
 
 def test_no_claim_reads_a_warm_started_time():
-    claim = spec.Claim(claim="CVM takes two seconds or more", source="Table 1",
-                       measure="fit_time_s", value={"solver": "cvm"}, decide={"above": 1.5})
-    runs = pd.DataFrame({"params.solver": ["cvm"] * 3, "params.dataset": ["a1a"] * 3,
-                         "params.seed": ["0", "1", "2"], "metrics.fit_time_s": [0.1, 2.0, 3.0],
-                         "tags.svmlab.warm_start": ["true", None, None]})
+    claim = spec.Claim(
+        claim="CVM takes two seconds or more",
+        source="Table 1",
+        measure="fit_time_s",
+        value={"solver": "cvm"},
+        decide={"above": 1.5},
+    )
+    runs = pd.DataFrame(
+        {
+            "params.solver": ["cvm"] * 3,
+            "params.dataset": ["a1a"] * 3,
+            "params.seed": ["0", "1", "2"],
+            "metrics.fit_time_s": [0.1, 2.0, 3.0],
+            "tags.svmlab.warm_start": ["true", None, None],
+        }
+    )
     [judged] = claims.judge_all([claim], runs, lambda names: {})
     assert judged.n == 2 and judged.estimate[0] >= 2.0, judged
 

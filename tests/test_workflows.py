@@ -25,7 +25,9 @@ from svmlab.app.config.schema import build_estimator
 from svmlab.app.workflow import experiment_name, outer_tags, sweep_arguments
 from svmlab.workflows import claims, spec
 
-pytestmark = pytest.mark.filterwarnings("ignore:\\s*'hydra/launcher/joblib' is validated:UserWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:\\s*'hydra/launcher/joblib' is validated:UserWarning"
+)
 
 TINY = Path(__file__).parent / "support" / "workflows" / "tiny.yaml"
 SHIPPED = [(name, scale) for name in spec.names() for scale in spec.SCALES]  # each has all three
@@ -36,7 +38,8 @@ def jobs(arguments: list[str]) -> list[list[str]]:
     fixed = [a for a in arguments if "," not in a.split("=", 1)[1] and "range(" not in a]
     params = composed(*fixed, hydra=True).hydra.sweeper.params
     parsed = OverridesParser.create().parse_overrides(
-        [f"{k}={v}" for k, v in params.items()] + arguments)
+        [f"{k}={v}" for k, v in params.items()] + arguments
+    )
     (batch,) = BasicSweeper.split_arguments(parsed, None)
     return batch
 
@@ -50,8 +53,12 @@ def test_every_workflow_loads_and_its_sweep_composes(name, scale):
         assert cfg.tracking.experiment == experiment_name(workflow, scale)
         build_estimator(cfg)
     if scale == "paper":  # the runs of every testable claim are among the paper-scale jobs
-        swept = {o.split("=", 1)[1] for job in batch for o in job
-                 if o.split("=")[0].lstrip("+") in ("solver", "dataset", "bsca_problem")}
+        swept = {
+            o.split("=", 1)[1]
+            for job in batch
+            for o in job
+            if o.split("=")[0].lstrip("+") in ("solver", "dataset", "bsca_problem")
+        }
         for claim in workflow.claims:
             for side in (claim.value, claim.relative_to or {}):
                 for key in set(side) & {"solver", "dataset"}:
@@ -62,8 +69,12 @@ def test_every_workflow_loads_and_its_sweep_composes(name, scale):
 def swept(batch: list[list[str]], keys=("solver", "dataset", "bsca_problem")) -> set[str]:
     """The solvers, datasets and problems of a sweep's jobs; a seeded split of the training file
     (``w8a_split``, where the official test file is missing) counts as its dataset."""
-    return {o.split("=", 1)[1].removesuffix("_split") for job in batch for o in job
-            if o.split("=")[0].lstrip("+") in keys}
+    return {
+        o.split("=", 1)[1].removesuffix("_split")
+        for job in batch
+        for o in job
+        if o.split("=")[0].lstrip("+") in keys
+    }
 
 
 @pytest.mark.parametrize("name,scale", SHIPPED, ids=[f"{n}-{s}" for n, s in SHIPPED])
@@ -76,8 +87,9 @@ def test_each_scale_states_the_number_of_runs_its_sweep_launches(name, scale):
 @pytest.mark.parametrize("name", spec.names())
 def test_the_medium_scale_keeps_the_papers_solvers_and_datasets_or_says_why_and_its_size(name):
     workflow = spec.load(name)
-    medium, paper = (jobs(sweep_arguments(workflow, scale, "sqlite:///x.db"))
-                     for scale in ("medium", "paper"))
+    medium, paper = (
+        jobs(sweep_arguments(workflow, scale, "sqlite:///x.db")) for scale in ("medium", "paper")
+    )
     description = yaml.safe_load(workflow.path.read_text())["scales"]["medium"]["description"]
     left_out = swept(paper) - swept(medium)  # only where the description says why
     # no more runs per seed than the paper scale: more seeds only where a claim needs 6 blocks
@@ -94,12 +106,19 @@ def test_a_scale_the_workflow_does_not_define_is_refused(capsys):
 
 def test_overrides_given_replace_the_workflows_own_for_the_same_key():
     workflow = spec.load("fw_paper")
-    arguments = sweep_arguments(workflow, "quick", "sqlite:///x.db", "basic", None,
-                                ["seed=3", "hydra.sweep.dir=/tmp/sweep"])
-    assert arguments == ["+experiment=fw_paper", "tracking.log_model=false",
-                         "dataset=w1a,w3a,a1a", "tracking.experiment=workflow-fw_paper-quick",
-                         "tracking.uri=sqlite:///x.db", "+resume=true", "seed=3",
-                         "hydra.sweep.dir=/tmp/sweep"]
+    arguments = sweep_arguments(
+        workflow, "quick", "sqlite:///x.db", "basic", None, ["seed=3", "hydra.sweep.dir=/tmp/sweep"]
+    )
+    assert arguments == [
+        "+experiment=fw_paper",
+        "tracking.log_model=false",
+        "dataset=w1a,w3a,a1a",
+        "tracking.experiment=workflow-fw_paper-quick",
+        "tracking.uri=sqlite:///x.db",
+        "+resume=true",
+        "seed=3",
+        "hydra.sweep.dir=/tmp/sweep",
+    ]
 
 
 @pytest.mark.parametrize("name", spec.names())
@@ -152,12 +171,21 @@ def test_every_speed_claim_of_a_paper_has_its_equal_precision_companion_after_it
             assert companion.companion_of == c.claim and companion.kind == "svmlab", c.claim
             assert companion.measure.startswith(("time_to_gap_", "time_to_acc_")), c.claim
             assert (companion.value, companion.relative_to, companion.blocks) == (
-                c.value, c.relative_to, c.blocks)
+                c.value,
+                c.relative_to,
+                c.blocks,
+            )
 
 
 def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
-    assert set(spec.names()) >= {"nesvm_adult", "fw_paper", "l1_newton_paper", "alm_paper",
-                                 "bsca_budget", "shootout"}
+    assert set(spec.names()) >= {
+        "nesvm_adult",
+        "fw_paper",
+        "l1_newton_paper",
+        "alm_paper",
+        "bsca_budget",
+        "shootout",
+    }
     assert cli.main(["workflow", "list"]) == 0
     out = capfd.readouterr().out
     for name in spec.names():
@@ -178,87 +206,286 @@ def tiny_data() -> dict:
     return yaml.safe_load(TINY.read_text())
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"sweeps": {}}, "unknown key(s) sweeps; allowed: paper, description, sweep"),
-    ({"claims": []}, "claims must be a non-empty list"),
-    ({"scales": {"quick": {}}}, "scales: missing key(s) paper"),
-    ({"sweep": {"preset": "tiny", "overrides": ["seed"]}},
-     "'seed' is not KEY=VALUE; quote a list of values"),
-    ({"report": {"notebook": "nope"}},
-     "unknown notebook 'nope'; available: convergence, significance_report"),
-    ({"analysis": {"measures": ["accuracy"]}}, "analysis.measures"),
-    ({"analysis": {"measures": ["fit_time_s"], "hypotheses": ["a<<b"]}}, "bad hypothesis"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "value": {"solver": "a"}, "decide": {"about": 1}}]},
-     "decide: one of tolerance, relative_tolerance, below, above with a number"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "value": {"solver": "a"}, "decide": {"tolerance": 1}}]},
-     "compares with the paper's number; give it as paper: <number>"),
-    ({"claims": [{"claim": "x", "source": "y", "value": {"solver": "a"},
-                  "decide": {"below": 1}}]}, "missing measure"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "m", "value": "libsvm",
-                  "decide": {"below": 1}}]}, "value: a mapping of tags or params"),
-    ({"claims": [{"claim": "x", "source": "y", "paper": "fast", "untestable": "no"}]},
-     "paper: the paper's number; got 'fast' (words go in paper_text)"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "value": {"solver": "a"}, "decide": {"below": 1}, "why": 1}]},
-     "claims[0].why: a non-empty string; got 1"),
-    ({"claims": [{"claim": "x", "source": "y", "kind": "theirs", "untestable": "no"}]},
-     "claims[0].kind: 'theirs'; allowed: paper, svmlab"),
-    ({"claims": [{"claim": "x", "source": "y", "untestable": "not in this sweep"}]},
-     "claims[0].untestable: a mapping {kind: data|software, why: ...}"),
-    ({"claims": [{"claim": "x", "source": "y", "untestable": {"kind": "sweep", "why": "w"}}]},
-     "claims[0].untestable.kind: 'sweep'; allowed: data, software"),
-    ({"claims": [{"claim": "x", "source": "y", "untestable": {"kind": "data"}}]},
-     "claims[0].untestable: missing key(s) why"),
-    ({"claims": [{"claim": "x", "source": "y", "quote": " ",
-                  "untestable": {"kind": "data", "why": "w"}}]},
-     "claims[0].quote: a non-empty string"),
-    ({"paper_file": ""}, "paper_file: a non-empty string"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s", "kind": "svmlab",
-                  "value": {"solver": "a"}, "decide": {"below": 1},
-                  "companion": {"measure": "time_to_gap_1e-2", "why": "w"}}]},
-     "claims[0].companion: only a testable paper claim has a companion"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "value": {"solver": "a"}, "decide": {"below": 1},
-                  "companion": {"measure": "time_to_gap_2", "why": "w"}}]},
-     "claims[0].companion.measure: measure 'time_to_gap_2': the tolerance"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "value": {"solver": "a"}, "decide": {"below": 1},
-                  "companion": {"measure": "time_to_gap_1e-2"}}]},
-     "claims[0].companion: missing key(s) why"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s", "grid": "lam",
-                  "value": {"solver": "a"}, "decide": {"below": 1}}]},
-     "claims[0].grid: a list of strings"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s", "blocks": [],
-                  "value": {"solver": "a"}, "decide": {"below": 1}}]},
-     "claims[0].blocks: the keys whose values make a block"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s", "paper": 1,
-                  "growth_with": "n_train", "value": {"solver": "a"},
-                  "relative_to": {"solver": "b"}, "decide": {"tolerance": 1}}]},
-     "growth_with decides on a slope: use decide below or above"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "sensitivity_to": "solver.C", "value": {"solver": "a"},
-                  "decide": {"below": 0}}]},
-     "sensitivity_to fits the comparison of two sides; give relative_to"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "sensitivity_to": "solver.C", "blocks": ["dataset", "solver.C"],
-                  "value": {"solver": "a"}, "relative_to": {"solver": "b"},
-                  "decide": {"below": 0}}]},
-     "sensitivity_to solver.C varies inside a block; take it out of blocks"),
-    ({"claims": [{"claim": "x", "source": "y", "measure": "fit_time_s",
-                  "sensitivity_to": "solver.C", "growth_with": "n_train",
-                  "value": {"solver": "a"}, "relative_to": {"solver": "b"},
-                  "decide": {"below": 0}}]},
-     "growth_with and sensitivity_to exclude each other"),
-    ({"scales": {"quick": {"runs": 0}, "paper": {}}},
-     "scales.quick.runs: the number of runs of the scale's sweep, a positive integer; got 0"),
-    ({"scales": {"quick": {"wall_time": {"seconds": 60}}, "paper": {}}},
-     "scales.quick.wall_time: missing key(s) workers, date, load"),
-    ({"scales": {"quick": {"wall_time": {"seconds": -1, "workers": 2, "date": "d",
-                                         "load": "2"}}, "paper": {}}},
-     "wall_time: seconds a positive number and workers a positive integer; got -1, 2"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"sweeps": {}}, "unknown key(s) sweeps; allowed: paper, description, sweep"),
+        ({"claims": []}, "claims must be a non-empty list"),
+        ({"scales": {"quick": {}}}, "scales: missing key(s) paper"),
+        (
+            {"sweep": {"preset": "tiny", "overrides": ["seed"]}},
+            "'seed' is not KEY=VALUE; quote a list of values",
+        ),
+        (
+            {"report": {"notebook": "nope"}},
+            "unknown notebook 'nope'; available: convergence, significance_report",
+        ),
+        ({"analysis": {"measures": ["accuracy"]}}, "analysis.measures"),
+        ({"analysis": {"measures": ["fit_time_s"], "hypotheses": ["a<<b"]}}, "bad hypothesis"),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "value": {"solver": "a"},
+                        "decide": {"about": 1},
+                    }
+                ]
+            },
+            "decide: one of tolerance, relative_tolerance, below, above with a number",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "value": {"solver": "a"},
+                        "decide": {"tolerance": 1},
+                    }
+                ]
+            },
+            "compares with the paper's number; give it as paper: <number>",
+        ),
+        (
+            {
+                "claims": [
+                    {"claim": "x", "source": "y", "value": {"solver": "a"}, "decide": {"below": 1}}
+                ]
+            },
+            "missing measure",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "m",
+                        "value": "libsvm",
+                        "decide": {"below": 1},
+                    }
+                ]
+            },
+            "value: a mapping of tags or params",
+        ),
+        (
+            {"claims": [{"claim": "x", "source": "y", "paper": "fast", "untestable": "no"}]},
+            "paper: the paper's number; got 'fast' (words go in paper_text)",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "value": {"solver": "a"},
+                        "decide": {"below": 1},
+                        "why": 1,
+                    }
+                ]
+            },
+            "claims[0].why: a non-empty string; got 1",
+        ),
+        (
+            {"claims": [{"claim": "x", "source": "y", "kind": "theirs", "untestable": "no"}]},
+            "claims[0].kind: 'theirs'; allowed: paper, svmlab",
+        ),
+        (
+            {"claims": [{"claim": "x", "source": "y", "untestable": "not in this sweep"}]},
+            "claims[0].untestable: a mapping {kind: data|software, why: ...}",
+        ),
+        (
+            {
+                "claims": [
+                    {"claim": "x", "source": "y", "untestable": {"kind": "sweep", "why": "w"}}
+                ]
+            },
+            "claims[0].untestable.kind: 'sweep'; allowed: data, software",
+        ),
+        (
+            {"claims": [{"claim": "x", "source": "y", "untestable": {"kind": "data"}}]},
+            "claims[0].untestable: missing key(s) why",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "quote": " ",
+                        "untestable": {"kind": "data", "why": "w"},
+                    }
+                ]
+            },
+            "claims[0].quote: a non-empty string",
+        ),
+        ({"paper_file": ""}, "paper_file: a non-empty string"),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "kind": "svmlab",
+                        "value": {"solver": "a"},
+                        "decide": {"below": 1},
+                        "companion": {"measure": "time_to_gap_1e-2", "why": "w"},
+                    }
+                ]
+            },
+            "claims[0].companion: only a testable paper claim has a companion",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "value": {"solver": "a"},
+                        "decide": {"below": 1},
+                        "companion": {"measure": "time_to_gap_2", "why": "w"},
+                    }
+                ]
+            },
+            "claims[0].companion.measure: measure 'time_to_gap_2': the tolerance",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "value": {"solver": "a"},
+                        "decide": {"below": 1},
+                        "companion": {"measure": "time_to_gap_1e-2"},
+                    }
+                ]
+            },
+            "claims[0].companion: missing key(s) why",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "grid": "lam",
+                        "value": {"solver": "a"},
+                        "decide": {"below": 1},
+                    }
+                ]
+            },
+            "claims[0].grid: a list of strings",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "blocks": [],
+                        "value": {"solver": "a"},
+                        "decide": {"below": 1},
+                    }
+                ]
+            },
+            "claims[0].blocks: the keys whose values make a block",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "paper": 1,
+                        "growth_with": "n_train",
+                        "value": {"solver": "a"},
+                        "relative_to": {"solver": "b"},
+                        "decide": {"tolerance": 1},
+                    }
+                ]
+            },
+            "growth_with decides on a slope: use decide below or above",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "sensitivity_to": "solver.C",
+                        "value": {"solver": "a"},
+                        "decide": {"below": 0},
+                    }
+                ]
+            },
+            "sensitivity_to fits the comparison of two sides; give relative_to",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "sensitivity_to": "solver.C",
+                        "blocks": ["dataset", "solver.C"],
+                        "value": {"solver": "a"},
+                        "relative_to": {"solver": "b"},
+                        "decide": {"below": 0},
+                    }
+                ]
+            },
+            "sensitivity_to solver.C varies inside a block; take it out of blocks",
+        ),
+        (
+            {
+                "claims": [
+                    {
+                        "claim": "x",
+                        "source": "y",
+                        "measure": "fit_time_s",
+                        "sensitivity_to": "solver.C",
+                        "growth_with": "n_train",
+                        "value": {"solver": "a"},
+                        "relative_to": {"solver": "b"},
+                        "decide": {"below": 0},
+                    }
+                ]
+            },
+            "growth_with and sensitivity_to exclude each other",
+        ),
+        (
+            {"scales": {"quick": {"runs": 0}, "paper": {}}},
+            "scales.quick.runs: the number of runs of the scale's sweep, a positive integer; got 0",
+        ),
+        (
+            {"scales": {"quick": {"wall_time": {"seconds": 60}}, "paper": {}}},
+            "scales.quick.wall_time: missing key(s) workers, date, load",
+        ),
+        (
+            {
+                "scales": {
+                    "quick": {"wall_time": {"seconds": -1, "workers": 2, "date": "d", "load": "2"}},
+                    "paper": {},
+                }
+            },
+            "wall_time: seconds a positive number and workers a positive integer; got -1, 2",
+        ),
+    ],
+)
 def test_a_malformed_workflow_says_what_is_wrong_and_what_is_allowed(change, message):
     with pytest.raises(spec.WorkflowError) as error:
         spec.parse(tiny_data() | change, Path("bad.yaml"))
@@ -267,10 +494,18 @@ def test_a_malformed_workflow_says_what_is_wrong_and_what_is_allowed(change, mes
 
 # -- end to end ---------------------------------------------------------------------------------
 
+
 def workflow_args(store: Path, path: Path = TINY) -> list[str]:
-    return ["workflow", str(path), "--launcher", "basic", "--tracking-uri", f"sqlite:///{store}",
-            f"hydra.searchpath=[file://{SUPPORT_CONF}]",
-            f"hydra.sweep.dir={store.parent}/multirun"]
+    return [
+        "workflow",
+        str(path),
+        "--launcher",
+        "basic",
+        "--tracking-uri",
+        f"sqlite:///{store}",
+        f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+        f"hydra.sweep.dir={store.parent}/multirun",
+    ]
 
 
 def every_run(store: Path) -> list:
@@ -284,21 +519,27 @@ def training_runs(found: list) -> list:
 
 
 def assert_one_finished_run_per_config(found: list, expected: int) -> None:
-    finished = Counter(r.data.tags["svmlab.config_sha256"] for r in training_runs(found)
-                       if r.info.status == "FINISHED")
+    finished = Counter(
+        r.data.tags["svmlab.config_sha256"]
+        for r in training_runs(found)
+        if r.info.status == "FINISHED"
+    )
     assert len(finished) == expected and set(finished.values()) == {1}
 
 
 @pytest.mark.slow
 def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_missing(
-        store, tmp_path, capfd):
+    store, tmp_path, capfd
+):
     assert cli.main(workflow_args(store)) == 0
     out = capfd.readouterr().out
     found = every_run(store)
     roles = {r.data.tags.get("svmlab.role"): r for r in found}
     outer = roles["workflow"]
-    for page in (f"report: {roles['analysis'].info.artifact_uri}/report.html",
-                 f"claims: {outer.info.artifact_uri}/claims.md"):
+    for page in (
+        f"report: {roles['analysis'].info.artifact_uri}/report.html",
+        f"claims: {outer.info.artifact_uri}/claims.md",
+    ):
         assert page.removeprefix("file://").replace("file://", "") in out
     assert outer.info.status == "FINISHED" and outer.data.tags["svmlab.workflow"] == "tiny"
     assert outer.data.tags["svmlab.workflow.scale"] == "quick"
@@ -310,14 +551,22 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
     assert outer.data.metrics["claims_not_reproduced"] == 1  # LIBSVM's 96.5 %, not 99.9 %
     assert outer.data.metrics["claims_not_testable_here"] == 2
 
-    artifacts = {a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(
-        outer.info.run_id)}
+    artifacts = {
+        a.path for a in MlflowClient(f"sqlite:///{store}").list_artifacts(outer.info.run_id)
+    }
     assert {"claims.md", "claims.html", "claims.csv", "figures"} <= artifacts
-    table = pd.read_csv(mlflow.artifacts.download_artifacts(
-        f"{outer.info.artifact_uri}/claims.csv", dst_path=str(tmp_path)))
+    table = pd.read_csv(
+        mlflow.artifacts.download_artifacts(
+            f"{outer.info.artifact_uri}/claims.csv", dst_path=str(tmp_path)
+        )
+    )
     assert list(table.columns) == [*claims.COLUMNS, "kind", "beside"]
-    assert list(table["verdict"]) == [claims.INCONCLUSIVE, claims.NOT_REPRODUCED,
-                                      claims.UNTESTABLE, claims.UNTESTABLE]
+    assert list(table["verdict"]) == [
+        claims.INCONCLUSIVE,
+        claims.NOT_REPRODUCED,
+        claims.UNTESTABLE,
+        claims.UNTESTABLE,
+    ]
     # LIBSVM is deterministic on breast cancer's fixed split: its two seeds are one
     # measurement, judged on the exact binomial interval of its test set's 143 points
     assert list(table["n"].fillna(0)) == [4, 143, 0, 0]
@@ -340,14 +589,16 @@ def test_a_workflow_runs_end_to_end_and_running_it_again_completes_only_what_is_
     again = every_run(store)
     assert_one_finished_run_per_config(again, 8)
     assert [r.info.run_id for r in again if r.data.tags.get("svmlab.role") == "workflow"] == [
-        outer.info.run_id]
+        outer.info.run_id
+    ]
 
 
 @pytest.mark.slow
 def test_an_interrupted_workflow_completes_when_run_again(store, tmp_path):
     without_report = tmp_path / "tiny.yaml"
-    without_report.write_text(yaml.safe_dump({k: v for k, v in tiny_data().items()
-                                              if k != "report"}))
+    without_report.write_text(
+        yaml.safe_dump({k: v for k, v in tiny_data().items() if k != "report"})
+    )
     command = [sys.executable, "-m", "svmlab.app.cli", *workflow_args(store, without_report)]
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(TESTS_DIR), *sys.path])}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
@@ -372,13 +623,18 @@ def test_an_interrupted_workflow_completes_when_run_again(store, tmp_path):
     assert [r.info.status for r in sweeps] == ["KILLED", "FINISHED"]
 
 
-def finished_outer(store: Path, workflow: spec.Workflow, runs: pd.DataFrame,
-                   status: str = "FINISHED") -> str:
+def finished_outer(
+    store: Path, workflow: spec.Workflow, runs: pd.DataFrame, status: str = "FINISHED"
+) -> str:
     """An outer run of ``workflow`` (quick scale) whose claims are judged on ``runs``."""
     from svmlab.tracking.workflows import OuterRun
 
-    outer = OuterRun(f"sqlite:///{store}", experiment_name(workflow, "quick"), "outer",
-                     outer_tags(workflow, "quick") | {"svmlab.workflow.digest": status})
+    outer = OuterRun(
+        f"sqlite:///{store}",
+        experiment_name(workflow, "quick"),
+        "outer",
+        outer_tags(workflow, "quick") | {"svmlab.workflow.digest": status},
+    )
     judged = claims.judge_all(workflow.claims, runs, lambda names: {})
     folder = store.parent / status
     folder.mkdir()
@@ -406,50 +662,73 @@ def test_a_long_step_before_the_sweep_does_not_get_the_outer_run_reaped(store):
 
 def test_the_claims_table_is_printed_from_each_workflows_last_finished_run(store, capfd):
     tiny = spec.load(str(TINY))
-    runs = pd.DataFrame({"tags.solver": ["liblinear", "libsvm"] * 4,
-                         "tags.dataset": ["breast_cancer"] * 4 + ["synthetic_gaussian"] * 4,
-                         "params.seed": ["0", "0", "1", "1"] * 2,
-                         "metrics.test_accuracy": [0.97, 0.9995, 0.98, 0.9995,
-                                                   0.9, 0.92, 0.91, 0.92]})
+    runs = pd.DataFrame(
+        {
+            "tags.solver": ["liblinear", "libsvm"] * 4,
+            "tags.dataset": ["breast_cancer"] * 4 + ["synthetic_gaussian"] * 4,
+            "params.seed": ["0", "0", "1", "1"] * 2,
+            "metrics.test_accuracy": [0.97, 0.9995, 0.98, 0.9995, 0.9, 0.92, 0.91, 0.92],
+        }
+    )
     finished_outer(store, tiny, runs)
     finished_outer(store, tiny, runs.assign(**{"metrics.test_accuracy": 0.5}), "FAILED")
     uri = ["--tracking-uri", f"sqlite:///{store}"]
     assert cli.main(["workflow", "table", str(TINY), *uri]) == 0
     lines = capfd.readouterr().out.splitlines()
     assert lines[:5] == [
-        "Verdicts per workflow (the paper's claims; svmlab's statements in brackets):", "",
+        "Verdicts per workflow (the paper's claims; svmlab's statements in brackets):",
+        "",
         "| workflow | reproduced | not reproduced | inconclusive | depends | not testable here |",
         "|---|---|---|---|---|---|",
-        "| `tiny` | 0 (0) | 0 (0) | 2 (0) | 0 (0) | 2 (0) |"]
+        "| `tiny` | 0 (0) | 0 (0) | 2 (0) | 0 (0) | 2 (0) |",
+    ]
     lines = lines[6:]
     assert lines[:5] == [
-        "The paper's claims:", "",
-        ("| workflow | claim (source) | paper | n | unit | confidence | svmlab (quick scale) | "
-         "interval | verdict |"),
+        "The paper's claims:",
+        "",
+        (
+            "| workflow | claim (source) | paper | n | unit | confidence | svmlab (quick scale) | "
+            "interval | verdict |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
-        ("| `tiny` | LIBLINEAR's accuracy is LIBSVM's (Table 1) | 0 | 4 | problems | 87.5 % | "
-         "-0.01975 | [-0.0295, -0.01] | inconclusive |")]
+        (
+            "| `tiny` | LIBLINEAR's accuracy is LIBSVM's (Table 1) | 0 | 4 | problems | 87.5 % | "
+            "-0.01975 | [-0.0295, -0.01] | inconclusive |"
+        ),
+    ]
     assert lines[5:] == [  # its two seeds gave the same accuracy: one measurement
-        ("| `tiny` | LIBSVM reaches 99.9 % on breast cancer (Table 1) | 0.999 | 1 | seeds | 0 % | "
-         "0.9995 | [0.9995, 0.9995] | inconclusive |"),
-        ("| `tiny` | LIBLINEAR's accuracy on a9a (Table 2) | 0.85 |  |  |  |  |  | "
-         "not testable here |"),
-        ("| `tiny` | LIBLINEAR is faster than SVM-Light (Table 3) |  |  |  |  |  |  | "
-         "not testable here |")]
+        (
+            "| `tiny` | LIBSVM reaches 99.9 % on breast cancer (Table 1) | 0.999 | 1 | seeds | 0 % | "
+            "0.9995 | [0.9995, 0.9995] | inconclusive |"
+        ),
+        (
+            "| `tiny` | LIBLINEAR's accuracy on a9a (Table 2) | 0.85 |  |  |  |  |  | "
+            "not testable here |"
+        ),
+        (
+            "| `tiny` | LIBLINEAR is faster than SVM-Light (Table 3) |  |  |  |  |  |  | "
+            "not testable here |"
+        ),
+    ]
 
     assert cli.main(["workflow", "table", str(TINY), "shootout", *uri]) == 1
     out, err = capfd.readouterr()
     assert out.count("| `tiny` |") == 5 and "shootout" not in out
-    assert ("workflow shootout has no finished run at scale quick in sqlite:///"
-            in err) and "run 'svmlab workflow shootout --scale quick'" in err
+    assert (
+        "workflow shootout has no finished run at scale quick in sqlite:///" in err
+    ) and "run 'svmlab workflow shootout --scale quick'" in err
     assert cli.main(["workflow", "table", "fw_papr", *uri]) == 2
 
 
 def distinct(batch: list[list[str]], key: str) -> set[str]:
     """The values a block key takes among a sweep's jobs (a problem names its dataset)."""
     names = ("dataset", "bsca_problem") if key == "dataset" else (key,)
-    return {o.split("=", 1)[1].removesuffix("_split") for job in batch for o in job
-            if o.split("=")[0].lstrip("+") in names}
+    return {
+        o.split("=", 1)[1].removesuffix("_split")
+        for job in batch
+        for o in job
+        if o.split("=")[0].lstrip("+") in names
+    }
 
 
 @pytest.mark.parametrize("name", spec.names())
@@ -464,8 +743,9 @@ def test_every_decidable_claim_at_medium_scale_can_reach_its_confidence(name):
     for claim in workflow.claims:
         if claim.untestable:
             continue
-        blocks = math.prod(max(1, len(distinct(batch, key))) for key in claim.blocks
-                           if key not in claim.value)
+        blocks = math.prod(
+            max(1, len(distinct(batch, key))) for key in claim.blocks if key not in claim.value
+        )
         if blocks < fewest:
             short.append((claim.claim, blocks))
     assert not short, f"fewer than {fewest} blocks at medium scale: {short}"

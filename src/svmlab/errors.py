@@ -52,5 +52,7 @@ def require_extra(modules: tuple[str, ...], extra: str, what: str) -> None:
             return
         except ImportError:
             continue
-    raise MissingExtra(f"{what} needs svmlab's optional dependencies '{extra}', which are not "
-                       f"installed: pip install 'svmlab[{extra}]'")
+    raise MissingExtra(
+        f"{what} needs svmlab's optional dependencies '{extra}', which are not "
+        f"installed: pip install 'svmlab[{extra}]'"
+    )

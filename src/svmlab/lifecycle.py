@@ -54,6 +54,7 @@ ALIVE_S = 30.0  # a fit still running says so this often
 
 # -- signals -----------------------------------------------------------------------------------
 
+
 class Terminated(KeyboardInterrupt):
     """Raised in the main thread when the process receives SIGTERM."""
 
@@ -138,8 +139,10 @@ def sigterm_exits() -> Iterator[None]:
     SIGTERM's default action ends the process at once; a handler can only be installed in the
     main thread, and one installed by the caller is left as it is.
     """
-    replace = (threading.current_thread() is threading.main_thread()
-               and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    replace = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    )
     if replace:
         signal.signal(signal.SIGTERM, _exit)
     try:
@@ -155,6 +158,7 @@ def _exit(signum, frame) -> None:
 
 # -- the fit thread ----------------------------------------------------------------------------
 
+
 class LauncherGone(Terminated):
     """The sweep's launching process is gone: this job has nobody to report to."""
 
@@ -162,14 +166,20 @@ class LauncherGone(Terminated):
 def stop_without_launcher(launcher: dict | None) -> None:
     """Raise LauncherGone when the process named by ``launcher`` (tags of `this_process`) ran on
     this host and no longer does."""
-    if launcher and is_alive(launcher.get(HOST_TAG), launcher.get(PID_TAG),
-                             launcher.get(PID_STARTED_TAG)) is False:
+    if (
+        launcher
+        and is_alive(launcher.get(HOST_TAG), launcher.get(PID_TAG), launcher.get(PID_STARTED_TAG))
+        is False
+    ):
         raise LauncherGone(f"the sweep's launching process {launcher[PID_TAG]} is gone")
 
 
-def run_interruptibly(call: Callable[[], Any], launcher: dict | None = None,
-                      alive: Callable[[float], None] | None = None,
-                      alive_s: float = ALIVE_S) -> Any:
+def run_interruptibly(
+    call: Callable[[], Any],
+    launcher: dict | None = None,
+    alive: Callable[[float], None] | None = None,
+    alive_s: float = ALIVE_S,
+) -> Any:
     """``call()`` in a daemon thread, waited for by this thread in short joins; its result,
     or its exception re-raised here.
 
@@ -213,6 +223,7 @@ def run_interruptibly(call: Callable[[], Any], launcher: dict | None = None,
 
 # -- process identity and signs of life ----------------------------------------------------------
 
+
 def process_started(pid: int) -> float | None:
     """The start time (seconds since the epoch) of process ``pid``; None if it is gone."""
     try:
@@ -236,9 +247,23 @@ def pid_running(pid: int) -> bool:
 
 
 #: SLURM's states of a job that has not ended (squeue's long names).
-SLURM_LIVE_STATES = frozenset({
-    "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING",
-    "STAGE_OUT", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"})
+SLURM_LIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "STOPPED",
+        "SIGNALING",
+        "STAGE_OUT",
+        "RESIZING",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESV_DEL_HOLD",
+    }
+)
 SLURM_ASK_S = 30.0  # squeue and sacct answer within this, or SLURM cannot be asked
 
 
@@ -267,8 +292,9 @@ def slurm_job_state(job: str) -> str | None:
         return queued.stdout.split()[0]
     if queued.returncode != 0 and "Invalid job id" not in queued.stderr:
         return None  # the controller did not answer
-    accounted = ask("sacct", "--noheader", "--allocations", "--parsable2", f"--jobs={job}",
-                    "--format=State")
+    accounted = ask(
+        "sacct", "--noheader", "--allocations", "--parsable2", f"--jobs={job}", "--format=State"
+    )
     if accounted is not None and accounted.returncode == 0 and accounted.stdout.split():
         return accounted.stdout.split()[0]  # "CANCELLED by 0": CANCELLED
     return None
@@ -276,8 +302,11 @@ def slurm_job_state(job: str) -> str | None:
 
 def this_process() -> dict[str, str]:
     """Tags naming this process: host, pid, start time, and its SLURM job if it runs in one."""
-    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
-            PID_STARTED_TAG: iso_time(process_started(os.getpid()))}
+    tags = {
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(os.getpid()),
+        PID_STARTED_TAG: iso_time(process_started(os.getpid())),
+    }
     job = slurm_job()
     return tags | ({SLURM_JOB_TAG: job} if job else {})
 
@@ -298,8 +327,7 @@ def last_sign_of_life(tags: dict[str, str], start_s: float) -> float:
     return tag_time(beat) if beat else start_s
 
 
-def why_dead(tags: dict[str, str], start_s: float, stale_after_s: float, now: float
-             ) -> str | None:
+def why_dead(tags: dict[str, str], start_s: float, stale_after_s: float, now: float) -> str | None:
     """Why a RUNNING run (its tags, its start) has no process behind it any more, or None if it
     may still run: it ran as a SLURM job that SLURM, asked from this machine, says has ended
     (cancelled, timed out, failed, its node lost), or its process ran on this host and is gone
@@ -381,8 +409,11 @@ def now_tag() -> str:
 
 def iso_time(seconds: float) -> str:
     """Seconds since the epoch as ISO 8601 in UTC, to the millisecond."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    return (
+        datetime.fromtimestamp(seconds, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def tag_time(value: str) -> float:

@@ -19,8 +19,11 @@ MASK = "***"
 # also in Hydra's escaped form of an override, scheme\://user\:password@ (and in JSON, \\:)
 _USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*\\*://[^\s:/?#@'\"\\]*\\*:)[^\s@'\"]+@")
 # a query parameter whose name says it is a secret: ?password=..., &access_token=..., &sig=...
-_QUERY = re.compile(r"([?&;][\w.\-]*(?:pass|pwd|secret|token|key|sig|credential)[\w.\-]*=)"
-                    r"[^&;\s'\"#]+", re.IGNORECASE)
+_QUERY = re.compile(
+    r"([?&;][\w.\-]*(?:pass|pwd|secret|token|key|sig|credential)[\w.\-]*=)"
+    r"[^&;\s'\"#]+",
+    re.IGNORECASE,
+)
 
 
 def mask(text: str) -> str:

@@ -67,7 +67,14 @@ TEST_SIZE = "n_test"
 
 # Kinds of measure.
 ACCURACY, RATE, TIME, ITERATIONS, COUNT, OBJECTIVE, GAP = (
-    "accuracy", "rate", "time", "iterations", "count", "objective", "gap")
+    "accuracy",
+    "rate",
+    "time",
+    "iterations",
+    "count",
+    "objective",
+    "gap",
+)
 # Directions: which values of a measure are better.
 HIGHER, LOWER = "higher", "lower"
 
@@ -85,20 +92,25 @@ class Metric:
     baseline: str | None = None
 
 
-METRICS = {m.name: m for m in (
-    # one test error in a thousand counts as at the ceiling: separable data
-    Metric("test_accuracy", ACCURACY, HIGHER, ceiling=(1.0, 1e-3), baseline="test_majority_rate"),
-    Metric("train_accuracy", ACCURACY, HIGHER),
-    Metric("test_majority_rate", RATE, None),  # the accuracy of the majority-class classifier
-    Metric("fit_time_s", TIME, LOWER),  # the solver's own clock
-    Metric("predict_time_s", TIME, LOWER),
-    Metric("compile_time_s", TIME, LOWER),
-    Metric("certificate_time_s", TIME, LOWER),
-    Metric("n_iter", ITERATIONS, LOWER),
-    Metric("n_passes", ITERATIONS, LOWER),  # passes over the data, a solver's cost in its paper
-    Metric("n_support", COUNT, LOWER),
-    Metric("kernel_gamma", RATE, None),  # a gamma rule's value on the data
-)}
+METRICS = {
+    m.name: m
+    for m in (
+        # one test error in a thousand counts as at the ceiling: separable data
+        Metric(
+            "test_accuracy", ACCURACY, HIGHER, ceiling=(1.0, 1e-3), baseline="test_majority_rate"
+        ),
+        Metric("train_accuracy", ACCURACY, HIGHER),
+        Metric("test_majority_rate", RATE, None),  # the accuracy of the majority-class classifier
+        Metric("fit_time_s", TIME, LOWER),  # the solver's own clock
+        Metric("predict_time_s", TIME, LOWER),
+        Metric("compile_time_s", TIME, LOWER),
+        Metric("certificate_time_s", TIME, LOWER),
+        Metric("n_iter", ITERATIONS, LOWER),
+        Metric("n_passes", ITERATIONS, LOWER),  # passes over the data, a solver's cost in its paper
+        Metric("n_support", COUNT, LOWER),
+        Metric("kernel_gamma", RATE, None),  # a gamma rule's value on the data
+    )
+}
 
 #: Metrics and measures named by a prefix and a formulation or target (``objective_hinge_l2``,
 #: ``rel_gap_hinge_l2``, ``time_to_gap_1e-3``): the kind and direction of each prefix. A run's
@@ -148,8 +160,10 @@ def direction(name: str) -> str | None:
 
 def directed() -> list[str]:
     """The metrics whose direction is known, and the prefixes of those named by one (``*``)."""
-    return [*(m.name for m in METRICS.values() if m.better),
-            *(f"{p}*" for p, (_, better) in PREFIXES.items() if better)]
+    return [
+        *(m.name for m in METRICS.values() if m.better),
+        *(f"{p}*" for p, (_, better) in PREFIXES.items() if better),
+    ]
 
 
 def floor(name: str) -> str:

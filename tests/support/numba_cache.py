@@ -37,8 +37,11 @@ class Filling:
     errors, one per line) once it is done; ``seconds`` and ``errors`` are then set."""
 
     def __init__(self, ready: Path, processes: int = 2):
-        families = sorted({family(cls) for cls in solvers.registered().values()} - {""},
-                          key=compiled_functions, reverse=True)
+        families = sorted(
+            {family(cls) for cls in solvers.registered().values()} - {""},
+            key=compiled_functions,
+            reverse=True,
+        )
         self.ready, self.seconds, self.errors = ready, None, None
         self._begun = time.perf_counter()
         self._pool = multiprocessing.get_context("spawn").Pool(min(processes, os.cpu_count() or 1))

@@ -16,8 +16,9 @@ from svmlab.tracking.store import prepare_store
 SUPPORT_CONF = Path(__file__).parent / "conf"
 TESTS_DIR = Path(__file__).parents[1]
 # A sweep's progress line: done, total, job number, name, status
-PROGRESS = re.compile(r"^\[\s*(\d+)/(\d+)\] #(\d+) (.+?)  (FINISHED|FAILED|SKIPPED)  ",
-                      re.MULTILINE)
+PROGRESS = re.compile(
+    r"^\[\s*(\d+)/(\d+)\] #(\d+) (.+?)  (FINISHED|FAILED|SKIPPED)  ", re.MULTILINE
+)
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -32,9 +33,15 @@ def train_args(store: Path, *overrides: str) -> list[str]:
     folder = store.parent
     flags = [o for o in overrides if o.startswith("-")]  # Hydra wants -m before the overrides
     overrides = tuple(o for o in overrides if not o.startswith("-"))
-    return ["train", *flags, f"tracking.uri=sqlite:///{store}", f"hydra.run.dir={folder}/outputs",
-            f"hydra.sweep.dir={folder}/multirun", f"hydra.searchpath=[file://{SUPPORT_CONF}]",
-            *overrides]
+    return [
+        "train",
+        *flags,
+        f"tracking.uri=sqlite:///{store}",
+        f"hydra.run.dir={folder}/outputs",
+        f"hydra.sweep.dir={folder}/multirun",
+        f"hydra.searchpath=[file://{SUPPORT_CONF}]",
+        *overrides,
+    ]
 
 
 def train(store: Path, *overrides: str) -> int:
@@ -45,8 +52,12 @@ def train(store: Path, *overrides: str) -> int:
 def train_process(store: Path, *overrides: str, **popen) -> subprocess.Popen:
     """`svmlab train` as a child process (for signals and for the real console script)."""
     env = child_env()
-    return subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", *train_args(store, *overrides)],
-                            env=env, text=True, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "svmlab.app.cli", *train_args(store, *overrides)],
+        env=env,
+        text=True,
+        **popen,
+    )
 
 
 def store_template(store: Path) -> Path:
@@ -80,8 +91,12 @@ def runs(store: Path, experiment: str = "svmlab") -> list:
 def parent_and_children(store: Path, sweep_dir: Path | None = None) -> tuple:
     """The parent run of the sweep in ``sweep_dir`` (else the last sweep) and its children."""
     found = runs(store)
-    parents = [r for r in found if r.data.tags.get("svmlab.role") == "sweep"
-               and (sweep_dir is None or r.data.tags["svmlab.sweep_dir"] == str(sweep_dir))]
+    parents = [
+        r
+        for r in found
+        if r.data.tags.get("svmlab.role") == "sweep"
+        and (sweep_dir is None or r.data.tags["svmlab.sweep_dir"] == str(sweep_dir))
+    ]
     parent = parents[-1]
     children = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     return parent, children

@@ -46,14 +46,30 @@ def postgres_cluster(password: str | None = None):
         auth = ["--auth=scram-sha-256", f"--pwfile={folder / 'pw'}"]
 
     def run(program: str, *args: str) -> None:
-        subprocess.run(_as_postgres([str(bin_dir / program), *args]), check=True,
-                       capture_output=True, text=True, timeout=120,
-                       env=os.environ | ({"PGPASSWORD": password} if password else {}))
+        subprocess.run(
+            _as_postgres([str(bin_dir / program), *args]),
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=os.environ | ({"PGPASSWORD": password} if password else {}),
+        )
 
     try:
         run("initdb", "-D", str(data), "-U", "mlflow", *auth, "-E", "UTF8", "--no-sync")
-        run("pg_ctl", "-D", str(data), "-l", str(folder / "server.log"), "-w", "-t", "60",
-            "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        run(
+            "pg_ctl",
+            "-D",
+            str(data),
+            "-l",
+            str(folder / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        )
         try:
             run("createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "mlflow", "mlflow")
             yield f"postgresql://mlflow@127.0.0.1:{port}/mlflow"
@@ -64,8 +80,12 @@ def postgres_cluster(password: str | None = None):
 
 
 @contextmanager
-def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = None,
-                    auth_env: dict[str, str] | None = None):
+def tracking_server(
+    backend_store_uri: str,
+    artifacts: Path,
+    port: int | None = None,
+    auth_env: dict[str, str] | None = None,
+):
     """`svmlab server` on ``port`` (default: a free loopback port) until the block ends; yields
     its URL. With ``auth_env`` (its admin's variables) it is ``svmlab server --auth``, whose
     auth database is basic_auth.db beside ``artifacts``."""
@@ -73,11 +93,27 @@ def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = 
     log = open(artifacts.parent / f"server-{port}.log", "w")
     env = child_env(**auth_env or {})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "svmlab.app.cli", "server", "--backend-store-uri", backend_store_uri,
-         "--artifacts-destination", str(artifacts), "--port", str(port), "--workers", "2",
-         *(["--auth"] if auth_env is not None else [])],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        cwd=artifacts.parent)
+        [
+            sys.executable,
+            "-m",
+            "svmlab.app.cli",
+            "server",
+            "--backend-store-uri",
+            backend_store_uri,
+            "--artifacts-destination",
+            str(artifacts),
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            *(["--auth"] if auth_env is not None else []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+        cwd=artifacts.parent,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -90,8 +126,10 @@ def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = 
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
-                raise RuntimeError("the tracking server did not start:\n"
-                                   + (artifacts.parent / f"server-{port}.log").read_text())
+                raise RuntimeError(
+                    "the tracking server did not start:\n"
+                    + (artifacts.parent / f"server-{port}.log").read_text()
+                )
             time.sleep(0.5)
         yield url
     finally:
@@ -107,6 +145,7 @@ def tracking_server(backend_store_uri: str, artifacts: Path, port: int | None = 
 def train_command(url: str, folder: Path, *overrides: str) -> list[str]:
     """`svmlab train ...` with its outputs under ``folder`` and tracking.uri the server's."""
     folder.mkdir(exist_ok=True)
-    args = [a for a in train_args(folder / "unused.db", *overrides)
-            if not a.startswith("tracking.uri=")]
+    args = [
+        a for a in train_args(folder / "unused.db", *overrides) if not a.startswith("tracking.uri=")
+    ]
     return [sys.executable, "-m", "svmlab.app.cli", *args, f"tracking.uri={url}"]

@@ -34,7 +34,8 @@ class LongTrace(_ZeroModel):
     """Records `n_rows` trace rows as fast as it can (objective 1/(k+1), a known sequence)."""
 
     _parameter_constraints = _ZeroModel._parameter_constraints | {
-        "n_rows": [Interval(Integral, 1, None, closed="left")]}
+        "n_rows": [Interval(Integral, 1, None, closed="left")]
+    }
 
     def __init__(self, C=1.0, n_rows=10_000):
         self.C = C
@@ -42,8 +43,14 @@ class LongTrace(_ZeroModel):
 
     def _fit(self, X, y, trace):
         k = np.arange(self.n_rows)
-        trace.extend({"iteration": k, "time_s": 1e-6 * k, "objective_hinge_l2": 1.0 / (k + 1),
-                      "gap": 0.5 / (k + 1)})
+        trace.extend(
+            {
+                "iteration": k,
+                "time_s": 1e-6 * k,
+                "objective_hinge_l2": 1.0 / (k + 1),
+                "gap": 0.5 / (k + 1),
+            }
+        )
         self._zero_model(X.shape[1])
         self.converged_ = False  # as an iterative solver that hit max_iter reports it
 
@@ -53,8 +60,10 @@ class Slow(_ZeroModel):
     interrupt. With `started_file`, that file is created when the fit starts."""
 
     _parameter_constraints = _ZeroModel._parameter_constraints | {
-        "duration": [Interval(Real, 0.0, None, closed="left")], "started_file": [str, None],
-        "stop_file": [str, None]}
+        "duration": [Interval(Real, 0.0, None, closed="left")],
+        "started_file": [str, None],
+        "stop_file": [str, None],
+    }
 
     def __init__(self, C=1.0, duration=120.0, started_file=None, stop_file=None):
         self.C = C
@@ -68,7 +77,8 @@ class Slow(_ZeroModel):
         k = 0
         trace.append(k, objective_hinge_l2=1.0)
         while trace.elapsed() < self.duration and not (
-                self.stop_file and Path(self.stop_file).exists()):
+            self.stop_file and Path(self.stop_file).exists()
+        ):
             time.sleep(0.05)
             k += 1
             trace.append(k, objective_hinge_l2=1.0 / (k + 1))

@@ -23,9 +23,11 @@ class ToySVM(LinearSVMClassifier):
 
     name = "toy"
 
-    _parameter_constraints: ClassVar[dict] = {"C": [Interval(Real, 0.0, None, closed="neither")],
-                              "max_iter": [Interval(Integral, 1, None, closed="left")],
-                              "tol": [Interval(Real, 0.0, None, closed="neither")]}
+    _parameter_constraints: ClassVar[dict] = {
+        "C": [Interval(Real, 0.0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0.0, None, closed="neither")],
+    }
 
     def __init__(self, C=1.0, max_iter=1000, tol=1e-10):
         self.C = C
@@ -46,11 +48,21 @@ class ToySVM(LinearSVMClassifier):
             r = np.maximum(0.0, 1.0 - Z @ w)
             return 0.5 * w @ w + self.C * r @ r, w - 2.0 * self.C * (Z.T @ r)
 
-        result = minimize(objective, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B",
-                          options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 0.0})
+        result = minimize(
+            objective,
+            np.zeros(X.shape[1]),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 0.0},
+        )
         self.coef_ = result.x[None, :]
         self.intercept_ = np.zeros(1)
         self.converged_ = bool(result.success)
-        self.stop_reason_ = (f"max_iter={self.max_iter} iterations" if result.status == 1
-                             else None if result.success else str(result.message))
+        self.stop_reason_ = (
+            f"max_iter={self.max_iter} iterations"
+            if result.status == 1
+            else None
+            if result.success
+            else str(result.message)
+        )
         trace.append(int(result.nit), objective_squared_hinge_l2=float(result.fun))

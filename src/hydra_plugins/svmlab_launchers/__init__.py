@@ -16,6 +16,7 @@ except ImportError:  # no svmlab[cluster]; `svmlab train` names the extra when a
     slurm = None
 
 if slurm is not None:
+
     class SlurmLauncher(slurm.SlurmLauncher):
         """``svmlab.app.launch.slurm.SlurmLauncher`` (``hydra/launcher=submitit_slurm``)."""
 

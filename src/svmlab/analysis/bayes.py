@@ -22,17 +22,25 @@ from svmlab.analysis import ties
 from svmlab.errors import SvmlabError
 
 
-def signed_rank_posterior(d, rope: float = 0.0, *, scale=None, rtol: float = ties.RTOL,
-                          prior: float = 0.5, n_samples: int = 20000,
-                          seed: int = 0) -> np.ndarray:
+def signed_rank_posterior(
+    d,
+    rope: float = 0.0,
+    *,
+    scale=None,
+    rtol: float = ties.RTOL,
+    prior: float = 0.5,
+    n_samples: int = 20000,
+    seed: int = 0,
+) -> np.ndarray:
     """Posterior samples (n_samples x 3) of P(d < -rope), P(|d| <= rope), P(d > rope).
 
     ``scale`` is that of the values each d_i came from (for d = a - b: max(|a|, |b|); default
     |d|): a Walsh sum d_i + d_j within rtol * (scale_i + scale_j) of a bound is at the bound."""
     d = np.asarray(d, dtype=float)
     if d.ndim != 1 or len(d) == 0 or not np.isfinite(d).all():
-        raise SvmlabError("the Bayesian signed-rank test needs a non-empty 1-d array of finite "
-                          "differences")
+        raise SvmlabError(
+            "the Bayesian signed-rank test needs a non-empty 1-d array of finite differences"
+        )
     if rope < 0 or prior <= 0:
         raise SvmlabError(f"rope must be >= 0 and prior > 0; got rope={rope}, prior={prior}")
     z = np.concatenate([[0.0], d])
@@ -56,5 +64,4 @@ def signed_rank(d, rope: float = 0.0, **options) -> dict:
     samples = signed_rank_posterior(d, rope, **options)
     top = samples >= samples.max(axis=1, keepdims=True) - 1e-12
     winners = (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
-    return {"p_left": float(winners[0]), "p_rope": float(winners[1]),
-            "p_right": float(winners[2])}
+    return {"p_left": float(winners[0]), "p_rope": float(winners[1]), "p_right": float(winners[2])}

@@ -34,8 +34,12 @@ def cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
         ax.text(x_text, y, f"{name} ({rank:.2f})", ha="right" if left else "left", va="center")
     for j, group in enumerate(nemenyi_groups(mean_ranks, cd)):
         y = -0.6 - 0.3 * j
-        ax.plot([mean_ranks[group[0]] - 0.03, mean_ranks[group[-1]] + 0.03], [y, y],
-                color="tab:red", lw=3)
+        ax.plot(
+            [mean_ranks[group[0]] - 0.03, mean_ranks[group[-1]] + 0.03],
+            [y, y],
+            color="tab:red",
+            lw=3,
+        )
     ax.set_title(title)
     return fig
 
@@ -45,8 +49,7 @@ def rank_boxplot(ranks: pd.DataFrame, title: str = ""):
     order = ranks.mean().sort_values().index
     fig, ax = plt.subplots(figsize=(1.5 + 1.0 * len(order), 4))
     ax.boxplot([ranks[t] for t in order], tick_labels=list(order))
-    ax.plot(range(1, len(order) + 1), ranks[order].mean(), "D", color="tab:red",
-            label="mean rank")
+    ax.plot(range(1, len(order) + 1), ranks[order].mean(), "D", color="tab:red", label="mean rank")
     ax.set_ylabel("rank within block (1 = best)")
     ax.invert_yaxis()
     ax.legend(fontsize="small")
@@ -80,11 +83,17 @@ def convergence(traces: pd.DataFrame, objective: str, block: str):
     colours = dict(zip(sorted(traces["treatment"].unique()), plt.cm.tab10.colors * 10))
     for (treatment, _), run in traces.groupby(["treatment", "run_id"], sort=True):
         labelled = treatment in colours and not any(
-            line.get_label() == treatment for line in axes[0].lines)
+            line.get_label() == treatment for line in axes[0].lines
+        )
         for ax, x in ((axes[0], "iteration"), (axes[1], "time_s")):
-            ax.plot(run[x], run["value"], color=colours[treatment],
-                    marker="o" if len(run) < 3 else None, lw=1,
-                    label=treatment if labelled else "_nolegend_")
+            ax.plot(
+                run[x],
+                run["value"],
+                color=colours[treatment],
+                marker="o" if len(run) < 3 else None,
+                lw=1,
+                label=treatment if labelled else "_nolegend_",
+            )
     for ax, label in ((axes[0], "iteration"), (axes[1], "solver time [s]")):
         ax.set_xlabel(label)
         ax.set_ylabel(objective)
@@ -96,8 +105,12 @@ def convergence(traces: pd.DataFrame, objective: str, block: str):
     return fig
 
 
-def profile(curves: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, title: str = "",
-            start: float | None = None):
+def profile(
+    curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    xlabel: str,
+    title: str = "",
+    start: float | None = None,
+):
     """Step functions of a performance or data profile (``profiles.profile``): the share of
     blocks within x, x on a log scale; ``start`` is where every curve begins (1 for ratios)."""
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -108,8 +121,15 @@ def profile(curves: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, title
     for i, (treatment, (x, share)) in enumerate(curves.items()):
         xs = np.concatenate([[low], x, [high]])
         ys = np.concatenate([[0.0], share, [share[-1] if len(share) else 0.0]])
-        ax.step(xs, ys, where="post", label=treatment, marker=markers[i % len(markers)],
-                markevery=list(range(1, len(xs) - 1)), lw=1.5)
+        ax.step(
+            xs,
+            ys,
+            where="post",
+            label=treatment,
+            marker=markers[i % len(markers)],
+            markevery=list(range(1, len(xs) - 1)),
+            lw=1.5,
+        )
     ax.set_xscale("log", base=2 if start == 1 else 10)
     ax.set_xlim(low, high)
     ax.set_ylim(-0.02, 1.02)

@@ -33,8 +33,9 @@ MONTE_CARLO_SAMPLES = 100_000
 MONTE_CARLO_CELLS = 4_000_000  # table cells shuffled at once (32 MB of int64)
 
 
-def block_ranks(table: pd.DataFrame, higher_is_better: bool,
-                rtol: float = ties.RTOL) -> pd.DataFrame:
+def block_ranks(
+    table: pd.DataFrame, higher_is_better: bool, rtol: float = ties.RTOL
+) -> pd.DataFrame:
     """Rank the treatments (columns) within each block (row): 1 = best, values equal within the
     relative tolerance ``rtol`` (:mod:`ties`) get average ranks."""
     values = table.to_numpy(dtype=float)
@@ -82,31 +83,52 @@ def friedman(ranks: pd.DataFrame, method: str = "auto", seed: int = 0) -> Friedm
         raise SvmlabError(f"unknown Friedman method {method!r}; allowed: {', '.join(METHODS)}")
     n, k = ranks.shape
     if n < 2 or k < 2:
-        raise SvmlabError(f"the Friedman test needs at least 2 blocks and 2 treatments; got "
-                          f"{n} blocks and {k} treatments")
+        raise SvmlabError(
+            f"the Friedman test needs at least 2 blocks and 2 treatments; got "
+            f"{n} blocks and {k} treatments"
+        )
     mean_ranks = ranks.mean(axis=0).to_numpy()
-    chi2 = 12 * n / (k * (k + 1)) * (np.sum(mean_ranks ** 2) - k * (k + 1) ** 2 / 4)
-    ties = sum(float(np.sum(c ** 3 - c)) for c in
-               (np.unique(row, return_counts=True)[1] for row in ranks.to_numpy()))
-    correction = 1 - ties / (n * (k ** 3 - k))
+    chi2 = 12 * n / (k * (k + 1)) * (np.sum(mean_ranks**2) - k * (k + 1) ** 2 / 4)
+    ties = sum(
+        float(np.sum(c**3 - c))
+        for c in (np.unique(row, return_counts=True)[1] for row in ranks.to_numpy())
+    )
+    correction = 1 - ties / (n * (k**3 - k))
     chi2_tied = chi2 / correction if correction > 0 else 0.0  # every block tied throughout
     df1, df2 = k - 1, (k - 1) * (n - 1)
     f, p = _iman_davenport(chi2, n, k)
     f_tied, p_tied = _iman_davenport(chi2_tied, n, k)
     used, p_value = "iman-davenport", p_tied
-    if method in ("exact", "monte-carlo") or (method == "auto" and (
-            n <= PERMUTATION_MAX_BLOCKS or not np.isfinite(f_tied))):
+    if method in ("exact", "monte-carlo") or (
+        method == "auto" and (n <= PERMUTATION_MAX_BLOCKS or not np.isfinite(f_tied))
+    ):
         used, p_value = permutation_p(ranks.to_numpy(), exact=method != "monte-carlo", seed=seed)
         if method == "exact" and used != "exact":
-            raise SvmlabError(f"the exact Friedman distribution of {n} blocks x {k} treatments "
-                              f"exceeds the work budget; use method 'monte-carlo' or 'auto'")
-    return FriedmanResult(n, k, float(chi2), float(stats.chi2.sf(chi2, df1)), float(chi2_tied),
-                          float(stats.chi2.sf(chi2_tied, df1)), f, p, f_tied, p_tied, df1, df2,
-                          used, float(p_value))
+            raise SvmlabError(
+                f"the exact Friedman distribution of {n} blocks x {k} treatments "
+                f"exceeds the work budget; use method 'monte-carlo' or 'auto'"
+            )
+    return FriedmanResult(
+        n,
+        k,
+        float(chi2),
+        float(stats.chi2.sf(chi2, df1)),
+        float(chi2_tied),
+        float(stats.chi2.sf(chi2_tied, df1)),
+        f,
+        p,
+        f_tied,
+        p_tied,
+        df1,
+        df2,
+        used,
+        float(p_value),
+    )
 
 
-def permutation_p(ranks: np.ndarray, exact: bool = True, seed: int = 0,
-                  samples: int = MONTE_CARLO_SAMPLES) -> tuple[str, float]:
+def permutation_p(
+    ranks: np.ndarray, exact: bool = True, seed: int = 0, samples: int = MONTE_CARLO_SAMPLES
+) -> tuple[str, float]:
     """('exact' or 'monte-carlo', P(S >= observed S)) under within-block exchangeability.
 
     The Monte-Carlo p is (1 + #{S* >= S}) / (samples + 1), never 0 (Phipson & Smyth 2010)."""

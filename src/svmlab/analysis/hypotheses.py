@@ -11,8 +11,10 @@ from svmlab.errors import SvmlabError
 
 #: The operator of a hypothesis and its alternative for d = A - B.
 OPERATORS = {"<": "less", ">": "greater", "!=": "two-sided"}
-_PATTERN = re.compile(r"^(?:(?P<measure>[^:<>!]+):)?(?P<a>[^<>!]+?)\s*(?P<op><|>|!=)\s*"
-                      r"(?P<b>[^<>!]+)$")
+_PATTERN = re.compile(
+    r"^(?:(?P<measure>[^:<>!]+):)?(?P<a>[^<>!]+?)\s*(?P<op><|>|!=)\s*"
+    r"(?P<b>[^<>!]+)$"
+)
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,11 @@ def parse(spec: str) -> Hypothesis:
     """'[MEASURE:]A<B', 'A>B' or 'A!=B': A's values lower, higher, or different (two-sided)."""
     found = _PATTERN.match(spec.strip())
     if not found or found["a"].strip() == found["b"].strip():
-        raise SvmlabError(f"bad hypothesis {spec!r}; expected [MEASURE:]A<B, A>B or A!=B with "
-                          f"two different treatments, e.g. 'fit_time_s:MFW<CVM' (MFW's values "
-                          f"lower than CVM's)")
+        raise SvmlabError(
+            f"bad hypothesis {spec!r}; expected [MEASURE:]A<B, A>B or A!=B with "
+            f"two different treatments, e.g. 'fit_time_s:MFW<CVM' (MFW's values "
+            f"lower than CVM's)"
+        )
     measure = found["measure"].strip() if found["measure"] else None
     return Hypothesis(found["a"].strip(), found["b"].strip(), OPERATORS[found["op"]], measure)
 
@@ -67,12 +71,16 @@ def pairs(treatments, measure: str, hypotheses=(), control: str | None = None) -
             continue
         unknown = [t for t in (h.a, h.b) if t not in names]
         if unknown:
-            raise SvmlabError(f"hypothesis {h.text!r}: unknown treatment(s) "
-                              f"{', '.join(unknown)}; treatments: {', '.join(names)}")
+            raise SvmlabError(
+                f"hypothesis {h.text!r}: unknown treatment(s) "
+                f"{', '.join(unknown)}; treatments: {', '.join(names)}"
+            )
         key = frozenset((h.a, h.b))
         if key in stated:
-            raise SvmlabError(f"two hypotheses for {h.a} and {h.b} on {measure}: "
-                              f"{stated[key].a} vs {stated[key].b} and {h.text!r}")
+            raise SvmlabError(
+                f"two hypotheses for {h.a} and {h.b} on {measure}: "
+                f"{stated[key].a} vs {stated[key].b} and {h.text!r}"
+            )
         stated[key] = Pair(h.a, h.b, h.alternative)
     out = []
     for a, b in itertools.combinations(names, 2):

@@ -16,8 +16,9 @@ CONVERGENCE = NOTEBOOK_DIR / "convergence.ipynb"
 QUIET_KERNEL = ["--log-level=CRITICAL"]
 
 
-def execute(notebook: str | Path, output_dir: Path, parameters: dict,
-            timeout_s: int = 600) -> tuple[Path, Path]:
+def execute(
+    notebook: str | Path, output_dir: Path, parameters: dict, timeout_s: int = 600
+) -> tuple[Path, Path]:
     """Run ``notebook`` with ``parameters`` injected; write the executed notebook and its HTML to
     ``output_dir``; return both paths. A failing cell raises SvmlabError naming the notebook."""
     import nbformat
@@ -30,12 +31,20 @@ def execute(notebook: str | Path, output_dir: Path, parameters: dict,
     output_dir.mkdir(parents=True, exist_ok=True)
     executed = output_dir / notebook.name
     try:
-        papermill.execute_notebook(str(notebook), str(executed), parameters=parameters,
-                                   kernel_name="python3", progress_bar=False,
-                                   execution_timeout=timeout_s, extra_arguments=QUIET_KERNEL)
+        papermill.execute_notebook(
+            str(notebook),
+            str(executed),
+            parameters=parameters,
+            kernel_name="python3",
+            progress_bar=False,
+            execution_timeout=timeout_s,
+            extra_arguments=QUIET_KERNEL,
+        )
     except papermill.PapermillExecutionError as exc:
-        raise SvmlabError(f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
-                          f"{exc.evalue} (executed copy: {executed})") from None
+        raise SvmlabError(
+            f"{notebook.name} failed in cell {exc.exec_count}: {exc.ename}: "
+            f"{exc.evalue} (executed copy: {executed})"
+        ) from None
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
     html = executed.with_suffix(".html")
     html.write_text(body, encoding="utf-8")

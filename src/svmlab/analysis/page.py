@@ -44,35 +44,48 @@ figcaption { font-size: 0.8rem; color: #5b6577; margin-top: 0.3rem; }
 
 def table(frame: pd.DataFrame, index: bool) -> str:
     """``frame`` as an HTML table (4 significant digits), decisions marked for the style sheet."""
-    body = frame.to_html(index=index, border=0, classes="data", na_rep="",
-                         float_format="{:.4g}".format)
+    body = frame.to_html(
+        index=index, border=0, classes="data", na_rep="", float_format="{:.4g}".format
+    )
     body = body.replace("<td>reject H0</td>", "<td class='reject'>reject H0</td>")
-    return "<div class='scroll'>" + body.replace("<td>not rejected</td>",
-                                                 "<td class='keep'>not rejected</td>") + "</div>"
+    return (
+        "<div class='scroll'>"
+        + body.replace("<td>not rejected</td>", "<td class='keep'>not rejected</td>")
+        + "</div>"
+    )
 
 
 def figure(path: Path, caption: str) -> str:
     """The PNG image at ``path``, embedded: the page works without the files beside it (the
     MLflow UI's artifact view, a mail attachment, a copy)."""
     src = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f"<figure><img src='{src}' alt='{html.escape(caption)}'>"
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    return (
+        f"<figure><img src='{src}' alt='{html.escape(caption)}'>"
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
 
 
 def conclusions(lines: list[str]) -> str:
-    return "<ul class='conclusions'>" + "".join(f"<li>{html.escape(line)}</li>"
-                                                for line in lines) + "</ul>"
+    return (
+        "<ul class='conclusions'>"
+        + "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        + "</ul>"
+    )
 
 
 def render(title: str, summary: str, sections: list[tuple[str, str, str]]) -> str:
     """The whole page; ``sections`` are (anchor, title, HTML body)."""
     nav = "".join(f"<a href='#{html.escape(a)}'>{html.escape(t)}</a>" for a, t, _ in sections)
-    body = "".join(f"<section id='{html.escape(a)}'><h2>{html.escape(t)}</h2>{b}</section>"
-                   for a, t, b in sections)
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body><main>"
-            f"<h1>{html.escape(title)}</h1><nav>{nav}</nav>"
-            f"<details><summary>console summary</summary>"
-            f"<pre class='summary'>{html.escape(summary)}</pre></details>"
-            f"{body}</main></body></html>\n")
+    body = "".join(
+        f"<section id='{html.escape(a)}'><h2>{html.escape(t)}</h2>{b}</section>"
+        for a, t, b in sections
+    )
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body><main>"
+        f"<h1>{html.escape(title)}</h1><nav>{nav}</nav>"
+        f"<details><summary>console summary</summary>"
+        f"<pre class='summary'>{html.escape(summary)}</pre></details>"
+        f"{body}</main></body></html>\n"
+    )

@@ -45,8 +45,7 @@ def nemenyi(mean_ranks: pd.Series, n_blocks: int, pairs=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def versus_control(mean_ranks: pd.Series, n_blocks: int, control: str,
-                   pairs=None) -> pd.DataFrame:
+def versus_control(mean_ranks: pd.Series, n_blocks: int, control: str, pairs=None) -> pd.DataFrame:
     """Each treatment against the control (Bonferroni-Dunn): z = (R_A - R_B) / se, two-sided p,
     Holm-adjusted; ``pairs`` (A, B) orient the comparisons (default: (treatment, control))."""
     if control not in mean_ranks.index:
@@ -57,8 +56,16 @@ def versus_control(mean_ranks: pd.Series, n_blocks: int, control: str,
         raise SvmlabError(f"every pair compared with the control {control!r} must contain it")
     z = np.array([(mean_ranks[a] - mean_ranks[b]) / se for a, b in pairs])
     p = 2 * stats.norm.sf(np.abs(z))
-    return pd.DataFrame({"A": [a for a, _ in pairs], "B": [b for _, b in pairs],
-                         "rank_difference": z * se, "z": z, "p_value": p, "p_holm": holm(p)})
+    return pd.DataFrame(
+        {
+            "A": [a for a, _ in pairs],
+            "B": [b for _, b in pairs],
+            "rank_difference": z * se,
+            "z": z,
+            "p_value": p,
+            "p_holm": holm(p),
+        }
+    )
 
 
 def holm(p_values) -> np.ndarray:
@@ -72,11 +79,14 @@ def shaffer(p_values, n_treatments: int) -> np.ndarray:
     p = np.asarray(p_values, float)
     m = n_treatments * (n_treatments - 1) // 2
     if len(p) != m:
-        raise SvmlabError(f"Shaffer's procedure needs all {m} pairwise p-values of "
-                          f"{n_treatments} treatments; got {len(p)}")
+        raise SvmlabError(
+            f"Shaffer's procedure needs all {m} pairwise p-values of "
+            f"{n_treatments} treatments; got {len(p)}"
+        )
     possible = sorted(_true_counts(n_treatments))
-    return _step_down(p, lambda m: np.array([max(s for s in possible if s <= m - i)
-                                             for i in range(m)]))
+    return _step_down(
+        p, lambda m: np.array([max(s for s in possible if s <= m - i) for i in range(m)])
+    )
 
 
 def adjust(p_values, method: str, n_treatments: int) -> np.ndarray:
@@ -119,4 +129,4 @@ def nemenyi_groups(mean_ranks: pd.Series, cd: float) -> list[list[str]]:
             j += 1
         if j > i and not any(g[0] <= i and j <= g[1] for g in groups):
             groups.append((i, j))
-    return [names[i:j + 1] for i, j in groups]
+    return [names[i : j + 1] for i, j in groups]

@@ -43,12 +43,18 @@ from svmlab.tracking import columns
 LOWER = ":lower"
 PATTERN = re.compile(r"^(time|iters)_to_(gap|obj|acc)_(.+)$")
 #: What each target is, in words.
-TARGETS = {"gap": "a certified relative gap of", "obj": "a relative distance to the optimum of",
-           "acc": "a test accuracy of"}
+TARGETS = {
+    "gap": "a certified relative gap of",
+    "obj": "a relative distance to the optimum of",
+    "acc": "a test accuracy of",
+}
 FORMULATION = columns.tag(vocabulary.FORMULATION_TAG)
 # runs that share a reference optimum: the seed can change the training data (a seeded split)
-REFERENCE_KEYS = {columns.tag(vocabulary.DATASET_TAG): "", columns.param("solver.C"): "C = ",
-                  columns.tag(vocabulary.SEED_TAG): "seed "}
+REFERENCE_KEYS = {
+    columns.tag(vocabulary.DATASET_TAG): "",
+    columns.param("solver.C"): "C = ",
+    columns.tag(vocabulary.SEED_TAG): "seed ",
+}
 
 
 def parse(name: str) -> tuple[str, float] | None:
@@ -62,9 +68,11 @@ def parse(name: str) -> tuple[str, float] | None:
         tol = float("nan")
     if not 0 < tol < 1:
         what = {"gap": "gap", "obj": "distance to the optimum", "acc": "test accuracy"}[found[2]]
-        raise SvmlabError(f"measure {name!r}: the tolerance after '{found[1]}_to_{found[2]}_' "
-                          f"must be a relative {what} in (0, 1), e.g. "
-                          f"{found[1]}_to_{found[2]}_1e-3")
+        raise SvmlabError(
+            f"measure {name!r}: the tolerance after '{found[1]}_to_{found[2]}_' "
+            f"must be a relative {what} in (0, 1), e.g. "
+            f"{found[1]}_to_{found[2]}_1e-3"
+        )
     return found[1], tol
 
 
@@ -99,8 +107,9 @@ def first_reach(trace: pd.DataFrame, column: str, tol: float) -> tuple[float, fl
     return float(row["time_s"]), float(row["iteration"])
 
 
-def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
-           load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
+def derive(
+    runs: pd.DataFrame, names: list[str], tracking_uri: str | None, load_trace
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Values of the derived measures ``names`` for every run (rows of ``runs``, the layout of
     :func:`svmlab.tracking.queries.search_runs`), and notes on how they were obtained.
 
@@ -120,13 +129,15 @@ def derive(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     return values, notes
 
 
-def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
-                  load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
+def _to_objective(
+    runs: pd.DataFrame, names: list[str], tracking_uri: str | None, load_trace
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """``time_to_obj_<tol>`` and ``iters_to_obj_<tol>`` (module docstring)."""
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in names}
-    objective = [metric_of("objective", f)
-                 for f in runs.get(FORMULATION, pd.Series([None] * len(runs)))]
+    objective = [
+        metric_of("objective", f) for f in runs.get(FORMULATION, pd.Series([None] * len(runs)))
+    ]
     keys = [k for k in REFERENCE_KEYS if k in runs]
     groups = runs[keys].astype(str).agg("|".join, axis=1)
     references, notes = {}, []
@@ -139,22 +150,28 @@ def _to_objective(runs: pd.DataFrame, names: list[str], tracking_uri: str | None
             peers = runs.loc[(groups == groups.iloc[i]).to_numpy(), columns.metric(column)]
             best = peers.astype(float).dropna().idxmin()  # the run's own value is among them
             references[key] = float(peers[best])
-            notes.append(f"reference optimum {column} = {references[key]:.10g} for "
-                         f"{_describe(keys, key[0])}: the final value of run "
-                         f"{runs.loc[best, 'run_id']} (solver "
-                         f"{runs.loc[best].get(columns.tag(vocabulary.SOLVER_TAG))})")
+            notes.append(
+                f"reference optimum {column} = {references[key]:.10g} for "
+                f"{_describe(keys, key[0])}: the final value of run "
+                f"{runs.loc[best, 'run_id']} (solver "
+                f"{runs.loc[best].get(columns.tag(vocabulary.SOLVER_TAG))})"
+            )
         reference = references[key]
         trace = load_trace(tracking_uri, run["run_id"])
-        distance = ((trace[column] - reference) / abs(reference) if column in trace
-                    else pd.Series(np.nan, index=trace.index))
+        distance = (
+            (trace[column] - reference) / abs(reference)
+            if column in trace
+            else pd.Series(np.nan, index=trace.index)
+        )
         for name, (kind, tol) in wanted.items():
             time_s, iteration = first_reach(trace.assign(distance=distance), "distance", tol)
             values[name][i] = time_s if kind == "time" else iteration
     return values, notes
 
 
-def _to_accuracy(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
-                 load_trace) -> dict[str, np.ndarray]:
+def _to_accuracy(
+    runs: pd.DataFrame, names: list[str], tracking_uri: str | None, load_trace
+) -> dict[str, np.ndarray]:
     """``time_to_acc_<a>`` and ``iters_to_acc_<a>`` (module docstring); NaN for a run whose
     trace has no test accuracy."""
     values = {name: np.full(len(runs), np.nan) for name in names}
@@ -175,8 +192,9 @@ def _describe(keys: list[str], group: str) -> str:
     return ", ".join(REFERENCE_KEYS[k] + v for k, v in zip(keys, group.split("|")))
 
 
-def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
-            load_trace) -> tuple[dict[str, np.ndarray], list[str]]:
+def _to_gap(
+    runs: pd.DataFrame, names: list[str], tracking_uri: str | None, load_trace
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """``time_to_gap_<tol>`` and ``iters_to_gap_<tol>`` (module docstring)."""
     wanted = {name: parse(name) for name in names}
     values = {name: np.full(len(runs), np.nan) for name in [*names, *(n + LOWER for n in names)]}
@@ -188,11 +206,13 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
             continue
         trace = load_trace(tracking_uri, run["run_id"])
         traced = column in trace and trace[column].notna().any()
-        last = (trace[trace[column].notna()].iloc[-1] if traced
-                else {"time_s": 0.0, "iteration": 0.0})
+        last = (
+            trace[trace[column].notna()].iloc[-1] if traced else {"time_s": 0.0, "iteration": 0.0}
+        )
         for name, (kind, tol) in wanted.items():
-            time_s, iteration = (first_reach(trace, column, tol) if traced
-                                 else (float("inf"), float("inf")))
+            time_s, iteration = (
+                first_reach(trace, column, tol) if traced else (float("inf"), float("inf"))
+            )
             if np.isinf(time_s) and run[columns.metric(column)] <= tol:
                 time_s = run[columns.metric("fit_time_s")]
                 iteration = run[columns.metric("n_iter")]
@@ -202,12 +222,16 @@ def _to_gap(runs: pd.DataFrame, names: list[str], tracking_uri: str | None,
     notes = []
     fallback = list(dict.fromkeys(fallback))
     if fallback:
-        notes.append(f"{len(fallback)} run(s) reached a target only by their final certificate "
-                     f"(none in the trace, or a better final point); their {', '.join(names)} "
-                     f"there are the fit time and iterations, an upper bound (claims take "
-                     f"each as interval-censored, after the last certified trace row): "
-                     f"{', '.join(fallback)}")
+        notes.append(
+            f"{len(fallback)} run(s) reached a target only by their final certificate "
+            f"(none in the trace, or a better final point); their {', '.join(names)} "
+            f"there are the fit time and iterations, an upper bound (claims take "
+            f"each as interval-censored, after the last certified trace row): "
+            f"{', '.join(fallback)}"
+        )
     if uncertified:
-        notes.append(f"{len(uncertified)} run(s) have no certificate, so no "
-                     f"{', '.join(names)}: {', '.join(uncertified)}")
+        notes.append(
+            f"{len(uncertified)} run(s) have no certificate, so no "
+            f"{', '.join(names)}: {', '.join(uncertified)}"
+        )
     return values, notes

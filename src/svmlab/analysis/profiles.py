@@ -25,8 +25,10 @@ def ratios(costs: pd.DataFrame) -> pd.DataFrame:
     if bad.to_numpy().any():
         block, treatment = bad.stack().loc[lambda cells: cells].index[0]
         value = float(costs.loc[block, treatment])
-        raise SvmlabError(f"performance ratios need positive costs (+inf for a failure); got "
-                          f"{value} for {treatment} on block {block}")
+        raise SvmlabError(
+            f"performance ratios need positive costs (+inf for a failure); got "
+            f"{value} for {treatment} on block {block}"
+        )
     best = costs.min(axis=1)
     out = costs.div(best, axis=0)
     out.loc[~np.isfinite(best)] = np.inf

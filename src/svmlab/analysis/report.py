@@ -42,21 +42,32 @@ def write_table(frame: pd.DataFrame, folder: Path, stem: str, index: bool = Fals
 
 def tables(analysis: MeasureAnalysis) -> dict[str, tuple[pd.DataFrame, bool]]:
     """The tables of one measure by file stem, with whether their index is part of the table."""
-    out = {"table": (analysis.table, True), "repetitions": (analysis.repetitions, True),
-           "ranks": (analysis.ranks, True),
-           "mean_ranks": (analysis.mean_ranks.rename("mean_rank").sort_values().to_frame(), True),
-           "omnibus": (analysis.omnibus, False),
-           "critical_differences": (pd.DataFrame(analysis.critical_differences).T
-                                    .rename_axis("alpha"), True),
-           "nemenyi": (analysis.nemenyi, False), "wilcoxon": (analysis.pairwise, False)}
+    out = {
+        "table": (analysis.table, True),
+        "repetitions": (analysis.repetitions, True),
+        "ranks": (analysis.ranks, True),
+        "mean_ranks": (analysis.mean_ranks.rename("mean_rank").sort_values().to_frame(), True),
+        "omnibus": (analysis.omnibus, False),
+        "critical_differences": (
+            pd.DataFrame(analysis.critical_differences).T.rename_axis("alpha"),
+            True,
+        ),
+        "nemenyi": (analysis.nemenyi, False),
+        "wilcoxon": (analysis.pairwise, False),
+    }
     if analysis.control is not None:
         out["control"] = (analysis.control, False)
     return out
 
 
-def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
-          options: Options, traces: dict[str, pd.DataFrame] | None = None,
-          objective: str | None = None) -> dict:
+def write(
+    folder: Path,
+    selection: Selection,
+    analyses: list[MeasureAnalysis],
+    options: Options,
+    traces: dict[str, pd.DataFrame] | None = None,
+    objective: str | None = None,
+) -> dict:
     """Every table, figure, the JSON summary and the HTML page under ``folder``; returns the
     summary."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -70,10 +81,13 @@ def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
         for stem, (frame, index) in tables(analysis).items():
             write_table(frame, sub, stem, index)
             parts += [f"<h3>{stem.replace('_', ' ')}</h3>", page.table(frame, index)]
-        parts += [page.figure(sub / f"{stem}.png", caption)
-                  for stem, caption in _figures(analysis, sub, alpha).items()]
-        sections.append((name, f"{name} ({analysis.measure.direction} is better)",
-                         "\n".join(parts)))
+        parts += [
+            page.figure(sub / f"{stem}.png", caption)
+            for stem, caption in _figures(analysis, sub, alpha).items()
+        ]
+        sections.append(
+            (name, f"{name} ({analysis.measure.direction} is better)", "\n".join(parts))
+        )
     curves = []
     for block, frame in (traces or {}).items():
         path = folder / "convergence" / f"{safe_name(block)}.png"
@@ -85,8 +99,9 @@ def write(folder: Path, selection: Selection, analyses: list[MeasureAnalysis],
     text = console_summary(summary)
     (folder / "summary.json").write_text(json.dumps(plain(summary), indent=2, default=str))
     (folder / "summary.txt").write_text(text)
-    (folder / "report.html").write_text(page.render("svmlab analysis", text, sections),
-                                        encoding="utf-8")
+    (folder / "report.html").write_text(
+        page.render("svmlab analysis", text, sections), encoding="utf-8"
+    )
     return summary
 
 
@@ -95,22 +110,30 @@ def _figures(analysis: MeasureAnalysis, folder: Path, alpha: float) -> dict[str,
     name = analysis.measure.name
     cd = analysis.critical_differences[alpha]["nemenyi"]
     title = f"{name}: mean ranks, Nemenyi CD = {cd:.3f} at alpha = {alpha:g}"
-    drawn = {"cd_diagram": (figures.cd_diagram(analysis.mean_ranks, cd, title),
-                            f"{name}: critical-difference diagram, Nemenyi CD = {cd:.3f} at "
-                            f"alpha = {alpha:g}"),
-             "rank_boxplot": (figures.rank_boxplot(analysis.ranks, name),
-                              f"{name}: ranks within blocks"),
-             "per_block": (figures.per_block(analysis.table, name), f"{name} per block")}
+    drawn = {
+        "cd_diagram": (
+            figures.cd_diagram(analysis.mean_ranks, cd, title),
+            f"{name}: critical-difference diagram, Nemenyi CD = {cd:.3f} at alpha = {alpha:g}",
+        ),
+        "rank_boxplot": (
+            figures.rank_boxplot(analysis.ranks, name),
+            f"{name}: ranks within blocks",
+        ),
+        "per_block": (figures.per_block(analysis.table, name), f"{name} per block"),
+    }
     if analysis.profiled:
         ratios = profiles.ratios(analysis.costs)
         write_table(ratios, folder, "performance_ratios", index=True)
         drawn["performance_profile"] = (
-            figures.profile(profiles.profile(ratios), f"ratio to the best {name} of the block",
-                            start=1.0),
-            f"{name}: performance profile (share of blocks within a factor tau of the best)")
+            figures.profile(
+                profiles.profile(ratios), f"ratio to the best {name} of the block", start=1.0
+            ),
+            f"{name}: performance profile (share of blocks within a factor tau of the best)",
+        )
         drawn["data_profile"] = (
             figures.profile(profiles.profile(analysis.costs), f"budget: {name}"),
-            f"{name}: data profile (share of blocks done within the budget)")
+            f"{name}: data profile (share of blocks done within the budget)",
+        )
     for stem, (fig, _) in drawn.items():
         _save(fig, folder / f"{stem}.png")
     return {stem: caption for stem, (_, caption) in drawn.items()}
@@ -119,25 +142,35 @@ def _figures(analysis: MeasureAnalysis, folder: Path, alpha: float) -> dict[str,
 def summarize(selection: Selection, analyses: list[MeasureAnalysis], options: Options) -> dict:
     """A JSON-ready digest: options, selection, and per measure the main statistics."""
     return {
-        "source": selection.source, "n_rows": len(selection.long),
-        "excluded_runs": selection.excluded, "confounds": selection.confounds,
-        "options": {**asdict(options),
-                    "hypotheses": [h.spec for h in options.hypotheses]},
-        "measures": {a.measure.name: {
-            "direction": a.measure.direction, "rope": a.measure.rope,
-            "rope_relative": a.measure.relative,
-            "n_blocks": len(a.table), "treatments": list(map(str, a.table.columns)),
-            "dropped_blocks": a.dropped,
-            "mean_ranks": a.mean_ranks.sort_values().to_dict(),
-            "friedman": a.friedman.as_dict(),
-            "critical_differences": {f"{k:g}": v for k, v in a.critical_differences.items()},
-            "pairwise": a.pairwise.drop(columns=["H0"]).to_dict(orient="records"),
-            "control": None if a.control is None else a.control.to_dict(orient="records"),
-            "profile": None if not a.profiled else {
-                "n_blocks": len(a.costs),
-                "fastest": profiles.share_within(profiles.ratios(a.costs), 1.0).to_dict(),
-                "done": profiles.share_within(a.costs, float("inf")).to_dict()},
-        } for a in analyses}}
+        "source": selection.source,
+        "n_rows": len(selection.long),
+        "excluded_runs": selection.excluded,
+        "confounds": selection.confounds,
+        "options": {**asdict(options), "hypotheses": [h.spec for h in options.hypotheses]},
+        "measures": {
+            a.measure.name: {
+                "direction": a.measure.direction,
+                "rope": a.measure.rope,
+                "rope_relative": a.measure.relative,
+                "n_blocks": len(a.table),
+                "treatments": list(map(str, a.table.columns)),
+                "dropped_blocks": a.dropped,
+                "mean_ranks": a.mean_ranks.sort_values().to_dict(),
+                "friedman": a.friedman.as_dict(),
+                "critical_differences": {f"{k:g}": v for k, v in a.critical_differences.items()},
+                "pairwise": a.pairwise.drop(columns=["H0"]).to_dict(orient="records"),
+                "control": None if a.control is None else a.control.to_dict(orient="records"),
+                "profile": None
+                if not a.profiled
+                else {
+                    "n_blocks": len(a.costs),
+                    "fastest": profiles.share_within(profiles.ratios(a.costs), 1.0).to_dict(),
+                    "done": profiles.share_within(a.costs, float("inf")).to_dict(),
+                },
+            }
+            for a in analyses
+        },
+    }
 
 
 def plain(value):
@@ -156,61 +189,96 @@ def console_summary(summary: dict) -> str:
     options = summary["options"]
     lines = [f"source: {summary['source']} ({summary['n_rows']} rows)"]
     if summary["excluded_runs"]:
-        lines.append("excluded runs: " + ", ".join(
-            f"{n} {status}" for status, n in summary["excluded_runs"].items()))
+        lines.append(
+            "excluded runs: "
+            + ", ".join(f"{n} {status}" for status, n in summary["excluded_runs"].items())
+        )
     alphas = [f"{a:g}" for a in options["alphas"]]
     for name, m in summary["measures"].items():
         f = m["friedman"]
-        lines += ["", (f"== {name} ({m['direction']} is better): {m['n_blocks']} blocks, "
-                       f"{len(m['treatments'])} treatments, {options['aggregate']} over "
-                       "repetitions")]
+        lines += [
+            "",
+            (
+                f"== {name} ({m['direction']} is better): {m['n_blocks']} blocks, "
+                f"{len(m['treatments'])} treatments, {options['aggregate']} over "
+                "repetitions"
+            ),
+        ]
         if m["dropped_blocks"]:
-            lines.append("dropped blocks (missing treatments): " + "; ".join(
-                f"{b}: {', '.join(t)}" for b, t in m["dropped_blocks"].items()))
-        lines.append("mean ranks (1 = best): " + ", ".join(
-            f"{t} {r:.3f}" for t, r in m["mean_ranks"].items()))
-        lines.append(f"Friedman chi2 = {f['chi2']:.4f} (tie-corrected {f['chi2_tied']:.4f}); "
-                     f"Iman-Davenport F({f['df1']}, {f['df2']}) from the tie-corrected chi2 = "
-                     f"{f['iman_davenport_f_tied']:.4f}, p = {f['iman_davenport_p_tied']:.4g}"
-                     + ("" if f["method"] == "iman-davenport" else " (approximation, not used)"))
+            lines.append(
+                "dropped blocks (missing treatments): "
+                + "; ".join(f"{b}: {', '.join(t)}" for b, t in m["dropped_blocks"].items())
+            )
+        lines.append(
+            "mean ranks (1 = best): "
+            + ", ".join(f"{t} {r:.3f}" for t, r in m["mean_ranks"].items())
+        )
+        lines.append(
+            f"Friedman chi2 = {f['chi2']:.4f} (tie-corrected {f['chi2_tied']:.4f}); "
+            f"Iman-Davenport F({f['df1']}, {f['df2']}) from the tie-corrected chi2 = "
+            f"{f['iman_davenport_f_tied']:.4f}, p = {f['iman_davenport_p_tied']:.4g}"
+            + ("" if f["method"] == "iman-davenport" else " (approximation, not used)")
+        )
         if f["method"] != "iman-davenport":
-            lines.append(f"omnibus p = {f['p_value']:.4g} (Friedman permutation test, "
-                         f"{f['method']}: {m['n_blocks']} blocks are too few for the F "
-                         "approximation)")
+            lines.append(
+                f"omnibus p = {f['p_value']:.4g} (Friedman permutation test, "
+                f"{f['method']}: {m['n_blocks']} blocks are too few for the F "
+                "approximation)"
+            )
         if m["profile"]:
-            lines.append(f"performance profile over {m['profile']['n_blocks']} blocks, share "
-                         "best / done: " + ", ".join(
-                             f"{t} {m['profile']['fastest'][t]:.2f} / {m['profile']['done'][t]:.2f}"
-                             for t in m["treatments"]))
-        lines.append("Nemenyi CD: " + ", ".join(
-            f"{v['nemenyi']:.3f} (alpha {a})" for a, v in m["critical_differences"].items()))
-        lines.append(f"Wilcoxon signed-rank, d = A - B ({options['zero_method']} zeros, "
-                     f"{options['correction']}-adjusted; H0: d symmetric about 0):")
+            lines.append(
+                f"performance profile over {m['profile']['n_blocks']} blocks, share "
+                "best / done: "
+                + ", ".join(
+                    f"{t} {m['profile']['fastest'][t]:.2f} / {m['profile']['done'][t]:.2f}"
+                    for t in m["treatments"]
+                )
+            )
+        lines.append(
+            "Nemenyi CD: "
+            + ", ".join(
+                f"{v['nemenyi']:.3f} (alpha {a})" for a, v in m["critical_differences"].items()
+            )
+        )
+        lines.append(
+            f"Wilcoxon signed-rank, d = A - B ({options['zero_method']} zeros, "
+            f"{options['correction']}-adjusted; H0: d symmetric about 0):"
+        )
         for p in m["pairwise"]:
-            z = ("" if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"]))
-                 else f", z = {p['z']:.3f}")
+            z = (
+                ""
+                if p["z"] is None or (isinstance(p["z"], float) and math.isnan(p["z"]))
+                else f", z = {p['z']:.3f}"
+            )
             decisions = _decisions(p, alphas)
-            lines.append(f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
-                         f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
-                         f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
-                         f"Hodges-Lehmann {p['hodges_lehmann']:.4g}"
-                         f"{_interval(p, options['confidence'])}; "
-                         f"posterior shares A better / equivalent (ROPE {p['rope']}) / B better "
-                         f"= {p[SHARES[0]]:.3f} / {p[SHARES[1]]:.3f} / {p[SHARES[2]]:.3f}")
+            lines.append(
+                f"  {p['A']} vs {p['B']} ({p['alternative']}): W = {p['W']:g} "
+                f"({p['method']}{z}), p = {p['p_value']:.4g}, adjusted "
+                f"{p['p_adjusted']:.4g} [{decisions}]; r = {p['rank_biserial']:.3f}, "
+                f"Hodges-Lehmann {p['hodges_lehmann']:.4g}"
+                f"{_interval(p, options['confidence'])}; "
+                f"posterior shares A better / equivalent (ROPE {p['rope']}) / B better "
+                f"= {p[SHARES[0]]:.3f} / {p[SHARES[1]]:.3f} / {p[SHARES[2]]:.3f}"
+            )
             lines.append(f"    H1: {p['H1']}")
         if m["control"]:
-            lines.append(f"against the control {options['control']} (Holm-adjusted "
-                         "Bonferroni-Dunn on mean ranks, and Wilcoxon):")
-            lines += [f"  {c['A']} vs {c['B']}: p ranks {c['p_ranks_holm']:.4g}, p Wilcoxon "
-                      f"{c['p_wilcoxon_holm']:.4g} [{_decisions(c, alphas)}]"
-                      for c in m["control"]]
+            lines.append(
+                f"against the control {options['control']} (Holm-adjusted "
+                "Bonferroni-Dunn on mean ranks, and Wilcoxon):"
+            )
+            lines += [
+                f"  {c['A']} vs {c['B']}: p ranks {c['p_ranks_holm']:.4g}, p Wilcoxon "
+                f"{c['p_wilcoxon_holm']:.4g} [{_decisions(c, alphas)}]"
+                for c in m["control"]
+            ]
     return "\n".join(lines) + "\n"
 
 
 def _decisions(row: dict, alphas: list[str]) -> str:
     """``0.05:reject 0.1:not rejected``: a row's decision at each alpha."""
-    return " ".join(f"{a}:{'reject' if row[f'decision@{a}'] == REJECT else 'not rejected'}"
-                    for a in alphas)
+    return " ".join(
+        f"{a}:{'reject' if row[f'decision@{a}'] == REJECT else 'not rejected'}" for a in alphas
+    )
 
 
 def _interval(p: dict, confidence: float) -> str:
@@ -226,22 +294,34 @@ def conclusions(analysis: MeasureAnalysis, alpha: float) -> list[str]:
     """What the tests of one measure say at level ``alpha``, in words."""
     f, name = analysis.friedman, analysis.measure.name
     rejected = f.p_value <= alpha
-    test = ("Iman-Davenport (tie-corrected chi2)" if f.method == "iman-davenport"
-            else f"Friedman permutation test ({f.method})")
-    lines = [f"{name}: {test} p = {f.p_value:.4g}: H0 'all treatments perform equally' "
-             + ("rejected" if rejected else "not rejected") + f" at alpha = {alpha:g}."]
-    cd = (analysis.critical_differences[alpha]["nemenyi"]
-          if alpha in analysis.critical_differences
-          else posthoc.nemenyi_cd(*analysis.table.shape, alpha))
+    test = (
+        "Iman-Davenport (tie-corrected chi2)"
+        if f.method == "iman-davenport"
+        else f"Friedman permutation test ({f.method})"
+    )
+    lines = [
+        f"{name}: {test} p = {f.p_value:.4g}: H0 'all treatments perform equally' "
+        + ("rejected" if rejected else "not rejected")
+        + f" at alpha = {alpha:g}."
+    ]
+    cd = (
+        analysis.critical_differences[alpha]["nemenyi"]
+        if alpha in analysis.critical_differences
+        else posthoc.nemenyi_cd(*analysis.table.shape, alpha)
+    )
     for row in analysis.nemenyi.itertuples():
         if abs(row.rank_difference) > cd:
             better, worse = (row.A, row.B) if row.rank_difference < 0 else (row.B, row.A)
-            lines.append(f"Nemenyi: {better} ranks better than {worse} (rank difference "
-                         f"{abs(row.rank_difference):.3f} > CD {cd:.3f}).")
+            lines.append(
+                f"Nemenyi: {better} ranks better than {worse} (rank difference "
+                f"{abs(row.rank_difference):.3f} > CD {cd:.3f})."
+            )
     for row in analysis.pairwise.to_dict(orient="records"):
         verdict = "rejected" if row["p_adjusted"] <= alpha else "not rejected"
-        lines.append(f"Wilcoxon {row['A']} vs {row['B']}: H0 ({row['H0']}) {verdict} "
-                     f"(adjusted p = {row['p_adjusted']:.4g}); H1: {row['H1']}.")
+        lines.append(
+            f"Wilcoxon {row['A']} vs {row['B']}: H0 ({row['H0']}) {verdict} "
+            f"(adjusted p = {row['p_adjusted']:.4g}); H1: {row['H1']}."
+        )
     return lines
 
 

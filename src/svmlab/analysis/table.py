@@ -19,8 +19,12 @@ AGGREGATES = ("mean", "median")
 #: Default ROPEs by kind of measure: accuracies (fractions) within 1 percentage point, counts
 #: and times within 10 % (a relative ROPE applies to log-ratios, the only scale on which 0.5 s
 #: and 2.5e5 s compare); any other kind 0 (no equivalence).
-ROPES = {vocabulary.ACCURACY: "0.01", vocabulary.TIME: "10%", vocabulary.ITERATIONS: "10%",
-         vocabulary.COUNT: "10%"}
+ROPES = {
+    vocabulary.ACCURACY: "0.01",
+    vocabulary.TIME: "10%",
+    vocabulary.ITERATIONS: "10%",
+    vocabulary.COUNT: "10%",
+}
 
 
 @dataclass(frozen=True)
@@ -58,24 +62,30 @@ def parse_measure(spec: str) -> Measure:
     on log-ratios)."""
     name, *rest = spec.split(":")
     if not name or len(rest) > 2:
-        raise SvmlabError(f"bad measure {spec!r}; expected NAME[:higher|lower[:ROPE]], "
-                          f"e.g. test_accuracy:higher:0.01")
+        raise SvmlabError(
+            f"bad measure {spec!r}; expected NAME[:higher|lower[:ROPE]], "
+            f"e.g. test_accuracy:higher:0.01"
+        )
     direction = rest[0] if rest else vocabulary.direction(name)
     if name.startswith(vocabulary.TO_TARGET):
         precision.parse(name)  # checks the tolerance
     if direction not in (vocabulary.HIGHER, vocabulary.LOWER):
         named = [m for m in vocabulary.directed() if not m.endswith("*")]
         hint = did_you_mean(name, named) if not rest else ""
-        raise SvmlabError(f"measure {spec!r}: say whether higher or lower is better "
-                          f"({name}:higher or {name}:lower); measures whose direction is known: "
-                          f"{', '.join(vocabulary.directed())}.{hint}")
+        raise SvmlabError(
+            f"measure {spec!r}: say whether higher or lower is better "
+            f"({name}:higher or {name}:lower); measures whose direction is known: "
+            f"{', '.join(vocabulary.directed())}.{hint}"
+        )
     text = rest[1].strip() if len(rest) == 2 else default_rope(name)
     relative = text.endswith("%")
     try:
         rope = float(text[:-1]) / 100 if relative else float(text)
     except ValueError:
-        raise SvmlabError(f"measure {spec!r}: the ROPE must be a number (absolute) or a "
-                          f"percentage such as 10% (on log-ratios); got {text!r}") from None
+        raise SvmlabError(
+            f"measure {spec!r}: the ROPE must be a number (absolute) or a "
+            f"percentage such as 10% (on log-ratios); got {text!r}"
+        ) from None
     if not (math.isfinite(rope) and rope >= 0):
         raise SvmlabError(f"measure {spec!r}: the ROPE must be >= 0; got {text}")
     return Measure(name, direction == vocabulary.HIGHER, rope, relative)
@@ -87,8 +97,9 @@ def aggregate(long: pd.DataFrame, measure: str, how: str = "mean") -> pd.DataFra
     A cell whose repetitions all lack the measure is missing (NaN)."""
     if how not in AGGREGATES:
         raise SvmlabError(f"unknown aggregate {how!r}; allowed: {', '.join(AGGREGATES)}")
-    table = long.pivot_table(index="block", columns="treatment", values=measure, aggfunc=how,
-                             dropna=False, observed=True)
+    table = long.pivot_table(
+        index="block", columns="treatment", values=measure, aggfunc=how, dropna=False, observed=True
+    )
     treatments = sorted(long["treatment"].unique())
     blocks = sorted(long["block"].unique())
     return table.reindex(index=blocks, columns=treatments)
@@ -102,32 +113,44 @@ def infinite_as_missing(table: pd.DataFrame, measure: Measure, profiled: bool) -
     infinite = np.isinf(table.to_numpy(dtype=float))
     if not infinite.any():
         return table
-    listing = "; ".join(f"{b}: {', '.join(map(str, row.index[row]))}"
-                        for b, row in pd.DataFrame(infinite, table.index, table.columns).iterrows()
-                        if row.any())
-    what = ("target never reached" if measure.name.startswith(vocabulary.TO_TARGET)
-            else f"{measure.name} is infinite")
+    listing = "; ".join(
+        f"{b}: {', '.join(map(str, row.index[row]))}"
+        for b, row in pd.DataFrame(infinite, table.index, table.columns).iterrows()
+        if row.any()
+    )
+    what = (
+        "target never reached"
+        if measure.name.startswith(vocabulary.TO_TARGET)
+        else f"{measure.name} is infinite"
+    )
     failures = ", as failures by the performance profiles" if profiled else ""
     warnings.warn(f"{what} (treated as missing by the tests{failures}): {listing}", stacklevel=3)
     return table.mask(infinite)
 
 
-def complete_blocks(table: pd.DataFrame, strict: bool = False,
-                    columns: dict | None = None) -> tuple[pd.DataFrame, dict]:
+def complete_blocks(
+    table: pd.DataFrame, strict: bool = False, columns: dict | None = None
+) -> tuple[pd.DataFrame, dict]:
     """Drop the blocks with missing treatments, warning with the list and the filters that
     would avoid it (or failing if strict); ``columns`` as for :func:`incomplete_hint`.
 
     Returns the complete table and {block: [missing treatments]}."""
-    missing = {str(block): [str(t) for t in row.index[row.isna()]]
-               for block, row in table.iterrows() if row.isna().any()}
+    missing = {
+        str(block): [str(t) for t in row.index[row.isna()]]
+        for block, row in table.iterrows()
+        if row.isna().any()
+    }
     if missing:
         listing = "; ".join(f"{b}: {', '.join(ts)}" for b, ts in missing.items())
         hint = incomplete_hint(table, columns, listed=False)
         if strict:
-            raise SvmlabError(f"missing cells (block: treatments without a value): {listing}"
-                              + hint)
-        warnings.warn(f"dropping {len(missing)} block(s) with missing treatments: {listing}"
-                      + hint, stacklevel=2)
+            raise SvmlabError(
+                f"missing cells (block: treatments without a value): {listing}" + hint
+            )
+        warnings.warn(
+            f"dropping {len(missing)} block(s) with missing treatments: {listing}" + hint,
+            stacklevel=2,
+        )
     return table.dropna(axis=0, how="any"), missing
 
 
@@ -141,26 +164,42 @@ def incomplete_hint(table: pd.DataFrame, columns: dict | None = None, listed: bo
     missing = table.isna()
     if not missing.to_numpy().any():
         return ""
-    text = "" if not listed else "; missing cells (block: treatments): " + "; ".join(
-        f"{b}: {', '.join(map(str, row.index[row]))}" for b, row in missing.iterrows()
-        if row.any())
+    text = (
+        ""
+        if not listed
+        else "; missing cells (block: treatments): "
+        + "; ".join(
+            f"{b}: {', '.join(map(str, row.index[row]))}"
+            for b, row in missing.iterrows()
+            if row.any()
+        )
+    )
     n, k = table.shape
     keys = {role: (columns or {}).get(role, []) for role in ("block", "treatment")}
     suggested = False
     for role, dropped, kept, what in (
-            ("block", table.index[missing.any(axis=1)], k, "incomplete blocks"),
-            ("treatment", table.columns[missing.any(axis=0)], n, "treatments missing somewhere")):
+        ("block", table.index[missing.any(axis=1)], k, "incomplete blocks"),
+        ("treatment", table.columns[missing.any(axis=0)], n, "treatments missing somewhere"),
+    ):
         if len(keys[role]) == 1 and len(dropped) <= (n if role == "block" else k) - 2 and kept >= 2:
-            text += (f"; to leave out the {what}: --filter \""
-                     f"{_not_in_filter(keys[role][0], list(map(str, dropped)))}\"")
+            text += (
+                f'; to leave out the {what}: --filter "'
+                f'{_not_in_filter(keys[role][0], list(map(str, dropped)))}"'
+            )
             suggested = True
     blocks, treatments = complete_part(missing)
-    if (not suggested and len(keys["block"]) == len(keys["treatment"]) == 1
-            and n - len(blocks) >= 2 and k - len(treatments) >= 2):
-        both = " and ".join(_not_in_filter(keys[role][0], list(map(str, left_out)))
-                            for role, left_out in (("block", blocks), ("treatment", treatments))
-                            if left_out)
-        text += f"; a complete table of what remains: --filter \"{both}\""
+    if (
+        not suggested
+        and len(keys["block"]) == len(keys["treatment"]) == 1
+        and n - len(blocks) >= 2
+        and k - len(treatments) >= 2
+    ):
+        both = " and ".join(
+            _not_in_filter(keys[role][0], list(map(str, left_out)))
+            for role, left_out in (("block", blocks), ("treatment", treatments))
+            if left_out
+        )
+        text += f'; a complete table of what remains: --filter "{both}"'
     return text
 
 
@@ -177,8 +216,10 @@ def complete_part(missing: pd.DataFrame, keep=None) -> tuple[list, list]:
             rows.remove(by_row.idxmax())
         else:
             cols.remove(by_col.idxmax())
-    return ([b for b in missing.index if b not in rows],
-            [t for t in missing.columns if t not in cols])
+    return (
+        [b for b in missing.index if b not in rows],
+        [t for t in missing.columns if t not in cols],
+    )
 
 
 def complete_part_table(table: pd.DataFrame, keep=None) -> tuple[pd.DataFrame, dict] | None:
@@ -190,10 +231,16 @@ def complete_part_table(table: pd.DataFrame, keep=None) -> tuple[pd.DataFrame, d
     if min(len(table.index) - len(blocks), len(table.columns) - len(treatments)) < 2:
         return None
     missing = {str(b): [str(t) for t in table.columns[table.loc[b].isna()]] for b in blocks}
-    left_out = " and ".join(f"the {what} {', '.join(map(str, names))}" for what, names in
-                            (("treatment(s)", treatments), ("block(s)", blocks)) if names)
-    warnings.warn(f"fewer than 2 blocks have every treatment: leaving out {left_out}, which "
-                  f"miss the most cells", stacklevel=2)
+    left_out = " and ".join(
+        f"the {what} {', '.join(map(str, names))}"
+        for what, names in (("treatment(s)", treatments), ("block(s)", blocks))
+        if names
+    )
+    warnings.warn(
+        f"fewer than 2 blocks have every treatment: leaving out {left_out}, which "
+        f"miss the most cells",
+        stacklevel=2,
+    )
     return table.drop(index=blocks, columns=treatments), missing
 
 

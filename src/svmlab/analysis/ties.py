@@ -22,8 +22,9 @@ RTOL = 1e-9  # far above float noise (~1e-15 relative), far below any meaningful
 def check_rtol(rtol: float) -> float:
     """``rtol`` if it is a finite number in [0, 1e-2]; else a SvmlabError saying what is allowed."""
     if not (isinstance(rtol, int | float) and 0 <= rtol <= 1e-2):
-        raise SvmlabError(f"the tie tolerance must be a number in [0, 0.01] (0: exact "
-                          f"comparison); got {rtol!r}")
+        raise SvmlabError(
+            f"the tie tolerance must be a number in [0, 0.01] (0: exact comparison); got {rtol!r}"
+        )
     return float(rtol)
 
 
@@ -65,8 +66,10 @@ def differences(a, b, rtol: float = RTOL) -> np.ndarray:
     values subtracted, not to the difference."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
-        raise SvmlabError(f"paired samples need two 1-d arrays of equal length; got shapes "
-                          f"{a.shape} and {b.shape}")
+        raise SvmlabError(
+            f"paired samples need two 1-d arrays of equal length; got shapes "
+            f"{a.shape} and {b.shape}"
+        )
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise SvmlabError("paired samples contain NaN or inf")
     d = a - b

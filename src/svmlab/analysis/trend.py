@@ -27,5 +27,8 @@ def theil_sen(x, y, *, confidence: float = 0.95) -> dict:
     if len(np.unique(x)) < 2 or not np.isfinite(y).all():
         raise SvmlabError("a Theil-Sen slope needs finite values at two values of x at least")
     fit = stats.theilslopes(y, x, alpha=confidence)
-    return {"estimate": float(fit.slope), "low": float(fit.low_slope),
-            "high": float(fit.high_slope)}
+    return {
+        "estimate": float(fit.slope),
+        "low": float(fit.low_slope),
+        "high": float(fit.high_slope),
+    }

@@ -71,14 +71,22 @@ def exact_distribution(ranks: np.ndarray) -> np.ndarray:
     dist[0] = 1.0
     for score in doubled:
         shifted = np.zeros_like(dist)
-        shifted[score:] = dist[:len(dist) - score]
+        shifted[score:] = dist[: len(dist) - score]
         dist = 0.5 * (dist + shifted)
     return dist
 
 
-def signed_rank_test(a, b, *, alternative: str = "two-sided", zero_method: str = "pratt",
-                     method: str = "auto", rtol: float = ties.RTOL,
-                     exact_max_n: int = EXACT_MAX_N, continuity: bool = True) -> SignedRankResult:
+def signed_rank_test(
+    a,
+    b,
+    *,
+    alternative: str = "two-sided",
+    zero_method: str = "pratt",
+    method: str = "auto",
+    rtol: float = ties.RTOL,
+    exact_max_n: int = EXACT_MAX_N,
+    continuity: bool = True,
+) -> SignedRankResult:
     """Test H0 'the differences a - b are symmetric about 0'.
 
     alternative 'less' means H1 'a - b tends to be negative' (p = P(W+ <= w+)), 'greater' the
@@ -104,17 +112,25 @@ def signed_rank_test(a, b, *, alternative: str = "two-sided", zero_method: str =
         p, z = _exact_p(ranks, w_plus - zero_share, alternative), None
     else:
         p, z = _normal_p(ranks, w_plus - zero_share, alternative, 0.5 if continuity else 0.0)
-    return SignedRankResult(n=n, n_zero=int((d == 0).sum()), w_plus=float(w_plus),
-                            w_minus=float(w_minus), statistic=float(min(w_plus, w_minus)),
-                            p_value=float(min(1.0, p)), method=used, z=z,
-                            zero_method=zero_method, alternative=alternative,
-                            rank_biserial=rank_biserial)
+    return SignedRankResult(
+        n=n,
+        n_zero=int((d == 0).sum()),
+        w_plus=float(w_plus),
+        w_minus=float(w_minus),
+        statistic=float(min(w_plus, w_minus)),
+        p_value=float(min(1.0, p)),
+        method=used,
+        z=z,
+        zero_method=zero_method,
+        alternative=alternative,
+        rank_biserial=rank_biserial,
+    )
 
 
 def _exact_p(ranks: np.ndarray, w: float, alternative: str) -> float:
     dist = exact_distribution(ranks)
     s = round(2 * w)
-    lower, upper = dist[:s + 1].sum(), dist[s:].sum()
+    lower, upper = dist[: s + 1].sum(), dist[s:].sum()
     if alternative == "less":
         return float(lower)
     if alternative == "greater":
@@ -126,7 +142,7 @@ def _normal_p(ranks: np.ndarray, w: float, alternative: str, cc: float) -> tuple
     """Normal approximation of W+ with mean sum(r)/2, variance sum(r^2)/4 and continuity
     correction ``cc`` towards the mean."""
     mean = ranks.sum() / 2
-    sd = np.sqrt((ranks ** 2).sum() / 4)
+    sd = np.sqrt((ranks**2).sum() / 4)
     diff = w - mean
     if alternative == "two-sided":
         z = np.sign(diff) * max(abs(diff) - cc, 0.0) / sd
@@ -152,8 +168,10 @@ def hodges_lehmann(d, *, confidence: float = 0.95) -> dict:
     """
     d = np.asarray(d, dtype=float)
     if d.ndim != 1 or len(d) == 0 or not np.isfinite(d).all():
-        raise SvmlabError(f"the Hodges-Lehmann estimate needs at least one pair and finite "
-                          f"differences; got {d.tolist()[:10]}")
+        raise SvmlabError(
+            f"the Hodges-Lehmann estimate needs at least one pair and finite "
+            f"differences; got {d.tolist()[:10]}"
+        )
     return _walsh_interval(d, confidence)
 
 
@@ -170,14 +188,28 @@ def hodges_lehmann_bounds(low, high, *, confidence: float = 0.95) -> dict:
     no difference is censored.
     """
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    if (low.ndim != 1 or len(low) == 0 or low.shape != high.shape or np.isnan(low).any()
-            or np.isnan(high).any() or (low > high).any() or (low == np.inf).any()
-            or (high == -np.inf).any()):
-        raise SvmlabError(f"censored differences need bounds low <= high with a finite side "
-                          f"each; got {low.tolist()[:10]} and {high.tolist()[:10]}")
+    if (
+        low.ndim != 1
+        or len(low) == 0
+        or low.shape != high.shape
+        or np.isnan(low).any()
+        or np.isnan(high).any()
+        or (low > high).any()
+        or (low == np.inf).any()
+        or (high == -np.inf).any()
+    ):
+        raise SvmlabError(
+            f"censored differences need bounds low <= high with a finite side "
+            f"each; got {low.tolist()[:10]} and {high.tolist()[:10]}"
+        )
     lower, upper = _walsh_interval(low, confidence), _walsh_interval(high, confidence)
-    return {"estimate_low": lower["estimate"], "estimate_high": upper["estimate"],
-            "low": lower["low"], "high": upper["high"], "coverage": lower["coverage"]}
+    return {
+        "estimate_low": lower["estimate"],
+        "estimate_high": upper["estimate"],
+        "low": lower["low"],
+        "high": upper["high"],
+        "coverage": lower["coverage"],
+    }
 
 
 def _walsh_interval(d: np.ndarray, confidence: float) -> dict:
@@ -190,8 +222,12 @@ def _walsh_interval(d: np.ndarray, confidence: float) -> dict:
     cdf = np.cumsum(_lower_half_distribution(n))  # P(W+ <= w), w = 0..floor(M/2)
     tail = (1 - confidence) / 2
     c = max(1, int(np.searchsorted(cdf, tail * (1 + 1e-12), side="right")))
-    return {"estimate": float(np.median(walsh)), "low": float(walsh[c - 1]),
-            "high": float(walsh[m - c]), "coverage": float(1 - 2 * cdf[c - 1])}
+    return {
+        "estimate": float(np.median(walsh)),
+        "low": float(walsh[c - 1]),
+        "high": float(walsh[m - c]),
+        "coverage": float(1 - 2 * cdf[c - 1]),
+    }
 
 
 def _lower_half_distribution(n: int) -> np.ndarray:
@@ -215,9 +251,11 @@ def hypothesis(a: str, b: str, measure: str, higher_is_better: bool, alternative
     else:
         a_higher = alternative == "greater"
         a_better = a_higher == higher_is_better
-        h1 = (f"{a} has {'higher' if a_higher else 'lower'} {measure} than {b} "
-              f"(d = {a} - {b} tends to be {'positive' if a_higher else 'negative'}): "
-              f"{a} is {'better' if a_better else 'worse'}")
+        h1 = (
+            f"{a} has {'higher' if a_higher else 'lower'} {measure} than {b} "
+            f"(d = {a} - {b} tends to be {'positive' if a_higher else 'negative'}): "
+            f"{a} is {'better' if a_better else 'worse'}"
+        )
     return {"H0": h0, "H1": h1}
 
 

@@ -17,19 +17,29 @@ from svmlab.app.exit_codes import EXIT_INTERRUPTED, EXIT_OK, failure
 # one of its subcommands runs, so that `svmlab --help` needs argparse alone.
 SUBCOMMANDS = {
     "datasets": ("svmlab.app.datasets", "list the datasets, download LIBSVM files"),
-    "analyze": ("svmlab.app.analyze",
-                "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table"),
-    "report": ("svmlab.app.analyze",
-               "analyze, and execute the significance-report notebook on the result"),
-    "tune": ("svmlab.app.tune",
-             "hyper-parameter search with Optuna, each trial a nested MLflow run"),
-    "workflow": ("svmlab.app.workflow",
-                 "reproduce a paper in one command: sweep, analysis, report, claims table"),
-    "server": ("svmlab.app.server",
-               "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
-    "runs": ("svmlab.app.runs", "runs list, runs show: the runs of a store, one run; "
-             "runs reap: end KILLED the runs a dead process left RUNNING; runs plot: draw a "
-             "run's convergence figure"),
+    "analyze": (
+        "svmlab.app.analyze",
+        "Friedman, Nemenyi, Wilcoxon and Bayesian tests over runs or a CSV table",
+    ),
+    "report": (
+        "svmlab.app.analyze",
+        "analyze, and execute the significance-report notebook on the result",
+    ),
+    "tune": (
+        "svmlab.app.tune",
+        "hyper-parameter search with Optuna, each trial a nested MLflow run",
+    ),
+    "workflow": (
+        "svmlab.app.workflow",
+        "reproduce a paper in one command: sweep, analysis, report, claims table",
+    ),
+    "server": ("svmlab.app.server", "run an MLflow tracking server (PostgreSQL or SQLite backend)"),
+    "runs": (
+        "svmlab.app.runs",
+        "runs list, runs show: the runs of a store, one run; "
+        "runs reap: end KILLED the runs a dead process left RUNNING; runs plot: draw a "
+        "run's convergence figure",
+    ),
 }
 
 
@@ -65,12 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "train":  # everything after 'train' belongs to Hydra
         return _train(argv[1:])
     parser = argparse.ArgumentParser(
-        prog="svmlab", description="Reproducible, MLflow-tracked experiments with SVM solvers.",
+        prog="svmlab",
+        description="Reproducible, MLflow-tracked experiments with SVM solvers.",
         epilog="--verbose (with any command): also the launch lines of Hydra, the progress bars "
-               "of MLflow and the warnings of libraries that svmlab repeats in its own words")
+        "of MLflow and the warnings of libraries that svmlab repeats in its own words",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("train", add_help=False,
-                   help="train one configuration, or sweep with -m (Hydra overrides follow)")
+    sub.add_parser(
+        "train",
+        add_help=False,
+        help="train one configuration, or sweep with -m (Hydra overrides follow)",
+    )
     chosen = SUBCOMMANDS.get(argv[0], ("",))[0] if argv else ""
     if chosen:  # the chosen command's module registers its subcommands on `sub`
         importlib.import_module(chosen).add_parser(sub)

@@ -35,20 +35,26 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     listing.set_defaults(func=list_command)
 
     fetching = commands.add_parser(
-        "fetch", help="make LIBSVM files available: local copy, cache, or download")
+        "fetch", help="make LIBSVM files available: local copy, cache, or download"
+    )
     fetching.add_argument("names", nargs="+", metavar="NAME", help="dataset name, e.g. a9a")
     _add_folders(fetching)
-    fetching.add_argument("--base-url", help="download from here instead of the LIBSVM site "
-                                             "(default: $SVMLAB_LIBSVM_URL)")
+    fetching.add_argument(
+        "--base-url",
+        help="download from here instead of the LIBSVM site (default: $SVMLAB_LIBSVM_URL)",
+    )
     fetching.set_defaults(func=fetch_command)
     return parser
 
 
 def _add_folders(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", help="local folder of LIBSVM files (default: "
-                                           "$SVMLAB_DATA_DIR)")
-    parser.add_argument("--cache-dir", help="download cache (default: $SVMLAB_CACHE_DIR, else "
-                                            "~/.cache/svmlab/libsvm)")
+    parser.add_argument(
+        "--data-dir", help="local folder of LIBSVM files (default: $SVMLAB_DATA_DIR)"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        help="download cache (default: $SVMLAB_CACHE_DIR, else ~/.cache/svmlab/libsvm)",
+    )
 
 
 def presets() -> dict[str, dict]:
@@ -67,19 +73,39 @@ def list_command(args: argparse.Namespace) -> int:
     has its dataset's kind and features, and sizes only a load gives (its split may differ)."""
     header = ("name", "kind", "n_train", "n_test", "features", "location")
     infos = {info.name: info for info in data.list_datasets(args.data_dir, args.cache_dir)}
-    rows = [header] + [
-        (info.name, info.kind, *("?" if v is None else str(v)
-                                 for v in (info.n_train, info.n_test, info.n_features)),
-         info.location)
-        for info in infos.values()] + [
-        (name, infos[base].kind, "?", "?", str(infos[base].n_features or "?"),
-         f"preset of {base} ({PRESET_DIR.name}/{name}.yaml)")
-        for name, base in ((n, p["name"]) for n, p in presets().items())]
+    rows = (
+        [header]
+        + [
+            (
+                info.name,
+                info.kind,
+                *(
+                    "?" if v is None else str(v)
+                    for v in (info.n_train, info.n_test, info.n_features)
+                ),
+                info.location,
+            )
+            for info in infos.values()
+        ]
+        + [
+            (
+                name,
+                infos[base].kind,
+                "?",
+                "?",
+                str(infos[base].n_features or "?"),
+                f"preset of {base} ({PRESET_DIR.name}/{name}.yaml)",
+            )
+            for name, base in ((n, p["name"]) for n, p in presets().items())
+        ]
+    )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     right = {2, 3, 4}  # numbers
     for row in rows:
-        cells = [cell.rjust(w) if i in right else cell.ljust(w)
-                 for i, (cell, w) in enumerate(zip(row[:-1], widths, strict=True))]
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row[:-1], widths, strict=True))
+        ]
         print("  ".join([*cells, row[-1]]))
     return EXIT_OK
 
@@ -92,8 +118,13 @@ def fetch_command(args: argparse.Namespace) -> int:
         preset = known.get(name, {})
         base = preset.get("name", name)
         try:
-            paths = data.fetch(base, args.data_dir, args.cache_dir, args.base_url,
-                               split=preset.get("test_fraction") is not None)
+            paths = data.fetch(
+                base,
+                args.data_dir,
+                args.cache_dir,
+                args.base_url,
+                split=preset.get("test_fraction") is not None,
+            )
         except DataError as exc:
             where = f"{name} is a preset of {base}: " if preset else ""
             print(f"svmlab: error: {where}{exc}", file=sys.stderr)

@@ -56,34 +56,55 @@ def add_parser(sub) -> None:
     runs = sub.add_parser("runs", description="Runs of a tracking store.")
     commands = runs.add_subparsers(dest="runs_command", required=True)
     parser = commands.add_parser(
-        "reap", description=__doc__,
+        "reap",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="mark KILLED the RUNNING runs whose process is gone")
+        help="mark KILLED the RUNNING runs whose process is gone",
+    )
     parser.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
-    parser.add_argument("-e", "--experiment", action="append", default=[],
-                        help="an experiment to look in (repeatable; default: every experiment)")
-    parser.add_argument("--older-than", type=float, default=STALE_AFTER_S, metavar="SECONDS",
-                        help="a run silent for longer is dead, wherever it ran "
-                             f"(default: {STALE_AFTER_S:.0f})")
+    parser.add_argument(
+        "-e",
+        "--experiment",
+        action="append",
+        default=[],
+        help="an experiment to look in (repeatable; default: every experiment)",
+    )
+    parser.add_argument(
+        "--older-than",
+        type=float,
+        default=STALE_AFTER_S,
+        metavar="SECONDS",
+        help=f"a run silent for longer is dead, wherever it ran (default: {STALE_AFTER_S:.0f})",
+    )
     parser.set_defaults(func=run_reap)
     listing = commands.add_parser("list", help="the runs of a store, one line each")
     listing.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
-    listing.add_argument("-e", "--experiment", action="append", default=[],
-                         help="an experiment to list (repeatable; default: every experiment)")
-    listing.add_argument("--status", type=str.upper, choices=STATUSES,
-                         help="only runs with this status")
+    listing.add_argument(
+        "-e",
+        "--experiment",
+        action="append",
+        default=[],
+        help="an experiment to list (repeatable; default: every experiment)",
+    )
+    listing.add_argument(
+        "--status", type=str.upper, choices=STATUSES, help="only runs with this status"
+    )
     listing.add_argument("--solver", help="only runs of this solver (its config name)")
     listing.add_argument("--dataset", help="only runs on this dataset")
-    listing.add_argument("--last", type=int, default=50, metavar="N",
-                         help="the latest N runs (default: 50)")
+    listing.add_argument(
+        "--last", type=int, default=50, metavar="N", help="the latest N runs (default: 50)"
+    )
     listing.set_defaults(func=run_list)
-    showing = commands.add_parser("show", help="one run: params, metrics, certificate, "
-                                               "artifacts, where the MLflow UI shows it")
+    showing = commands.add_parser(
+        "show",
+        help="one run: params, metrics, certificate, artifacts, where the MLflow UI shows it",
+    )
     showing.add_argument("run_id", metavar="RUN_ID")
     showing.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
     showing.set_defaults(func=run_show)
-    plotting = commands.add_parser("plot", help="draw and log the convergence figure of runs",
-                                   description=plot_runs.__doc__)
+    plotting = commands.add_parser(
+        "plot", help="draw and log the convergence figure of runs", description=plot_runs.__doc__
+    )
     plotting.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     plotting.add_argument("--tracking-uri", default=None, help=TRACKING_URI_HELP)
     plotting.set_defaults(func=run_plot)
@@ -107,8 +128,10 @@ def run_reap(args: argparse.Namespace) -> int:
 def next_line(uri: str | None, experiment: str) -> str:
     """What to do after a train, sweep or tune: list, compare and report the experiment's
     runs (on the same store)."""
-    line = (f"next: svmlab analyze -e {experiment}  /  svmlab report -e {experiment}  /  "
-            f"svmlab runs list -e {experiment}")
+    line = (
+        f"next: svmlab analyze -e {experiment}  /  svmlab report -e {experiment}  /  "
+        f"svmlab runs list -e {experiment}"
+    )
     return line + (f"\n      (each with --tracking-uri {mask(uri)})" if uri else "")
 
 
@@ -117,12 +140,19 @@ def run_list(args: argparse.Namespace) -> int:
     if args.last <= 0:
         raise SvmlabError("--last must be a positive number of runs")
     uri = resolved_uri(args.tracking_uri)
-    tags = {key: value for key, value in ((SOLVER_TAG, args.solver), (DATASET_TAG, args.dataset))
-            if value}
+    tags = {
+        key: value
+        for key, value in ((SOLVER_TAG, args.solver), (DATASET_TAG, args.dataset))
+        if value
+    }
 
     def work() -> None:
-        found = search_runs(uri, experiment_ids(uri, args.experiment or None),
-                            matching(tags, args.status), latest=args.last)
+        found = search_runs(
+            uri,
+            experiment_ids(uri, args.experiment or None),
+            matching(tags, args.status),
+            latest=args.last,
+        )
         print(runs_table(found) if len(found) else "no runs")
 
     return answered("list", uri, work)
@@ -136,14 +166,21 @@ def runs_table(found) -> str:
     def column(name: str):
         return found[name] if name in found else pd.Series("", index=found.index)
 
-    table = pd.DataFrame({"run_id": found["run_id"], "status": found["status"],
-                          "name": column(columns.tag(RUN_NAME_TAG)),
-                          "solver": column(columns.tag(SOLVER_TAG)),
-                          "dataset": column(columns.tag(DATASET_TAG))})
+    table = pd.DataFrame(
+        {
+            "run_id": found["run_id"],
+            "status": found["status"],
+            "name": column(columns.tag(RUN_NAME_TAG)),
+            "solver": column(columns.tag(SOLVER_TAG)),
+            "dataset": column(columns.tag(DATASET_TAG)),
+        }
+    )
     for metric in KEY_METRICS:
         table[metric] = column(columns.metric(metric))
-    table["rel_gap"] = [row.get(columns.metric(f"rel_gap_{row.get(columns.tag(FORMULATION_TAG))}"))
-                        for _, row in found.iterrows()]
+    table["rel_gap"] = [
+        row.get(columns.metric(f"rel_gap_{row.get(columns.tag(FORMULATION_TAG))}"))
+        for _, row in found.iterrows()
+    ]
     shown = table.astype(object).where(table.notna(), "")
     return shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
@@ -155,10 +192,16 @@ def run_show(args: argparse.Namespace) -> int:
     def work() -> None:
         run = find_run(uri, args.run_id)
         info, data = run.info, run.data
-        print(f"run {info.run_id}  {info.status}  {info.run_name}  "
-              f"(experiment {info.experiment_id})")
-        sections = (("params", data.params), ("metrics", {
-            k: f"{v:.6g}" for k, v in data.metrics.items() if not k.startswith("trace/")}))
+        print(
+            f"run {info.run_id}  {info.status}  {info.run_name}  (experiment {info.experiment_id})"
+        )
+        sections = (
+            ("params", data.params),
+            (
+                "metrics",
+                {k: f"{v:.6g}" for k, v in data.metrics.items() if not k.startswith("trace/")},
+            ),
+        )
         for title, values in sections:
             print(f"{title}:")
             for key in sorted(values):
@@ -182,8 +225,11 @@ def certificate_of(tags: dict, metrics: dict) -> str:
     formulation = tags.get(FORMULATION_TAG)
     values = [metrics.get(f"{kind}_{formulation}") for kind in ("rel_gap", "primal", "dual")]
     certificate = (formulation, *values) if formulation and None not in values else None
-    return certificate_text(certificate, tags[CONVERGED_TAG] == "true",
-                            tags.get(STOPPING_RULE_TAG, "(no rule recorded)"))
+    return certificate_text(
+        certificate,
+        tags[CONVERGED_TAG] == "true",
+        tags.get(STOPPING_RULE_TAG, "(no rule recorded)"),
+    )
 
 
 def run_plot(args: argparse.Namespace) -> int:

@@ -92,8 +92,11 @@ def finished_before(cfg: DictConfig, shared: Path | None = None) -> str | None:
     from svmlab.tracking.queries import find_finished_run
 
     return Patience(cfg.tracking.uri, cfg.tracking.wait_s, shared=shared)(
-        find_finished_run, cfg.tracking.uri, cfg.tracking.experiment,
-        {DIGEST_TAG: config_digest(OmegaConf.to_container(cfg, resolve=True))})
+        find_finished_run,
+        cfg.tracking.uri,
+        cfg.tracking.experiment,
+        {DIGEST_TAG: config_digest(OmegaConf.to_container(cfg, resolve=True))},
+    )
 
 
 def run(cfg: DictConfig, context: RunContext | None = None) -> str:
@@ -106,21 +109,37 @@ def run(cfg: DictConfig, context: RunContext | None = None) -> str:
 
     tree = OmegaConf.to_container(cfg, resolve=True)
     tracking = tree["tracking"]
-    record = config_record(tree, context.overrides,
-                           context.choices.get("solver") or type(estimator).__name__,
-                           context.sweep_dir, context.job_num)
+    record = config_record(
+        tree,
+        context.overrides,
+        context.choices.get("solver") or type(estimator).__name__,
+        context.sweep_dir,
+        context.job_num,
+    )
     context.run_name = tracking["run_name"] or run_name(record)
     with timed(context.phases, "data"):  # a dataset that cannot be had creates no run
-        dataset = data.load(**tree["dataset"], seed=cfg.seed, data_dir=cfg.paths.data_dir,
-                            cache_dir=cfg.paths.cache_dir)
+        dataset = data.load(
+            **tree["dataset"],
+            seed=cfg.seed,
+            data_dir=cfg.paths.data_dir,
+            cache_dir=cfg.paths.cache_dir,
+        )
     if context.sweep_dir is None:  # a sweep's launcher did this for all its jobs
         with timed(context.phases, "store"):
             prelude(tracking)
     recording, context.metrics = train(
-        tracking, context.run_name, record, estimator, dataset, context.parent_run_id,
-        context.phases, context.shared, launcher=context.launcher,
+        tracking,
+        context.run_name,
+        record,
+        estimator,
+        dataset,
+        context.parent_run_id,
+        context.phases,
+        context.shared,
+        launcher=context.launcher,
         compile_lock=context.shared / "compile.lock" if context.shared else None,
-        opened=functools.partial(setattr, context, "run_id"))
+        opened=functools.partial(setattr, context, "run_id"),
+    )
     if context.sweep_dir is None:  # a sweep reports its jobs in one line each
         from svmlab.app.runs import next_line
 
@@ -144,8 +163,13 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
     from svmlab.tracking.store import store_error_line
 
     start = time.perf_counter()
-    outcome = {"job_num": context.job_num, "overrides": context.overrides, "error": None,
-               "pid": os.getpid(), "started_at": time.time()}
+    outcome = {
+        "job_num": context.job_num,
+        "overrides": context.overrides,
+        "error": None,
+        "pid": os.getpid(),
+        "started_at": time.time(),
+    }
     try:
         stop_without_launcher(context.launcher)
         gone = gone_line(context.shared, cfg.tracking.uri)
@@ -165,11 +189,17 @@ def run_job(cfg: DictConfig, context: RunContext) -> dict:
         error = store_error_line(exc, cfg.tracking.uri)
         if error and context.run_id:  # the store is gone: the run may be left RUNNING
             mark_left(context.sweep_dir, context.run_id)
-        outcome |= {"status": "FAILED", "run_id": context.run_id,
-                    "error": error or mask(f"{type(exc).__name__}: {exc}")}
-    return outcome | {"name": context.run_name or " ".join(context.overrides),
-                      "metrics": context.metrics, "phases": context.phases,
-                      "time_s": time.perf_counter() - start}
+        outcome |= {
+            "status": "FAILED",
+            "run_id": context.run_id,
+            "error": error or mask(f"{type(exc).__name__}: {exc}"),
+        }
+    return outcome | {
+        "name": context.run_name or " ".join(context.overrides),
+        "metrics": context.metrics,
+        "phases": context.phases,
+        "time_s": time.perf_counter() - start,
+    }
 
 
 def end_orphaned_sweep(uri: str | None, parent_run_id: str | None, reason: str) -> None:
@@ -223,8 +253,9 @@ def require_launcher(argv: list[str]) -> None:
     ``submitit_slurm``) and svmlab[cluster], which brings Hydra's submitit plugin, is absent."""
     if any(arg.startswith("hydra/launcher=submitit") for arg in argv):
         try:
-            require_extra(("hydra_plugins.hydra_submitit_launcher",), "cluster",
-                          "hydra/launcher=submitit_*")
+            require_extra(
+                ("hydra_plugins.hydra_submitit_launcher",), "cluster", "hydra/launcher=submitit_*"
+            )
         except MissingExtra as exc:
             print(f"svmlab: error: {exc}", file=sys.stderr)
             raise SystemExit(EXIT_USAGE) from None

@@ -60,43 +60,93 @@ from svmlab.tuning.spec import METRICS, PATH_KEY, PRUNERS, SAMPLERS, Configured,
 
 def add_parser(sub) -> None:
     parser = sub.add_parser(
-        "tune", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="hyper-parameter search with Optuna, each trial a nested MLflow run")
-    parser.add_argument("--trials", type=int, default=20, metavar="N",
-                        help="finished trials the study should have (default: 20)")
+        "tune",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="hyper-parameter search with Optuna, each trial a nested MLflow run",
+    )
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=20,
+        metavar="N",
+        help="finished trials the study should have (default: 20)",
+    )
     parser.add_argument("--sampler", choices=SAMPLERS, default="tpe")
     folds = parser.add_mutually_exclusive_group()
-    folds.add_argument("--cv", type=int, default=None, metavar="K",
-                       help="K-fold cross-validation on the training set (default: 5)")
-    folds.add_argument("--validation", type=float, default=None, metavar="FRACTION",
-                       help="score on one stratified hold-out of this fraction instead")
-    parser.add_argument("--metric", default="accuracy",
-                        help=f"the score: {', '.join(METRICS)} (default: accuracy)")
-    parser.add_argument("--pruner", choices=PRUNERS, default="median",
-                        help="stops trials whose fold scores are hopeless (default: median)")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="worker processes on this machine, each with cores/N BLAS and "
-                             "OpenMP threads unless OMP_NUM_THREADS etc. are set (default: 1)")
-    parser.add_argument("--storage", default="sqlite:///optuna.db", metavar="URL",
-                        help="Optuna's RDB storage (default: sqlite:///optuna.db; "
-                             "postgresql://... for several machines)")
-    parser.add_argument("--study", default=None, metavar="NAME",
-                        help="study name (default: tune-<solver>-<dataset>-<kernel>)")
-    parser.add_argument("--warm-start", action="store_true",
-                        help=f"train the grid in increasing {PATH_KEY}, each fit starting from "
-                             "the previous solution (needs --sampler grid and --jobs 1)")
-    parser.add_argument("--no-refit", dest="refit", action="store_false",
-                        help="do not refit the best config on the whole training set")
-    parser.add_argument("--overrides", dest="overrides_line", default="", metavar="STRING",
-                        help="overrides as one string, split like a shell would (MLproject)")
+    folds.add_argument(
+        "--cv",
+        type=int,
+        default=None,
+        metavar="K",
+        help="K-fold cross-validation on the training set (default: 5)",
+    )
+    folds.add_argument(
+        "--validation",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="score on one stratified hold-out of this fraction instead",
+    )
+    parser.add_argument(
+        "--metric", default="accuracy", help=f"the score: {', '.join(METRICS)} (default: accuracy)"
+    )
+    parser.add_argument(
+        "--pruner",
+        choices=PRUNERS,
+        default="median",
+        help="stops trials whose fold scores are hopeless (default: median)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes on this machine, each with cores/N BLAS and "
+        "OpenMP threads unless OMP_NUM_THREADS etc. are set (default: 1)",
+    )
+    parser.add_argument(
+        "--storage",
+        default="sqlite:///optuna.db",
+        metavar="URL",
+        help="Optuna's RDB storage (default: sqlite:///optuna.db; "
+        "postgresql://... for several machines)",
+    )
+    parser.add_argument(
+        "--study",
+        default=None,
+        metavar="NAME",
+        help="study name (default: tune-<solver>-<dataset>-<kernel>)",
+    )
+    parser.add_argument(
+        "--warm-start",
+        action="store_true",
+        help=f"train the grid in increasing {PATH_KEY}, each fit starting from "
+        "the previous solution (needs --sampler grid and --jobs 1)",
+    )
+    parser.add_argument(
+        "--no-refit",
+        dest="refit",
+        action="store_false",
+        help="do not refit the best config on the whole training set",
+    )
+    parser.add_argument(
+        "--overrides",
+        dest="overrides_line",
+        default="",
+        metavar="STRING",
+        help="overrides as one string, split like a shell would (MLproject)",
+    )
     parser.add_argument("--worker-of", default=None, help=argparse.SUPPRESS)  # parent run id
     parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("overrides", nargs="*",
-                        help="Hydra overrides: fixed values and search ranges")
+    parser.add_argument(
+        "overrides", nargs="*", help="Hydra overrides: fixed values and search ranges"
+    )
     parser.set_defaults(func=run_command)
 
 
 # -- the study's config, composed and checked before anything is created --------------------------
+
 
 def compose_config(overrides: list[str]) -> tuple[DictConfig, dict, dict]:
     """(config, group choices, ``hydra.sweeper.params``) for these overrides."""
@@ -133,8 +183,7 @@ def trial_config(fixed: tuple, values: dict) -> tuple[DictConfig, dict]:
             with open_dict(cfg) if key.startswith("solver.") else contextlib.nullcontext():
                 OmegaConf.update(cfg, key, value, merge=True)
         except Exception as exc:  # a key the typed part of the tree lacks, a wrong type
-            raise ConfigError(f"cannot set {key}={value!r}: "
-                              f"{str(exc).splitlines()[0]}") from exc
+            raise ConfigError(f"cannot set {key}={value!r}: {str(exc).splitlines()[0]}") from exc
     return cfg, choices
 
 
@@ -151,9 +200,12 @@ def configured(fixed: tuple, values: dict) -> Configured:
 
     cfg, choices = trial_config(fixed, values)
     estimator = build_estimator(cfg)
-    return Configured(OmegaConf.to_container(cfg, resolve=True), estimator,
-                      choices.get("solver") or type(estimator).__name__,
-                      [*fixed, *(as_override(k, v) for k, v in values.items())])
+    return Configured(
+        OmegaConf.to_container(cfg, resolve=True),
+        estimator,
+        choices.get("solver") or type(estimator).__name__,
+        [*fixed, *(as_override(k, v) for k, v in values.items())],
+    )
 
 
 def spec_of(overrides: list[str], **settings) -> StudySpec:
@@ -180,19 +232,30 @@ def prepare(spec: StudySpec) -> tuple[StudySpec, functools.partial, dict]:
         cfg, choices = trial_config(spec.fixed, corner)
         estimator = checked_estimator(cfg, choices.get("dataset"))
         if spec.warm_start and not estimator.warm_startable:
-            raise ConfigError(f"--warm-start: solver {choices.get('solver')} cannot start from "
-                              "another fit's solution; drop --warm-start")
+            raise ConfigError(
+                f"--warm-start: solver {choices.get('solver')} cannot start from "
+                "another fit's solution; drop --warm-start"
+            )
         first = first or (cfg, choices)
     cfg, choices = first
     name = spec.name or f"tune-{choices.get('solver')}-{cfg.dataset.name}-{cfg.kernel.name}"
-    return (dataclasses.replace(spec, name=name), functools.partial(configured, spec.fixed),
-            OmegaConf.to_container(cfg, resolve=True))
+    return (
+        dataclasses.replace(spec, name=name),
+        functools.partial(configured, spec.fixed),
+        OmegaConf.to_container(cfg, resolve=True),
+    )
 
 
 # -- the command ----------------------------------------------------------------------------------
 
-def run(spec: StudySpec, parent_run_id: str | None = None, worker_of: str | None = None,
-        start_workers=None, command: str = "svmlab tune") -> int:
+
+def run(
+    spec: StudySpec,
+    parent_run_id: str | None = None,
+    worker_of: str | None = None,
+    start_workers=None,
+    command: str = "svmlab tune",
+) -> int:
     """Check and run the study (``tuning.study.run_study``, nested under ``parent_run_id``, a
     workflow's run, when given); its exit status, and a problem in one line naming
     ``command``."""
@@ -211,8 +274,9 @@ def run(spec: StudySpec, parent_run_id: str | None = None, worker_of: str | None
         line = store_error_line(exc.__cause__, spec.storage)
         if line is None:
             raise exc.__cause__ from None
-        return _error(command, line.replace("the tracking store", "the study storage", 1),
-                      EXIT_STORE)
+        return _error(
+            command, line.replace("the tracking store", "the study storage", 1), EXIT_STORE
+        )
     except SvmlabError as exc:
         return _error(command, str(exc), EXIT_USAGE)
     except Exception as exc:
@@ -235,32 +299,73 @@ def run_command(args: argparse.Namespace) -> int:
 
     overrides = shlex.split(args.overrides_line) + args.overrides
     try:
-        spec = spec_of(overrides, name=args.study or "", metric=args.metric,
-                       cv=5 if args.cv is None else args.cv,
-                       validation=args.validation, trials=args.trials, sampler=args.sampler,
-                       pruner=args.pruner, storage=args.storage, jobs=args.jobs,
-                       warm_start=args.warm_start, refit=args.refit,
-                       worker_index=args.worker_index)
+        spec = spec_of(
+            overrides,
+            name=args.study or "",
+            metric=args.metric,
+            cv=5 if args.cv is None else args.cv,
+            validation=args.validation,
+            trials=args.trials,
+            sampler=args.sampler,
+            pruner=args.pruner,
+            storage=args.storage,
+            jobs=args.jobs,
+            warm_start=args.warm_start,
+            refit=args.refit,
+            worker_index=args.worker_index,
+        )
     except SvmlabError as exc:
         return _error("svmlab tune", str(exc), EXIT_USAGE)
-    return run(spec, worker_of=args.worker_of,
-               start_workers=functools.partial(start_workers, args, overrides))
+    return run(
+        spec,
+        worker_of=args.worker_of,
+        start_workers=functools.partial(start_workers, args, overrides),
+    )
 
 
-def start_workers(args: argparse.Namespace, overrides: list[str], name: str,
-                  parent_run_id: str) -> list:
+def start_workers(
+    args: argparse.Namespace, overrides: list[str], name: str, parent_run_id: str
+) -> list:
     """The study's other ``--jobs`` - 1 worker processes on this machine, each with its share of
     the cores' threads (and this process its own)."""
     from svmlab.app.launch.threads import limit_this_process, worker_environment
 
-    folds = (["--validation", str(args.validation)] if args.validation is not None
-             else ["--cv", str(args.cv or 5)])
-    workers = [subprocess.Popen(
-        [sys.executable, "-m", "svmlab.app.cli", "tune", "--trials", str(args.trials),
-         "--sampler", args.sampler, *folds, "--metric", args.metric, "--pruner", args.pruner,
-         "--storage", args.storage, "--study", name, "--worker-of", parent_run_id,
-         "--worker-index", str(index), "--", *overrides],
-        env=worker_environment(args.jobs)) for index in range(1, args.jobs)]
+    folds = (
+        ["--validation", str(args.validation)]
+        if args.validation is not None
+        else ["--cv", str(args.cv or 5)]
+    )
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "svmlab.app.cli",
+                "tune",
+                "--trials",
+                str(args.trials),
+                "--sampler",
+                args.sampler,
+                *folds,
+                "--metric",
+                args.metric,
+                "--pruner",
+                args.pruner,
+                "--storage",
+                args.storage,
+                "--study",
+                name,
+                "--worker-of",
+                parent_run_id,
+                "--worker-index",
+                str(index),
+                "--",
+                *overrides,
+            ],
+            env=worker_environment(args.jobs),
+        )
+        for index in range(1, args.jobs)
+    ]
     limit_this_process(args.jobs)
     return workers
 

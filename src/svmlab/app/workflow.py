@@ -63,27 +63,55 @@ FIGURES = ("cd_diagram.png", "performance_profile.png", "data_profile.png")
 def add_parser(subparsers) -> None:
     """Register ``workflow`` on an argparse subparsers object."""
     parser = subparsers.add_parser(
-        "workflow", epilog="svmlab workflow list: the workflows and what they reproduce; "
-                           "svmlab workflow table NAME... --scale medium: their claims tables")
-    parser.add_argument("name", help="a workflow (see 'svmlab workflow list'), the path of a "
-                                     "workflow file (*.yaml), 'list', or 'table' followed by "
-                                     "workflow names (default: all): the claims tables of "
-                                     "their latest finished runs at --scale, as Markdown")
-    parser.add_argument("--scale", choices=SCALES, default="quick",
-                        help="quick: minutes on a laptop; medium: the paper's datasets and "
-                             "protocol with fewer seeds or values of C; paper: the paper's "
-                             "experiment "
-                             "(default: %(default)s)")
-    parser.add_argument("--tracking-uri", metavar="URI",
-                        help="MLflow store (default: $MLFLOW_TRACKING_URI, else MLflow's default)")
-    parser.add_argument("--launcher", choices=launchers(), default="joblib",
-                        help="Hydra launcher of the sweep (default: %(default)s)")
-    parser.add_argument("--jobs", type=int, metavar="N",
-                        help="worker processes of the joblib launcher (default: one per CPU)")
-    parser.add_argument("--storage", default="sqlite:///optuna.db", metavar="URL",
-                        help="Optuna storage of the selection studies (default: %(default)s)")
-    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
-                        help="more Hydra overrides for the sweep, e.g. paths.data_dir=DIR")
+        "workflow",
+        epilog="svmlab workflow list: the workflows and what they reproduce; "
+        "svmlab workflow table NAME... --scale medium: their claims tables",
+    )
+    parser.add_argument(
+        "name",
+        help="a workflow (see 'svmlab workflow list'), the path of a "
+        "workflow file (*.yaml), 'list', or 'table' followed by "
+        "workflow names (default: all): the claims tables of "
+        "their latest finished runs at --scale, as Markdown",
+    )
+    parser.add_argument(
+        "--scale",
+        choices=SCALES,
+        default="quick",
+        help="quick: minutes on a laptop; medium: the paper's datasets and "
+        "protocol with fewer seeds or values of C; paper: the paper's "
+        "experiment "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help="MLflow store (default: $MLFLOW_TRACKING_URI, else MLflow's default)",
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=launchers(),
+        default="joblib",
+        help="Hydra launcher of the sweep (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="worker processes of the joblib launcher (default: one per CPU)",
+    )
+    parser.add_argument(
+        "--storage",
+        default="sqlite:///optuna.db",
+        metavar="URL",
+        help="Optuna storage of the selection studies (default: %(default)s)",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="more Hydra overrides for the sweep, e.g. paths.data_dir=DIR",
+    )
     parser.set_defaults(func=command)
 
 
@@ -99,12 +127,20 @@ def command(args) -> int:
         print(listing())
         return EXIT_OK
     if args.name == "table":
-        return table_command([load(n) for n in args.overrides or names()], args.scale,
-                             args.tracking_uri)
+        return table_command(
+            [load(n) for n in args.overrides or names()], args.scale, args.tracking_uri
+        )
     workflow = load(args.name)
     workflow.sweep_overrides(args.scale)  # the scale exists
-    return run_workflow(workflow, args.scale, args.tracking_uri, args.launcher, args.jobs,
-                        args.overrides, args.storage)
+    return run_workflow(
+        workflow,
+        args.scale,
+        args.tracking_uri,
+        args.launcher,
+        args.jobs,
+        args.overrides,
+        args.storage,
+    )
 
 
 def listing() -> str:
@@ -114,11 +150,16 @@ def listing() -> str:
     for name in names():
         w = load(name)
         usage = f"svmlab workflow {name} --scale quick|medium|paper"
-        selects = (f"selects {', '.join(w.select.grid)} per dataset by validation; "
-                   if w.select else "")
-        lines += [f"{name}: {w.paper}", f"    {w.description}",
-                  f"    {len(w.claims)} claims; {selects}sweep +experiment={w.preset}; {usage}",
-                  *(f"    {scale:<7} {w.budgets[scale].line()}" for scale in w.scales), ""]
+        selects = (
+            f"selects {', '.join(w.select.grid)} per dataset by validation; " if w.select else ""
+        )
+        lines += [
+            f"{name}: {w.paper}",
+            f"    {w.description}",
+            f"    {len(w.claims)} claims; {selects}sweep +experiment={w.preset}; {usage}",
+            *(f"    {scale:<7} {w.budgets[scale].line()}" for scale in w.scales),
+            "",
+        ]
     return "\n".join(lines).rstrip()
 
 
@@ -141,21 +182,34 @@ def table_command(workflows: list[Workflow], scale: str, uri: str | None) -> int
         for row in frame.to_dict("records"):
             # a companion stands beside its paper claim, in the paper's table
             kind = "paper" if row.get("beside") else row.get("kind", "paper")
-            rows[kind].append({
-                "workflow": f"`{workflow.name}`",
-                "claim (source)": f"{row['claim']} ({row['source']})",
-                "paper": row["paper"], "n": row.get("n", ""),
-                "unit": row.get("unit", ""), "confidence": row.get("confidence", ""),
-                f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
-                "interval": row.get("interval", ""), "verdict": row["verdict"]})
+            rows[kind].append(
+                {
+                    "workflow": f"`{workflow.name}`",
+                    "claim (source)": f"{row['claim']} ({row['source']})",
+                    "paper": row["paper"],
+                    "n": row.get("n", ""),
+                    "unit": row.get("unit", ""),
+                    "confidence": row.get("confidence", ""),
+                    f"svmlab ({scale} scale)": row.get("estimate", row.get("svmlab", "")),
+                    "interval": row.get("interval", ""),
+                    "verdict": row["verdict"],
+                }
+            )
     for name in missing:
-        print(f"svmlab: workflow {name} has no finished run at scale {scale} in {mask(uri)}; run "
-              f"'svmlab workflow {name} --scale {scale}'", file=sys.stderr)
-    shown = [f"{claims_table.TITLES[kind]}:\n\n{claims_table.markdown(pd.DataFrame(found))}"
-             for kind, found in rows.items() if found]
+        print(
+            f"svmlab: workflow {name} has no finished run at scale {scale} in {mask(uri)}; run "
+            f"'svmlab workflow {name} --scale {scale}'",
+            file=sys.stderr,
+        )
+    shown = [
+        f"{claims_table.TITLES[kind]}:\n\n{claims_table.markdown(pd.DataFrame(found))}"
+        for kind, found in rows.items()
+        if found
+    ]
     if tallies:
-        shown.insert(0, f"{claims_table.TALLY_TITLE}:\n\n"
-                        f"{claims_table.markdown(pd.DataFrame(tallies))}")
+        shown.insert(
+            0, f"{claims_table.TALLY_TITLE}:\n\n{claims_table.markdown(pd.DataFrame(tallies))}"
+        )
     if shown:
         print("\n".join(shown), end="")
     return EXIT_FAILED if missing else EXIT_OK
@@ -170,13 +224,23 @@ def outer_tags(workflow: Workflow, scale: str) -> dict[str, str]:
     return {WORKFLOW_TAG: workflow.name, WORKFLOW_SCALE_TAG: scale}
 
 
-def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "joblib",
-                    jobs: int | None = None, extra: list[str] = ()) -> list[str]:
+def sweep_arguments(
+    workflow: Workflow,
+    scale: str,
+    uri: str,
+    launcher: str = "joblib",
+    jobs: int | None = None,
+    extra: list[str] = (),
+) -> list[str]:
     """The overrides of the sweep step: the preset and the scale's overrides, the workflow's
     experiment, resume, the sweep folder and the launcher (unless the workflow sets them), then
     ``extra``, which replace any of those that set the same key."""
-    defaults = [f"tracking.experiment={experiment_name(workflow, scale)}", f"tracking.uri={uri}",
-                "+resume=true", f"hydra.sweep.dir=multirun/workflows/{workflow.name}-{scale}"]
+    defaults = [
+        f"tracking.experiment={experiment_name(workflow, scale)}",
+        f"tracking.uri={uri}",
+        "+resume=true",
+        f"hydra.sweep.dir=multirun/workflows/{workflow.name}-{scale}",
+    ]
     if launcher != "basic":
         defaults.append(f"hydra/launcher={launcher}")
     if jobs is not None and launcher == "joblib":
@@ -186,9 +250,15 @@ def sweep_arguments(workflow: Workflow, scale: str, uri: str, launcher: str = "j
     return replaced(own, extra)
 
 
-def run_workflow(workflow: Workflow, scale: str, uri: str | None = None,
-                 launcher: str = "joblib", jobs: int | None = None, extra: list[str] = (),
-                 storage: str = "sqlite:///optuna.db") -> int:
+def run_workflow(
+    workflow: Workflow,
+    scale: str,
+    uri: str | None = None,
+    launcher: str = "joblib",
+    jobs: int | None = None,
+    extra: list[str] = (),
+    storage: str = "sqlite:///optuna.db",
+) -> int:
     """Run (or complete) the workflow; EXIT_OK when every step finished, EXIT_FAILED when one
     failed, EXIT_INTERRUPTED when interrupted; SvmlabError for a selection that cannot run."""
     from svmlab.app import workflow_selection
@@ -206,20 +276,32 @@ def run_workflow(workflow: Workflow, scale: str, uri: str | None = None,
             raise SvmlabError(f"{workflow.path}: select: {exc}") from None
     # what the outer run stands for: the workflow's text, the scale and the sweep's overrides
     # (but not where the store is)
-    identity = [workflow.path.read_text(), scale,
-                *(a for a in arguments if not a.startswith("tracking.uri="))]
+    identity = [
+        workflow.path.read_text(),
+        scale,
+        *(a for a in arguments if not a.startswith("tracking.uri=")),
+    ]
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()
-    outer = OuterRun(uri, experiment_name(workflow, scale), f"workflow {workflow.name} ({scale})",
-                     outer_tags(workflow, scale) | {WORKFLOW_DIGEST_TAG: digest})
-    print(f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
-          + (" (reopened: completing it)" if outer.reused else ""), flush=True)
+    outer = OuterRun(
+        uri,
+        experiment_name(workflow, scale),
+        f"workflow {workflow.name} ({scale})",
+        outer_tags(workflow, scale) | {WORKFLOW_DIGEST_TAG: digest},
+    )
+    print(
+        f"workflow {workflow.name} ({scale}): outer run {outer.run_id}"
+        + (" (reopened: completing it)" if outer.reused else ""),
+        flush=True,
+    )
     try:
         with sigterm_interrupts():
             failed = _steps(workflow, scale, uri, arguments, outer, storage)
     except KeyboardInterrupt:
         outer.end("KILLED")
-        print(f"workflow {workflow.name}: interrupted; run the same command again to complete it",
-              file=sys.stderr)
+        print(
+            f"workflow {workflow.name}: interrupted; run the same command again to complete it",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     except BaseException:
         outer.end("FAILED")
@@ -229,8 +311,9 @@ def run_workflow(workflow: Workflow, scale: str, uri: str | None = None,
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer,
-           storage: str) -> list[str]:
+def _steps(
+    workflow: Workflow, scale: str, uri: str, arguments: list[str], outer, storage: str
+) -> list[str]:
     """Run every step that is not done; returns the names of the steps that failed."""
     failed, first = [], int(workflow.select is not None)
     steps = STEPS + first
@@ -239,9 +322,13 @@ def _steps(workflow: Workflow, scale: str, uri: str, arguments: list[str], outer
     if workflow.select:  # one sweep per dataset, with its values, in a folder of its own
         chosen = _select(workflow, scale, arguments, storage, outer, f"[1/{steps}] select")
         folder = override_value(arguments, "hydra.sweep.dir")
-        sweeps = [(f"{title} {c.dataset}", replaced(
-            arguments, [f"hydra.sweep.dir={folder}/{c.dataset}", *c.overrides()]))
-            for c in chosen]
+        sweeps = [
+            (
+                f"{title} {c.dataset}",
+                replaced(arguments, [f"hydra.sweep.dir={folder}/{c.dataset}", *c.overrides()]),
+            )
+            for c in chosen
+        ]
     redo = False
     for title, part in sweeps:
         ran, part_failed = _sweep_step(part, outer, title)
@@ -281,22 +368,27 @@ def _print_pages(workflow: Workflow, uri: str, outer) -> None:
     claims."""
     from svmlab.tracking.queries import artifact_location
 
-    pages = [("report", outer.done("analysis"), "report.html"),
-             ("notebook", outer.done("report"), f"{workflow.notebook}.html"),
-             ("claims", outer.run_id, "claims.md")]
+    pages = [
+        ("report", outer.done("analysis"), "report.html"),
+        ("notebook", outer.done("report"), f"{workflow.notebook}.html"),
+        ("claims", outer.run_id, "claims.md"),
+    ]
     for name, run_id, path in pages:
         if run_id:
             print(f"{name}: {artifact_location(uri, run_id, path)}")
 
 
-def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, outer,
-            title: str) -> list:
+def _select(
+    workflow: Workflow, scale: str, arguments: list[str], storage: str, outer, title: str
+) -> list:
     """The selection step: every dataset's study, its values logged on the outer run (params
     ``selected.<dataset>.<key>``, metrics ``selected.<dataset>.validation_<metric>``)."""
     from svmlab.app import workflow_selection
 
-    print(f"{title}: {', '.join(workflow.select.grid)} per dataset by validation, storage "
-          f"{storage}", flush=True)
+    print(
+        f"{title}: {', '.join(workflow.select.grid)} per dataset by validation, storage {storage}",
+        flush=True,
+    )
     chosen, status = workflow_selection.run(workflow, scale, arguments, storage, outer.run_id)
     if status == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
@@ -304,8 +396,10 @@ def _select(workflow: Workflow, scale: str, arguments: list[str], storage: str, 
         print(f"{title}: a study did not finish (exit status {status})", file=sys.stderr)
         raise SystemExit(status)
     metric = workflow.select.metric
-    outer.log_values({f"selected.{c.dataset}.{k}": v for c in chosen for k, v in c.values.items()},
-                     {f"selected.{c.dataset}.validation_{metric}": c.score for c in chosen})
+    outer.log_values(
+        {f"selected.{c.dataset}.{k}": v for c in chosen for k, v in c.values.items()},
+        {f"selected.{c.dataset}.validation_{metric}": c.score for c in chosen},
+    )
     print(claims_table.selection_markdown(workflow.select, chosen), flush=True)
     return chosen
 
@@ -336,9 +430,13 @@ def _sweep(arguments: list[str], parent_run_id: str) -> int:
     The child is stopped with the workflow (Ctrl-C reaches both; SIGTERM is passed on)."""
     from svmlab.tracking.sweeps import PARENT_ENV
 
-    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID")}
-    child = subprocess.Popen([sys.executable, "-m", "svmlab.app.cli", "train", "-m", *arguments],
-                             env=env | {PARENT_ENV: parent_run_id})
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID")
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-m", "svmlab.app.cli", "train", "-m", *arguments],
+        env=env | {PARENT_ENV: parent_run_id},
+    )
     try:
         return child.wait()
     except KeyboardInterrupt:
@@ -356,13 +454,19 @@ def analysis_request(workflow: Workflow, scale: str, uri: str, run_ids: set[str]
     # selected values are set per dataset: part of each block (w1a / 32), not a difference
     # between the runs of a treatment
     selected = [k for k in (workflow.select.grid if workflow.select else ()) if k not in a.blocks]
-    request = stage.Request(experiments=[experiment_name(workflow, scale)], filter_string=a.filter,
-                          measures=[table.parse_measure(m) for m in a.measures],
-                          blocks=[*a.blocks, *selected], treatments=a.treatments,
-                          tracking_uri=uri, objective=a.objective,
-                          run_ids=None if run_ids is None else sorted(run_ids))
-    options = compare.Options(hypotheses=tuple(hypotheses.parse(h) for h in a.hypotheses),
-                              control=a.control)
+    request = stage.Request(
+        experiments=[experiment_name(workflow, scale)],
+        filter_string=a.filter,
+        measures=[table.parse_measure(m) for m in a.measures],
+        blocks=[*a.blocks, *selected],
+        treatments=a.treatments,
+        tracking_uri=uri,
+        objective=a.objective,
+        run_ids=None if run_ids is None else sorted(run_ids),
+    )
+    options = compare.Options(
+        hypotheses=tuple(hypotheses.parse(h) for h in a.hypotheses), control=a.control
+    )
     return request, options
 
 
@@ -371,13 +475,18 @@ def _analysis(workflow: Workflow, scale: str, request, options, outer) -> str:
     from svmlab.analysis import stage
 
     run_id, analysis, _ = stage.execute(
-        request, options, experiment=experiment_name(workflow, scale),
-        run_name=f"analysis {workflow.name} ({scale})", parent_run_id=outer.run_id,
-        tags={ROLE_TAG: "analysis"})
+        request,
+        options,
+        experiment=experiment_name(workflow, scale),
+        run_name=f"analysis {workflow.name} ({scale})",
+        parent_run_id=outer.run_id,
+        tags={ROLE_TAG: "analysis"},
+    )
     for message in analysis.warnings:
         print(f"svmlab: warning: {message}", file=sys.stderr)
-    outer.copy_artifacts(run_id, lambda p: Path(p).name in FIGURES
-                         or p.startswith("convergence/"), "figures")
+    outer.copy_artifacts(
+        run_id, lambda p: Path(p).name in FIGURES or p.startswith("convergence/"), "figures"
+    )
     return run_id
 
 
@@ -388,8 +497,12 @@ def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     from svmlab.tracking.tracker import Tracker
 
     notebook = notebooks.NOTEBOOK_DIR / f"{workflow.notebook}.ipynb"
-    with Tracker(request.tracking_uri, experiment_name(workflow, scale),
-                 f"report {workflow.name} ({scale})", outer.run_id) as tracker:
+    with Tracker(
+        request.tracking_uri,
+        experiment_name(workflow, scale),
+        f"report {workflow.name} ({scale})",
+        outer.run_id,
+    ) as tracker:
         tracker.set_tags({ROLE_TAG: "report"})
         with tempfile.TemporaryDirectory() as folder:
             notebooks.execute(notebook, Path(folder), notebook_parameters(request, options))
@@ -397,16 +510,18 @@ def _report(workflow: Workflow, scale: str, request, options, outer) -> str:
     return tracker.run_id
 
 
-def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list,
-            run_ids: set[str]) -> list:
+def _claims(
+    workflow: Workflow, scale: str, uri: str, outer, chosen: list, run_ids: set[str]
+) -> list:
     """Judge the claims on the finished runs of the current sweep (``run_ids``); log the
     tables to the outer run."""
     from svmlab.analysis import measurements, precision
     from svmlab.tracking import queries
 
     try:
-        runs, _ = measurements.finished_runs([experiment_name(workflow, scale)],
-                                            workflow.analysis.filter, uri, run_ids)
+        runs, _ = measurements.finished_runs(
+            [experiment_name(workflow, scale)], workflow.analysis.filter, uri, run_ids
+        )
     except SvmlabError:  # nothing finished yet: every claim is untestable
         runs = pd.DataFrame()
     notes = []
@@ -418,7 +533,8 @@ def _claims(workflow: Workflow, scale: str, uri: str, outer, chosen: list,
 
     judged = claims_table.judge_all(workflow.claims, runs, derive)
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as drawn:
-        claims_table.write(Path(folder), workflow, scale, judged,
-                           outer.download("figures", drawn), notes, chosen)
+        claims_table.write(
+            Path(folder), workflow, scale, judged, outer.download("figures", drawn), notes, chosen
+        )
         outer.log(folder, claims_table.metrics(judged))
     return judged

@@ -50,8 +50,10 @@ class Selected:
 
     def overrides(self) -> list[str]:
         """The overrides of this dataset's sweep."""
-        return [f"dataset={self.dataset}",
-                *(search_space.as_override(k, v) for k, v in self.values.items())]
+        return [
+            f"dataset={self.dataset}",
+            *(search_space.as_override(k, v) for k, v in self.values.items()),
+        ]
 
 
 def _single(arguments: list[str]) -> list[str]:
@@ -59,10 +61,14 @@ def _single(arguments: list[str]) -> list[str]:
     try:
         parsed = OverridesParser.create().parse_overrides(arguments)
     except Exception as exc:  # Hydra's grammar error, a readable sentence
-        raise ConfigError(f"cannot parse the sweep's overrides: {str(exc).splitlines()[0]}"
-                          ) from exc
-    return [a for a, o in zip(arguments, parsed)
-            if not o.is_sweep_override() and not override_key(a).startswith(SWEEP_ONLY)]
+        raise ConfigError(
+            f"cannot parse the sweep's overrides: {str(exc).splitlines()[0]}"
+        ) from exc
+    return [
+        a
+        for a, o in zip(arguments, parsed)
+        if not o.is_sweep_override() and not override_key(a).startswith(SWEEP_ONLY)
+    ]
 
 
 def datasets(arguments: list[str]) -> list[str]:
@@ -74,8 +80,11 @@ def datasets(arguments: list[str]) -> list[str]:
     found = [choices["dataset"]]
     for override in parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + arguments):
         if override.get_key_element() == "dataset":
-            found = (list(override.sweep_string_iterator()) if override.is_sweep_override()
-                     else [override.get_value_element_as_str()])
+            found = (
+                list(override.sweep_string_iterator())
+                if override.is_sweep_override()
+                else [override.get_value_element_as_str()]
+            )
     return found
 
 
@@ -83,25 +92,42 @@ def study_overrides(select: Select, arguments: list[str], dataset: str) -> list[
     """The overrides of a dataset's study: the sweep's single-valued overrides (not where or
     how it runs), the selecting overrides, the dataset, the split's seed, none of the preset's
     sweep (``hydra.sweeper.params=null``), then the grid."""
-    fixed = replaced(_single(arguments), [*select.overrides, f"dataset={dataset}",
-                                          f"seed={select.seed}", "hydra.sweeper.params=null"])
+    fixed = replaced(
+        _single(arguments),
+        [
+            *select.overrides,
+            f"dataset={dataset}",
+            f"seed={select.seed}",
+            "hydra.sweeper.params=null",
+        ],
+    )
     return fixed + [f"{key}={values}" for key, values in select.grid.items()]
 
 
-def study(workflow: Workflow, scale: str, arguments: list[str], dataset: str,
-          storage: str) -> StudySpec:
+def study(
+    workflow: Workflow, scale: str, arguments: list[str], dataset: str, storage: str
+) -> StudySpec:
     """The dataset's study: every point of the grid once, on one hold-out split, no refit."""
     select = workflow.select
     overrides = study_overrides(select, arguments, dataset)
     identity = [o for o in overrides if not o.startswith("tracking.uri=")]
     warm = select.warm_start and _warm_startable(overrides)
-    digest = hashlib.sha256("\n".join(
-        [*identity, str(select.validation), select.metric, *(["--warm-start"] if warm else [])]
-    ).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(
+        "\n".join(
+            [*identity, str(select.validation), select.metric, *(["--warm-start"] if warm else [])]
+        ).encode()
+    ).hexdigest()[:8]
     spec = tune.spec_of(
-        overrides, name=f"workflow-{workflow.name}-{scale}-select-{dataset}-{digest}",
-        metric=select.metric, validation=select.validation, sampler="grid", pruner="none",
-        storage=storage, warm_start=warm, refit=False)
+        overrides,
+        name=f"workflow-{workflow.name}-{scale}-select-{dataset}-{digest}",
+        metric=select.metric,
+        validation=select.validation,
+        sampler="grid",
+        pruner="none",
+        storage=storage,
+        warm_start=warm,
+        refit=False,
+    )
     return dataclasses.replace(spec, trials=math.prod(map(len, grid(spec.space).values())))
 
 
@@ -131,8 +157,9 @@ def best(found, metric: str) -> tuple[dict, float]:
     return dict(chosen.params), float(chosen.value)
 
 
-def run(workflow: Workflow, scale: str, arguments: list[str], storage: str,
-        outer_run_id: str) -> tuple[list[Selected], int]:
+def run(
+    workflow: Workflow, scale: str, arguments: list[str], storage: str, outer_run_id: str
+) -> tuple[list[Selected], int]:
     """Run (or read back) every dataset's study; (the selections so far, and 0, or the exit
     status of the study that did not finish: the workflow stops there)."""
     from svmlab.app.launch.sweep import time_left
@@ -140,8 +167,11 @@ def run(workflow: Workflow, scale: str, arguments: list[str], storage: str,
 
     chosen, names, started = [], datasets(arguments), time.time()
     for number, dataset in enumerate(names):
-        print(f"select {dataset}: dataset {number + 1} of {len(names)}"
-              + time_left(started, number, len(names)), flush=True)
+        print(
+            f"select {dataset}: dataset {number + 1} of {len(names)}"
+            + time_left(started, number, len(names)),
+            flush=True,
+        )
         spec = study(workflow, scale, arguments, dataset, storage)
         uri = override_value(list(spec.fixed), "tracking.uri")
         experiment = override_value(list(spec.fixed), "tracking.experiment")

@@ -30,14 +30,19 @@ from svmlab.data.libsvm import LibsvmEntry
 from svmlab.data.registry import KINDS, REGISTRY, get_entry
 from svmlab.errors import DataError
 
-__all__ = ["Dataset", "DatasetInfo", "fetch", "list_datasets", "load", "prepare",
-           "validate"]
+__all__ = ["Dataset", "DatasetInfo", "fetch", "list_datasets", "load", "prepare", "validate"]
 
 PathLike = str | os.PathLike
 
 
-def load(name: str, *, seed: int = 0, data_dir: PathLike | None = None,
-         cache_dir: PathLike | None = None, **params) -> Dataset:
+def load(
+    name: str,
+    *,
+    seed: int = 0,
+    data_dir: PathLike | None = None,
+    cache_dir: PathLike | None = None,
+    **params,
+) -> Dataset:
     """Load dataset ``name`` with its parameters ``params`` (defaults for those not given).
 
     ``seed`` drives the train/test split and the generators. ``data_dir`` and ``cache_dir``
@@ -57,8 +62,9 @@ def validate(name: str, **params) -> None:
     get_entry(name).resolve(params)
 
 
-def prepare(name: str, *, data_dir: PathLike | None = None, cache_dir: PathLike | None = None,
-            **params) -> None:
+def prepare(
+    name: str, *, data_dir: PathLike | None = None, cache_dir: PathLike | None = None, **params
+) -> None:
     """Make the files ``load`` reads available (found or downloaded, verified) without reading
     them: a sweep checks each of its datasets once before any job starts. Raises DataError as
     ``load`` does for a file that cannot be had."""
@@ -68,15 +74,21 @@ def prepare(name: str, *, data_dir: PathLike | None = None, cache_dir: PathLike 
         entry.prepare(resolved, data_dir, cache_dir)
 
 
-def list_datasets(data_dir: PathLike | None = None,
-                  cache_dir: PathLike | None = None) -> list[DatasetInfo]:
+def list_datasets(
+    data_dir: PathLike | None = None, cache_dir: PathLike | None = None
+) -> list[DatasetInfo]:
     """Every registered dataset, embedded first, then synthetic, then LIBSVM by name."""
     entries = sorted(REGISTRY.values(), key=lambda e: (KINDS.index(e.kind), e.name.lower()))
     return [entry.info(data_dir, cache_dir) for entry in entries]
 
 
-def fetch(name: str, data_dir: PathLike | None = None, cache_dir: PathLike | None = None,
-          base_url: str | None = None, split: bool = False) -> list[Path]:
+def fetch(
+    name: str,
+    data_dir: PathLike | None = None,
+    cache_dir: PathLike | None = None,
+    base_url: str | None = None,
+    split: bool = False,
+) -> list[Path]:
     """Make the files of LIBSVM dataset ``name`` available and return their paths; with
     ``split`` (its training file split by ``test_fraction``), the training file only.
 

@@ -46,9 +46,11 @@ class Dataset:
 
     def __repr__(self) -> str:
         layout = "CSR" if sp.issparse(self.X_train) else "dense"
-        return (f"Dataset({self.name!r}, {self.n_train} train + {self.n_test} test rows x "
-                f"{self.n_features} features, {layout}, classes={self.classes}, "
-                f"digest={self.digest[:12]}...)")
+        return (
+            f"Dataset({self.name!r}, {self.n_train} train + {self.n_test} test rows x "
+            f"{self.n_features} features, {layout}, classes={self.classes}, "
+            f"digest={self.digest[:12]}...)"
+        )
 
 
 @dataclass(frozen=True)

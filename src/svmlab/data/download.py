@@ -51,8 +51,9 @@ def download(url: str, dest: Path, expected: Content) -> Content | None:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 out = part.open("xb")  # a new file, so its mode is 0666 less the umask
             except OSError as exc:
-                raise DownloadError(f"cannot write into {dest.parent} to download {url}: "
-                                    f"{exc}") from exc
+                raise DownloadError(
+                    f"cannot write into {dest.parent} to download {url}: {exc}"
+                ) from exc
             with out:
                 _stream(url, out, dest.name)
                 out.flush()
@@ -72,12 +73,15 @@ def _verified(part: Path, dest: Path, url: str, expected: Content) -> Content:
     try:
         found = measure_content(part, dest.name)
     except DataError as exc:
-        raise DownloadError(f"{dest.name} downloaded from {url} cannot be read ({exc}); "
-                            f"the file was not kept") from exc
+        raise DownloadError(
+            f"{dest.name} downloaded from {url} cannot be read ({exc}); the file was not kept"
+        ) from exc
     problem = expected.differences(found)
     if problem:
-        raise DownloadError(f"{dest.name} downloaded from {url} differs from the official file: "
-                            f"{problem} (of the uncompressed content); the file was not kept")
+        raise DownloadError(
+            f"{dest.name} downloaded from {url} differs from the official file: "
+            f"{problem} (of the uncompressed content); the file was not kept"
+        )
     return found
 
 
@@ -94,9 +98,9 @@ def remove_stale_parts(dest: Path) -> None:
     with contextlib.suppress(OSError):
         for part in dest.parent.iterdir():
             match = owned.fullmatch(part.name)
-            stale = (earlier.fullmatch(part.name) is not None
-                     or (match is not None and match[1] == _HOST
-                         and not pid_running(int(match[2]))))
+            stale = earlier.fullmatch(part.name) is not None or (
+                match is not None and match[1] == _HOST and not pid_running(int(match[2]))
+            )
             if stale:
                 part.unlink(missing_ok=True)
 
@@ -107,8 +111,16 @@ def _stream(url: str, out, label: str) -> None:
             length = response.headers.get("Content-Length")
             total = int(length) if length else None
             received = 0
-            with tqdm(total=total, desc=label, unit="B", unit_scale=True, unit_divisor=1024,
-                      file=sys.stderr, disable=None, leave=False) as bar:
+            with tqdm(
+                total=total,
+                desc=label,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=sys.stderr,
+                disable=None,
+                leave=False,
+            ) as bar:
                 while chunk := response.read(_CHUNK):
                     out.write(chunk)
                     received += len(chunk)

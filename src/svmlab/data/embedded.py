@@ -40,8 +40,17 @@ class EmbeddedEntry(Entry):
         if params["standardize"]:
             X_train, X_test = standardize(X_train, X_test)
         digest = array_digest({"source": self.source}, X, np.asarray(y_raw))
-        return Dataset(self.name, X_train, y[train], X_test, y[test], classes, digest,
-                       self.source, dict(params))
+        return Dataset(
+            self.name,
+            X_train,
+            y[train],
+            X_test,
+            y[test],
+            classes,
+            digest,
+            self.source,
+            dict(params),
+        )
 
     def info(self, data_dir=None, cache_dir=None) -> DatasetInfo:
         n_train, n_test = split_sizes(self.n_rows, TEST_FRACTION.default)
@@ -58,7 +67,7 @@ ENTRIES = (
     EmbeddedEntry(
         name="breast_cancer",
         description="Wisconsin diagnostic breast cancer (scikit-learn): 569 rows x 30 features; "
-                    "labels 0 = malignant -> -1, 1 = benign -> +1",
+        "labels 0 = malignant -> -1, 1 = benign -> +1",
         params=(TEST_FRACTION, flag("standardize", True)),
         loader=_breast_cancer,
         source="sklearn.datasets.load_breast_cancer",

@@ -48,18 +48,27 @@ def yaml_value(value: Any) -> str:
     return str(value)
 
 
-def number(name: str, default: float | None, low: float, high: float = math.inf, *,
-           low_open: bool = False, high_open: bool = False,
-           null_means: str | None = None) -> Param:
+def number(
+    name: str,
+    default: float | None,
+    low: float,
+    high: float = math.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    null_means: str | None = None,
+) -> Param:
     """A float in an interval, e.g. ``number("test_fraction", 0.25, 0, 1, low_open=True, ...)``;
     with ``null_means``, also null (None), meaning what it says."""
 
     def accepts(value: Any) -> bool:
         if value is None:
             return null_means is not None
-        return (_is_number(value)
-                and (low < value if low_open else low <= value)
-                and (value < high if high_open else value <= high))
+        return (
+            _is_number(value)
+            and (low < value if low_open else low <= value)
+            and (value < high if high_open else value <= high)
+        )
 
     upper = f"{high:g}{')' if high_open else ']'}" if high < math.inf else "inf)"
     interval = f"{'(' if low_open else '['}{low:g}, {upper}"
@@ -67,8 +76,9 @@ def number(name: str, default: float | None, low: float, high: float = math.inf,
     return Param(name, default, allowed, accepts, float)
 
 
-def integer(name: str, default: int | None, minimum: int, *,
-            null_means: str | None = None) -> Param:
+def integer(
+    name: str, default: int | None, minimum: int, *, null_means: str | None = None
+) -> Param:
     """An integer >= minimum; with ``null_means``, also null (None), meaning what it says."""
 
     def accepts(value: Any) -> bool:
@@ -87,8 +97,9 @@ def flag(name: str, default: bool) -> Param:
 TEST_FRACTION = number("test_fraction", 0.25, 0, 1, low_open=True, high_open=True)
 #: For a dataset with an official test file: null reads it; a fraction splits the training file
 #: with the seed instead (where the test file is missing, e.g. w8a.t, cod-rna.t).
-OPTIONAL_TEST_FRACTION = number("test_fraction", None, 0, 1, low_open=True, high_open=True,
-                                null_means="the official test file")
+OPTIONAL_TEST_FRACTION = number(
+    "test_fraction", None, 0, 1, low_open=True, high_open=True, null_means="the official test file"
+)
 
 
 def describe_params(declared: tuple[Param, ...]) -> str:
@@ -106,14 +117,17 @@ def resolve_params(dataset: str, declared: tuple[Param, ...], given: Mapping[str
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise DataError(f"dataset {dataset!r} has no parameter {key!r}.{hint} "
-                            f"Its parameters: {allowed}")
+            raise DataError(
+                f"dataset {dataset!r} has no parameter {key!r}.{hint} Its parameters: {allowed}"
+            )
     resolved = {}
     for param in declared:
         value = given.get(param.name, param.default)
         if not param.accepts(value):
-            raise DataError(f"dataset {dataset!r}: {param.name}={value!r} is not allowed; "
-                            f"{param.name} must be {param.allowed}")
+            raise DataError(
+                f"dataset {dataset!r}: {param.name}={value!r} is not allowed; "
+                f"{param.name} must be {param.allowed}"
+            )
         resolved[param.name] = None if value is None else param.convert(value)
     return resolved
 

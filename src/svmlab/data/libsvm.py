@@ -94,8 +94,9 @@ def _origin(data_dir) -> str:
     return "SVMLAB_DATA_DIR" if data_dir is None else "paths.data_dir or --data-dir"
 
 
-def find_copy(dataset: str, file: CatalogueFile, data_dir=None,
-              cache_dir=None) -> tuple[str, Path] | None:
+def find_copy(
+    dataset: str, file: CatalogueFile, data_dir=None, cache_dir=None
+) -> tuple[str, Path] | None:
     """("local" or "cache", path) of the first copy of ``file`` found, or None."""
     local = data_folder(data_dir)
     folders = [("local", local / dataset), ("local", local)] if local else []
@@ -124,16 +125,20 @@ class LibsvmEntry(Entry):
         test = None if split else self.file("test")
         return [file for file in (self.file("train"), test) if file is not None]
 
-    def fetch(self, data_dir=None, cache_dir=None, base_url=None,
-              split: bool = False) -> list[Path]:
+    def fetch(
+        self, data_dir=None, cache_dir=None, base_url=None, split: bool = False
+    ) -> list[Path]:
         """Paths of all official files (with ``split``, of the training file alone), verified;
         those not found locally or in the cache are downloaded. Raises DataError for a copy
         that differs from the official file."""
-        return [self._ensure(file, data_dir, cache_dir, base_url, verify=True)[0]
-                for file in (self.used_files(split=True) if split else self.files)]
+        return [
+            self._ensure(file, data_dir, cache_dir, base_url, verify=True)[0]
+            for file in (self.used_files(split=True) if split else self.files)
+        ]
 
-    def _ensure(self, file: CatalogueFile, data_dir, cache_dir, base_url,
-                verify: bool) -> tuple[Path, str | None]:
+    def _ensure(
+        self, file: CatalogueFile, data_dir, cache_dir, base_url, verify: bool
+    ) -> tuple[Path, str | None]:
         """A copy of ``file``, found or downloaded into the cache, and how it differs from the
         official file (None: it does not, or nothing is known to compare it with)."""
         cache = cache_folder(cache_dir)
@@ -146,14 +151,22 @@ class LibsvmEntry(Entry):
                 raise DataError(
                     f"the data folder {local} ({_origin(data_dir)}) does not exist: create it "
                     f"and put {file.name} into {local / self.name}/, or set no data folder "
-                    f"to download {file.name} into {dest.parent}")
+                    f"to download {file.name} into {dest.parent}"
+                )
             self._download(file, dest, cache, base_url, local, _origin(data_dir))
             return dest, None
         where, path = found
         return path, self._verify(file, where, path, cache, verify)
 
-    def _download(self, file: CatalogueFile, dest: Path, cache: Path, base_url,
-                  local: Path | None, origin: str) -> None:
+    def _download(
+        self,
+        file: CatalogueFile,
+        dest: Path,
+        cache: Path,
+        base_url,
+        local: Path | None,
+        origin: str,
+    ) -> None:
         """Download ``file`` into ``dest``; a failure first says where the file was looked for
         (the local data folder ``local``, set by ``origin``, and the cache), then why the
         download failed and where the file could be put by hand."""
@@ -163,20 +176,27 @@ class LibsvmEntry(Entry):
             content = download(url, dest, file.expected)
         except DownloadError as exc:
             if local is None:
-                missing = (f"{file.name} is not in the cache {dest.parent} and no data folder "
-                           f"is set (SVMLAB_DATA_DIR or paths.data_dir)")
-                by_hand = (f"put {file.name} (compressed or not) into {dest.parent}, or into "
-                           f"<dir>/{self.name}/ and set SVMLAB_DATA_DIR=<dir>")
+                missing = (
+                    f"{file.name} is not in the cache {dest.parent} and no data folder "
+                    f"is set (SVMLAB_DATA_DIR or paths.data_dir)"
+                )
+                by_hand = (
+                    f"put {file.name} (compressed or not) into {dest.parent}, or into "
+                    f"<dir>/{self.name}/ and set SVMLAB_DATA_DIR=<dir>"
+                )
             else:
-                missing = (f"{file.name} is neither in the data folder {local} ({origin}) nor "
-                           f"in the cache {dest.parent}")
+                missing = (
+                    f"{file.name} is neither in the data folder {local} ({origin}) nor "
+                    f"in the cache {dest.parent}"
+                )
                 by_hand = f"put {file.name} (compressed or not) into {local / self.name}/"
             raise DownloadError(f"{missing}; {exc}. To provide it by hand, {by_hand}.") from exc
         if content is not None:
             remember(dest, content, cache)
 
-    def _verify(self, file: CatalogueFile, where: str, path: Path, cache: Path,
-                verify: bool) -> str | None:
+    def _verify(
+        self, file: CatalogueFile, where: str, path: Path, cache: Path, verify: bool
+    ) -> str | None:
         """None if the copy at ``path`` agrees with what is known of ``file``. Otherwise, with
         ``verify``, refuse it (removing a cached copy); without, say how it differs."""
         if not file.expected.known:
@@ -184,24 +204,30 @@ class LibsvmEntry(Entry):
         problem = file.expected.differences(content_of(path, cache))
         if problem is None:
             return None
-        differs = (f"{path} differs from the official {file.name}: {problem} (of the "
-                   f"uncompressed content)")
+        differs = (
+            f"{path} differs from the official {file.name}: {problem} (of the uncompressed content)"
+        )
         if not verify:
             return differs
         if where == "cache":
             path.unlink(missing_ok=True)
-            raise DataError(f"{differs}. This copy in the download cache was removed: the next "
-                            f"load or `svmlab datasets fetch {self.name}` downloads it again.")
-        raise DataError(f"{differs}. To use this copy anyway, set the dataset parameter "
-                        f"verify=false (dataset.verify=false in a run's config).")
+            raise DataError(
+                f"{differs}. This copy in the download cache was removed: the next "
+                f"load or `svmlab datasets fetch {self.name}` downloads it again."
+            )
+        raise DataError(
+            f"{differs}. To use this copy anyway, set the dataset parameter "
+            f"verify=false (dataset.verify=false in a run's config)."
+        )
 
-    def prepare(self, params: dict, data_dir=None,
-                cache_dir=None) -> list[tuple[Path, str | None]]:
+    def prepare(self, params: dict, data_dir=None, cache_dir=None) -> list[tuple[Path, str | None]]:
         """The copies of the files ``load`` reads with ``params``, found or downloaded and
         verified, each with how it differs from the official file (None: it does not)."""
         used = self.used_files(split=params["test_fraction"] is not None)
-        return [self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
-                for file in used]
+        return [
+            self._ensure(file, data_dir, cache_dir, base_url=None, verify=params["verify"])
+            for file in used
+        ]
 
     def load(self, params: dict, *, seed: int, data_dir=None, cache_dir=None) -> Dataset:
         copies = self.prepare(params, data_dir, cache_dir)
@@ -220,9 +246,18 @@ class LibsvmEntry(Entry):
         if params["max_abs_scale"]:
             X_train, X_test = max_abs_scale(X_train, X_test)
         unverified = "; ".join(differs for _, differs in copies if differs) or None
-        return Dataset(self.name, as_csr32(X_train, self.name), y_train,
-                       as_csr32(X_test, self.name), y_test, classes, digest,
-                       ", ".join(map(str, paths)), dict(params), unverified)
+        return Dataset(
+            self.name,
+            as_csr32(X_train, self.name),
+            y_train,
+            as_csr32(X_test, self.name),
+            y_test,
+            classes,
+            digest,
+            ", ".join(map(str, paths)),
+            dict(params),
+            unverified,
+        )
 
     def info(self, data_dir=None, cache_dir=None) -> DatasetInfo:
         train, test = self.file("train"), self.file("test")
@@ -232,8 +267,14 @@ class LibsvmEntry(Entry):
             n_train, n_test = split_sizes(train.n_rows, TEST_FRACTION.default)
         else:
             n_train = n_test = None
-        return DatasetInfo(self.name, self.kind, n_train, n_test, self.n_features,
-                           self._location(data_dir, cache_dir))
+        return DatasetInfo(
+            self.name,
+            self.kind,
+            n_train,
+            n_test,
+            self.n_features,
+            self._location(data_dir, cache_dir),
+        )
 
     def _location(self, data_dir, cache_dir) -> str:
         used = self.used_files()
@@ -267,19 +308,27 @@ def _entry(name: str, rows: list[dict]) -> LibsvmEntry:
 
     catalogue_files = tuple(
         CatalogueFile(row["role"], row["file"], number(row["n_rows"]), row["sha256"] or None)
-        for row in rows)
+        for row in rows
+    )
     roles = [file.role for file in catalogue_files]
     widths = {number(row["n_features"]) for row in rows}
-    if (roles.count("train") != 1 or roles.count("test") > 1 or set(roles) - set(ROLES)
-            or len(widths) != 1):
-        raise RuntimeError(f"libsvm_catalogue.tsv: bad rows for {name}: one train file, at most "
-                           f"one test file, roles among {ROLES} and one n_features are required")
+    if (
+        roles.count("train") != 1
+        or roles.count("test") > 1
+        or set(roles) - set(ROLES)
+        or len(widths) != 1
+    ):
+        raise RuntimeError(
+            f"libsvm_catalogue.tsv: bad rows for {name}: one train file, at most "
+            f"one test file, roles among {ROLES} and one n_features are required"
+        )
     n_features = widths.pop()
     used = [file for file in catalogue_files if file.role != "extra"]
     features = f"{n_features} features" if n_features else "features counted in the files"
     if all(file.n_rows for file in used):
-        counts = " + ".join(f"{file.n_rows} {file.role}" if len(used) > 1 else str(file.n_rows)
-                            for file in used)
+        counts = " + ".join(
+            f"{file.n_rows} {file.role}" if len(used) > 1 else str(file.n_rows) for file in used
+        )
         size = f"{counts} rows x {features}"
     else:
         size = f"{features}, row counts not listed"
@@ -287,9 +336,14 @@ def _entry(name: str, rows: list[dict]) -> LibsvmEntry:
     names = ", ".join(file.name for file in used)
     description = f"LIBSVM {name}: {size}{split} (file{'s' if len(used) > 1 else ''} {names})"
     return LibsvmEntry(
-        name=name, description=description, files=catalogue_files, n_features=n_features,
-        params=(OPTIONAL_TEST_FRACTION, MAX_ABS_SCALE, VERIFY) if "test" in roles
-        else (TEST_FRACTION, MAX_ABS_SCALE, VERIFY))
+        name=name,
+        description=description,
+        files=catalogue_files,
+        n_features=n_features,
+        params=(OPTIONAL_TEST_FRACTION, MAX_ABS_SCALE, VERIFY)
+        if "test" in roles
+        else (TEST_FRACTION, MAX_ABS_SCALE, VERIFY),
+    )
 
 
 ENTRIES = _read_catalogue()

@@ -24,9 +24,11 @@ from svmlab.errors import DataError
 
 OPENERS = {".bz2": bz2.open, ".xz": lzma.open, ".gz": gzip.open}
 MAGIC = {b"BZh": ".bz2", b"\xfd7zXZ\x00": ".xz", b"\x1f\x8b": ".gz"}  # first bytes -> suffix
-EXPECTED = ("lines of the form '<label> <index>:<value> <index>:<value> ...': a numeric label, "
-            "then feature indices that are positive integers in ascending order, each with a "
-            "numeric value")
+EXPECTED = (
+    "lines of the form '<label> <index>:<value> <index>:<value> ...': a numeric label, "
+    "then feature indices that are positive integers in ascending order, each with a "
+    "numeric value"
+)
 _CHUNK = 1 << 20
 
 
@@ -50,8 +52,10 @@ def _refuse_unnamed_compression(path: Path) -> None:
         start = stream.read(max(map(len, MAGIC)))
     suffix = next((suffix for magic, suffix in MAGIC.items() if start.startswith(magic)), None)
     if suffix is not None:
-        raise DataError(f"{path} is compressed ({suffix}) but its name does not end in {suffix}; "
-                        f"rename it to {path.name}{suffix} so that it is decompressed when read")
+        raise DataError(
+            f"{path} is compressed ({suffix}) but its name does not end in {suffix}; "
+            f"rename it to {path.name}{suffix} so that it is decompressed when read"
+        )
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,16 @@ class Content:
     def differences(self, found: Content) -> str | None:
         """None if ``found`` agrees with every known value of this expected content, else
         "expected <values>, found <values>"."""
-        seen = Content(found.sha256 if self.sha256 is not None else None,
-                       found.n_rows if self.n_rows is not None else None)
+        seen = Content(
+            found.sha256 if self.sha256 is not None else None,
+            found.n_rows if self.n_rows is not None else None,
+        )
         return None if seen == self else f"expected {self}, found {seen}"
 
     def __str__(self) -> str:
         values = ([f"sha256 {self.sha256}"] if self.sha256 is not None else []) + (
-            [f"{self.n_rows} rows"] if self.n_rows is not None else [])
+            [f"{self.n_rows} rows"] if self.n_rows is not None else []
+        )
         return " and ".join(values)
 
 
@@ -141,8 +148,9 @@ def read_libsvm_file(path: Path, n_features: int | None, hashes: tuple = ()) -> 
         with open_content(path) as raw:
             stream = io.BufferedReader(_HashingReader(raw, hashes), _CHUNK)
             try:
-                X, y = load_svmlight_file(stream, n_features=n_features, dtype=np.float64,
-                                          zero_based=False)
+                X, y = load_svmlight_file(
+                    stream, n_features=n_features, dtype=np.float64, zero_based=False
+                )
             except ValueError as exc:
                 raise DataError(_malformed(path, n_features, str(exc))) from None
             while stream.read(_CHUNK):  # hash anything the parser left unread

@@ -45,8 +45,9 @@ MANIFEST = "manifest.json"
 ARRAYS = ("data", "indices", "indptr", "y")
 
 
-def read_libsvm_files(paths: list[Path], n_features: int | None,
-                      cache: Path) -> tuple[list[LibsvmFile], str]:
+def read_libsvm_files(
+    paths: list[Path], n_features: int | None, cache: Path
+) -> tuple[list[LibsvmFile], str]:
     """The files at ``paths`` parsed, and the sha256 of their uncompressed bytes one after the
     other: from an intact cache entry, else parsed and stored. Raises the parser's DataError."""
     try:  # before parsing: a file changed while it is parsed is seen as changed next time
@@ -67,8 +68,9 @@ def read_libsvm_files(paths: list[Path], n_features: int | None,
     return parts, digest
 
 
-def _parse(paths: list[Path], n_features: int | None) -> tuple[list[LibsvmFile], str,
-                                                                list[Content]]:
+def _parse(
+    paths: list[Path], n_features: int | None
+) -> tuple[list[LibsvmFile], str, list[Content]]:
     """The parsed files, their combined sha256, and each file's content, from one pass."""
     digest = hashlib.sha256()
     parts, contents = [], []
@@ -82,8 +84,11 @@ def _parse(paths: list[Path], n_features: int | None) -> tuple[list[LibsvmFile],
 
 
 def _key(contents: list[Content], n_features: int | None) -> dict:
-    return {"parser": PARSER_VERSION, "n_features": n_features,
-            "files": [content.sha256 for content in contents]}
+    return {
+        "parser": PARSER_VERSION,
+        "n_features": n_features,
+        "files": [content.sha256 for content in contents],
+    }
 
 
 def _entry(cache: Path, key: dict) -> Path:
@@ -111,8 +116,9 @@ def _read_entry(entry: Path, key: dict) -> tuple[list[LibsvmFile], str] | None:
 
 
 def _read_file(entry: Path, i: int, shape: list[int], sizes_and_sums: dict) -> LibsvmFile:
-    data, indices, indptr, y = (_mapped(entry / f"{i}.{name}.npy", sizes_and_sums[f"{i}.{name}"])
-                                for name in ARRAYS)
+    data, indices, indptr, y = (
+        _mapped(entry / f"{i}.{name}.npy", sizes_and_sums[f"{i}.{name}"]) for name in ARRAYS
+    )
     # built as load_svmlight_file builds it: csr_matrix's own constructor would copy the int64
     # index arrays into int32 ones
     X = sp.csr_matrix(sp.csr_array((data, indices, indptr), shape=tuple(shape)))
@@ -137,10 +143,16 @@ def _write_entry(entry: Path, key: dict, parts: list[LibsvmFile], digest: str) -
             for name, array in zip(ARRAYS, arrays, strict=True):
                 path = temporary / f"{i}.{name}.npy"
                 np.save(path, array, allow_pickle=False)
-                sizes_and_sums[f"{i}.{name}"] = {"bytes": path.stat().st_size,
-                                                 "sha256": _sha256(path)}
-        manifest = {"key": key, "digest": digest, "shapes": [part.X.shape for part in parts],
-                    "arrays": sizes_and_sums}
+                sizes_and_sums[f"{i}.{name}"] = {
+                    "bytes": path.stat().st_size,
+                    "sha256": _sha256(path),
+                }
+        manifest = {
+            "key": key,
+            "digest": digest,
+            "shapes": [part.X.shape for part in parts],
+            "arrays": sizes_and_sums,
+        }
         (temporary / MANIFEST).write_text(json.dumps(manifest))
         temporary.rename(entry)  # refused if another process has put the entry in place
     except OSError:

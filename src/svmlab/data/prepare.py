@@ -45,8 +45,9 @@ def encode_test_labels(y: np.ndarray, classes: tuple, where: str) -> np.ndarray:
         raise DataError(f"the labels of {where} contain NaN or inf")
     unknown = sorted({_plain(v) for v in np.unique(y)} - set(classes))
     if unknown:
-        raise DataError(f"{where} has label values {unknown} that the training labels "
-                        f"{classes} do not have")
+        raise DataError(
+            f"{where} has label values {unknown} that the training labels {classes} do not have"
+        )
     return np.where(y == classes[1], 1.0, -1.0)
 
 
@@ -64,20 +65,24 @@ def split_sizes(n: int, test_fraction: float) -> tuple[int, int]:
     return n - n_test, n_test
 
 
-def stratified_split(y: np.ndarray, test_fraction: float, seed: int,
-                     where: str) -> tuple[np.ndarray, np.ndarray]:
+def stratified_split(
+    y: np.ndarray, test_fraction: float, seed: int, where: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Row indices (train, test) of a seeded split that keeps the class proportions."""
     try:
         from sklearn.model_selection import train_test_split  # imported here: a light CLI
 
-        train, test = train_test_split(np.arange(len(y)), test_size=test_fraction,
-                                       stratify=y, random_state=seed)
+        train, test = train_test_split(
+            np.arange(len(y)), test_size=test_fraction, stratify=y, random_state=seed
+        )
     except ValueError as exc:  # too few samples of a class for the requested split
         raise DataError(f"cannot split {where} with test_fraction={test_fraction}: {exc}") from exc
     for part, rows in (("training", train), ("test", test)):
         if len(np.unique(y[rows])) < 2:
-            raise DataError(f"the {part} part of {where} has only one class after the split with "
-                            f"test_fraction={test_fraction}; the smaller class is too small")
+            raise DataError(
+                f"the {part} part of {where} has only one class after the split with "
+                f"test_fraction={test_fraction}; the smaller class is too small"
+            )
     return train, test
 
 
@@ -92,8 +97,9 @@ def standardize(X_train: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np
     return (X_train - mean) / scale, (X_test - mean) / scale
 
 
-def max_abs_scale(X_train: sp.csr_matrix,
-                  X_test: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+def max_abs_scale(
+    X_train: sp.csr_matrix, X_test: sp.csr_matrix
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """Divide each feature by its largest absolute training value; zeros stay zeros.
 
     Features that are zero throughout the training set are left as they are.
@@ -117,10 +123,13 @@ def as_csr32(X: sp.spmatrix, where: str) -> sp.csr_matrix:
     """
     X = sp.csr_matrix(X, dtype=np.float64)
     if X.nnz > _INT32_MAX or X.shape[1] > _INT32_MAX:
-        raise DataError(f"{where} has {X.nnz} nonzeros and {X.shape[1]} features; "
-                        f"int32 sparse indices allow at most {_INT32_MAX} of each")
-    X = sp.csr_matrix((X.data.copy(), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                      shape=X.shape)
+        raise DataError(
+            f"{where} has {X.nnz} nonzeros and {X.shape[1]} features; "
+            f"int32 sparse indices allow at most {_INT32_MAX} of each"
+        )
+    X = sp.csr_matrix(
+        (X.data.copy(), X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape
+    )
     X.sort_indices()
     return X
 

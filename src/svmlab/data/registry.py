@@ -33,9 +33,11 @@ def get_entry(name: str) -> Entry:
     if not isinstance(name, str) or not name:
         raise DataError(f"a dataset name must be a non-empty string; got {name!r}")
     if "/" in name or "\\" in name or ".." in name:
-        raise DataError(f"dataset name {name!r} looks like a path; a dataset name is a plain name "
-                        f"such as 'a9a' (to use your own copy of a LIBSVM file, put it into "
-                        f"<dir>/<name>/ and set SVMLAB_DATA_DIR=<dir>)")
+        raise DataError(
+            f"dataset name {name!r} looks like a path; a dataset name is a plain name "
+            f"such as 'a9a' (to use your own copy of a LIBSVM file, put it into "
+            f"<dir>/<name>/ and set SVMLAB_DATA_DIR=<dir>)"
+        )
     if name in REGISTRY:
         return REGISTRY[name]
     lower = {known.lower(): known for known in REGISTRY}

@@ -33,8 +33,9 @@ def _how_many(fraction: float, d: int) -> int:
     return math.floor(fraction * d + 1e-9)
 
 
-def paper_centroids(d: int, scale: float, zero_frac: float, same_zero_set: bool,
-                    rng: np.random.Generator) -> Centroids:
+def paper_centroids(
+    d: int, scale: float, zero_frac: float, same_zero_set: bool, rng: np.random.Generator
+) -> Centroids:
     """Two centroids with N(0, scale^2) components, floor(zero_frac * d) of them set to 0.
 
     With ``same_zero_set`` both centroids are zeroed on the same features, which then carry
@@ -57,8 +58,9 @@ def gaussian_means(d: int, separation: float, rng: np.random.Generator) -> Centr
     return -separation / 2 * direction, separation / 2 * direction
 
 
-def sample_around(centroids: Centroids, m: int,
-                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def sample_around(
+    centroids: Centroids, m: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """m points x = centroid of its class + N(0, I): m // 2 of class -1, the rest +1, shuffled."""
     y = rng.permutation(np.repeat([-1.0, 1.0], [m // 2, m - m // 2]))
     negative, positive = centroids
@@ -100,30 +102,40 @@ class SyntheticEntry(Entry):
         if params["n_test"] is None:
             params = {**params, "n_test": params["n"]}
         X_train, y_train, X_test, y_test = self.generate(params, np.random.default_rng(seed))
-        digest = array_digest({"source": self.source, "params": params},
-                              X_train, y_train, X_test, y_test)
-        return Dataset(self.name, X_train, y_train, X_test, y_test, (-1, 1), digest,
-                       self.source, params)
+        digest = array_digest(
+            {"source": self.source, "params": params}, X_train, y_train, X_test, y_test
+        )
+        return Dataset(
+            self.name, X_train, y_train, X_test, y_test, (-1, 1), digest, self.source, params
+        )
 
     def info(self, data_dir=None, cache_dir=None) -> DatasetInfo:
         defaults = self.resolve({})
         n, n_test = defaults["n"], defaults["n_test"]
-        return DatasetInfo(self.name, self.kind, n, n if n_test is None else n_test,
-                           defaults["d"], "generated")
+        return DatasetInfo(
+            self.name, self.kind, n, n if n_test is None else n_test, defaults["d"], "generated"
+        )
 
 
 def _sizes(n: int, d: int) -> tuple:
-    return (integer("n", n, 2), integer("d", d, 1),
-            integer("n_test", None, 2, null_means="as many as n"))
+    return (
+        integer("n", n, 2),
+        integer("d", d, 1),
+        integer("n_test", None, 2, null_means="as many as n"),
+    )
 
 
 def _paper(name: str, n: int, d: int) -> SyntheticEntry:
     return SyntheticEntry(
         name=f"synthetic_{name}",
         description=f"synthetic {name} data of the l1-SVM paper (spec 001 section 4.4): "
-                    f"{n} train + {n} test rows x {d} features, two N(0, scale^2) centroids",
-        params=(*_sizes(n, d), number("scale", 1.0, 0, low_open=True),
-                number("zero_frac", 0.0, 0, 1), flag("same_zero_set", True)),
+        f"{n} train + {n} test rows x {d} features, two N(0, scale^2) centroids",
+        params=(
+            *_sizes(n, d),
+            number("scale", 1.0, 0, low_open=True),
+            number("zero_frac", 0.0, 0, 1),
+            flag("same_zero_set", True),
+        ),
         source=f"synthetic:{name}",
         generate=_paper_data,
     )
@@ -135,9 +147,12 @@ ENTRIES = (
     SyntheticEntry(
         name="synthetic_gaussian",
         description="two Gaussian classes, means separation apart: 1000 train + 1000 test rows "
-                    "x 20 features, Bayes accuracy Phi(separation/2) = 84% by default",
-        params=(*_sizes(1000, 20), number("separation", 2.0, 0),
-                number("sparsity", 0.0, 0, 1, high_open=True)),
+        "x 20 features, Bayes accuracy Phi(separation/2) = 84% by default",
+        params=(
+            *_sizes(1000, 20),
+            number("separation", 2.0, 0),
+            number("sparsity", 0.0, 0, 1, high_open=True),
+        ),
         source="synthetic:gaussian",
         generate=_gaussian_data,
     ),

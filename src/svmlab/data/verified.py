@@ -54,14 +54,18 @@ def recorded(path: Path, cache: Path, stat: os.stat_result) -> Content | None:
     return None
 
 
-def remember(path: Path, content: Content, cache: Path,
-             stat: os.stat_result | None = None) -> None:
+def remember(path: Path, content: Content, cache: Path, stat: os.stat_result | None = None) -> None:
     """Record ``content`` as what ``path`` holds while it has the size and modification time
     of ``stat`` (default: the file's now)."""
     absolute = path.resolve()
     record = _record(absolute, cache)
-    text = json.dumps({"file": _signature(absolute, stat or path.stat()),
-                       "sha256": content.sha256, "n_rows": content.n_rows})
+    text = json.dumps(
+        {
+            "file": _signature(absolute, stat or path.stat()),
+            "sha256": content.sha256,
+            "n_rows": content.n_rows,
+        }
+    )
     written = record.with_name(f"{record.name}.{secrets.token_hex(8)}.tmp")
     try:
         record.parent.mkdir(parents=True, exist_ok=True)

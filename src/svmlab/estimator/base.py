@@ -134,8 +134,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         holds NaN/inf, and warns (ConvergenceWarning) when the stopping rule did not hold.
         """
         if eval_set is not None and not self.traces_eval_set:
-            raise TypeError(f"{type(self).__name__} traces no eval_set (traces_eval_set is "
-                            "False); fit it without one")
+            raise TypeError(
+                f"{type(self).__name__} traces no eval_set (traces_eval_set is "
+                "False); fit it without one"
+            )
         self._check_start(start)
         self._eval_set, self._start = eval_set, start
         try:
@@ -151,18 +153,23 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         if start is None:
             return
         if not self.warm_startable:
-            raise TypeError(f"{type(self).__name__} cannot start from another fit "
-                            "(warm_startable is False); fit it without start")
+            raise TypeError(
+                f"{type(self).__name__} cannot start from another fit "
+                "(warm_startable is False); fit it without start"
+            )
         if type(start) is not type(self) or not hasattr(start, "trace_"):
-            raise TypeError(f"start must be a fitted {type(self).__name__}; got "
-                            f"{type(start).__name__}")
+            raise TypeError(
+                f"start must be a fitted {type(self).__name__}; got {type(start).__name__}"
+            )
 
     def _fit_checked(self, X, y, callback):
         """`fit` without its eval_set."""
         X, y_pm = self._fit_input(X, y)
         if self._start is not None and self._start.n_features_in_ != X.shape[1]:
-            raise ValueError(f"start was fitted on {self._start.n_features_in_} features, X has "
-                             f"{X.shape[1]}: a fit starts from a fit on the same rows")
+            raise ValueError(
+                f"start was fitted on {self._start.n_features_in_} features, X has "
+                f"{X.shape[1]}: a fit starts from a fit on the same rows"
+            )
         self.compile_time_s_ = self._compile(X, y_pm)
         self._fit_decision = None
         trace = Trace(callback)
@@ -184,17 +191,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         del self._fit_decision  # a fitted model holds no copy of its training data
         if not self.converged_:
             reason = f" (it stopped on: {self.stop_reason_})" if self.stop_reason_ else ""
-            warnings.warn(f"{type(self).__name__} stopped before its stopping rule held{reason} "
-                          f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
-                          ConvergenceWarning, stacklevel=3)
+            warnings.warn(
+                f"{type(self).__name__} stopped before its stopping rule held{reason} "
+                f"({self._stopping_rule()}); raise max_iter or loosen the tolerance",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         return self
 
     def _fit_input(self, X, y) -> tuple:
         """Validated X (float64, dense or CSR with int32 indices) and y in {-1.0, +1.0}; sets
         classes_ and n_features_in_."""
         self._validate_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_all_finite=False)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False
+        )
         X = finite_csr_int32(X)
         self.classes_ = two_classes(y)
         return X, np.where(y == self.classes_[1], 1.0, -1.0)
@@ -204,8 +215,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         each class), so that the fit finds it done (its compile_time_s_ is then 0): a caller can
         time it apart and hold a lock around it. Returns its seconds, 0.0 if it was done."""
         y = column_or_1d(y)
-        rows = np.sort(np.concatenate([np.flatnonzero(y == label)[:4]
-                                       for label in np.unique(y)]))
+        rows = np.sort(np.concatenate([np.flatnonzero(y == label)[:4] for label in np.unique(y)]))
         return self._compile(*clone(self)._fit_input(X[rows], y[rows]))
 
     def _compile(self, X, y: np.ndarray) -> float:
@@ -245,8 +255,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
         check_consistent_length(X, y)
         unseen = np.setdiff1d(y, self.classes_)
         if len(unseen):
-            raise DataError(f"y contains labels {listed(unseen)} the model was not trained on; "
-                            f"its classes are {listed(self.classes_)}")
+            raise DataError(
+                f"y contains labels {listed(unseen)} the model was not trained on; "
+                f"its classes are {listed(self.classes_)}"
+            )
         return self._objective_values(X, np.where(y == self.classes_[1], 1.0, -1.0))
 
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
@@ -268,8 +280,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _validated_X(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False,
-                          ensure_all_finite=False)
+        X = validate_data(
+            self, X, accept_sparse="csr", dtype=np.float64, reset=False, ensure_all_finite=False
+        )
         return finite_csr_int32(X)
 
     def _check_finite_model(self) -> None:
@@ -321,6 +334,8 @@ def declared_solvers() -> dict[str, type[SVMClassifier]]:
         classes.extend(cls.__subclasses__())
         name = cls.__dict__.get("name")
         if name is not None and found.setdefault(name, cls) is not cls:
-            raise ValueError(f"solver {name!r} is declared twice: by {found[name].__module__}."
-                             f"{found[name].__qualname__} and {cls.__module__}.{cls.__qualname__}")
+            raise ValueError(
+                f"solver {name!r} is declared twice: by {found[name].__module__}."
+                f"{found[name].__qualname__} and {cls.__module__}.{cls.__qualname__}"
+            )
     return dict(sorted(found.items()))

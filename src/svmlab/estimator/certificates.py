@@ -92,8 +92,11 @@ class Certificate:
 
     def metrics(self) -> dict[str, float]:
         """``primal_<f>``, ``dual_<f>``, ``gap_<f>`` and ``rel_gap_<f>``."""
-        return {metric_name(kind, self.formulation): getattr(self, kind)
-                for kind in METRIC_KINDS if kind != "objective"}
+        return {
+            metric_name(kind, self.formulation): getattr(self, kind)
+            for kind in METRIC_KINDS
+            if kind != "objective"
+        }
 
 
 class DualImage(ABC):
@@ -115,8 +118,15 @@ class DualImage(ABC):
         return float(np.abs(self.vector(a)).max(initial=0.0))
 
     @abstractmethod
-    def fit_free(self, a: np.ndarray, free: np.ndarray, C: float, penalty: Penalty,
-                 balanced: bool, enough: float = np.inf) -> np.ndarray:
+    def fit_free(
+        self,
+        a: np.ndarray,
+        free: np.ndarray,
+        C: float,
+        penalty: Penalty,
+        balanced: bool,
+        enough: float = np.inf,
+    ) -> np.ndarray:
         """a with its entries on ``free`` chosen in [0, C] so that v(a) meets the model's
         optimality condition (l2: v(a) = w; l1: v(a)_j = sign(w_j) where w_j != 0) and, if
         ``balanced`` (a free bias), sum_i a_i y_i = 0, with the largest sum of a; or, where
@@ -131,8 +141,15 @@ class LinearImage(DualImage):
     compiled, which this layer does not import: a solver family passes it), called as
     ascent(points, s, x, C, passes, tol, goal) with the free set's points y_i x_i as rows."""
 
-    def __init__(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
-                 bias_scale: float | None = None, ascent=None):
+    def __init__(
+        self,
+        X,
+        y: np.ndarray,
+        w: np.ndarray,
+        b: float = 0.0,
+        bias_scale: float | None = None,
+        ascent=None,
+    ):
         super().__init__(y)
         self.ascent = ascent
         self.w = w
@@ -178,8 +195,7 @@ class LinearImage(DualImage):
         fixed = a.copy()
         fixed[free] = 0.0
         if self.ascent is not None and penalty.ascent and not balanced:
-            fixed[free] = self._free_set_ascent(np.clip(a[free], 0.0, C), fixed, free, C,
-                                                enough)
+            fixed[free] = self._free_set_ascent(np.clip(a[free], 0.0, C), fixed, free, C, enough)
             return fixed
         rows, target = penalty.optimality_target(self.w)
         residual = (target - self.vector(fixed))[rows]
@@ -188,8 +204,11 @@ class LinearImage(DualImage):
             largest = float(abs(A_free).max()) if A_free.size else 0.0  # size: nnz if sparse
             weight = BALANCE_WEIGHT * max(1.0, largest)
             row = weight * self.y[free][None, :]
-            A_free = (sp.vstack([A_free, row]).tocsr() if sp.issparse(A_free)
-                      else np.vstack([A_free, row]))
+            A_free = (
+                sp.vstack([A_free, row]).tocsr()
+                if sp.issparse(A_free)
+                else np.vstack([A_free, row])
+            )
             residual = np.append(residual, -weight * (fixed @ self.y))
         if A_free.shape[0] == 0:
             return fixed
@@ -203,8 +222,9 @@ class LinearImage(DualImage):
         points = self.A[:, free].T
         points = points.tocsr() if sp.issparse(points) else points
         s = self.vector(fixed) + np.asarray(points.T @ x).ravel()
-        return self.ascent(points, s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL,
-                           enough - fixed.sum())
+        return self.ascent(
+            points, s, x, C, FREE_SET_PASSES, FREE_SET_GAIN_TOL, enough - fixed.sum()
+        )
 
 
 def _signed_transpose(X, y: np.ndarray) -> sp.csr_matrix:
@@ -212,8 +232,9 @@ def _signed_transpose(X, y: np.ndarray) -> sp.csr_matrix:
     transposed (scipy's broadcast multiply of X^T by y goes through COO, several times
     slower)."""
     X = sp.csr_matrix(X)
-    signed = sp.csr_matrix((X.data * np.repeat(y, np.diff(X.indptr)), X.indices, X.indptr),
-                           shape=X.shape)
+    signed = sp.csr_matrix(
+        (X.data * np.repeat(y, np.diff(X.indptr)), X.indices, X.indptr), shape=X.shape
+    )
     return signed.T.tocsr()
 
 
@@ -226,8 +247,14 @@ def _free_set_fit(A: np.ndarray | sp.csr_matrix, r: np.ndarray, C: float) -> np.
     basis of d columns (without presolve, which finds nothing to remove here and would triple
     the time on ijcnn1). Otherwise x is the bounded least-squares fit, min ||A x - r||^2 over
     the box (lsq_linear)."""
-    lp = linprog(-np.ones(A.shape[1]), A_eq=A, b_eq=r, bounds=(0.0, C), method="highs",
-                 options={"presolve": False})
+    lp = linprog(
+        -np.ones(A.shape[1]),
+        A_eq=A,
+        b_eq=r,
+        bounds=(0.0, C),
+        method="highs",
+        options={"presolve": False},
+    )
     if lp.status == 0:
         return lp.x
     return lsq_linear(A, r, bounds=(0.0, C), method="trf", lsmr_tol="auto", max_iter=200).x
@@ -245,9 +272,19 @@ class KernelImage(DualImage):
     (`numerics.box_ascent.gram_ascent`, compiled, which this layer does not import: a solver
     family passes it), called as ascent(Q, c, x, C, passes, atol)."""
 
-    def __init__(self, X, y: np.ndarray, kernel, Z, coef: np.ndarray, b: float = 0.0,
-                 bias_scale: float | None = None, support: np.ndarray | None = None,
-                 model_norm: float | None = None, ascent=None):
+    def __init__(
+        self,
+        X,
+        y: np.ndarray,
+        kernel,
+        Z,
+        coef: np.ndarray,
+        b: float = 0.0,
+        bias_scale: float | None = None,
+        support: np.ndarray | None = None,
+        model_norm: float | None = None,
+        ascent=None,
+    ):
         super().__init__(y)
         self.X, self.kernel, self.Z, self.coef, self.b = X, kernel, Z, coef, b
         self.bias_scale, self.ascent = bias_scale, ascent
@@ -265,8 +302,11 @@ class KernelImage(DualImage):
             return 0.0
         c = (a * self.y)[nz]
         constant = 0.0 if self.bias_scale is None else (self.bias_scale * c.sum()) ** 2
-        if (self._model is not None and np.array_equal(nz, self._model[0])
-                and np.array_equal(c, self._model[1])):
+        if (
+            self._model is not None
+            and np.array_equal(nz, self._model[0])
+            and np.array_equal(c, self._model[1])
+        ):
             return self._model[2] + constant
         value = float(c @ self.kernel.dot(self.X[nz], self.X[nz], c)) + constant
         self._last = (a.copy(), value)
@@ -288,7 +328,7 @@ class KernelImage(DualImage):
         # v(fixed)(x_i) for i in free, through the kernel alone
         v_at = self.kernel.dot(Xf, self.X[bound], signed) if len(bound) else np.zeros(len(free))
         if self.ascent is not None and penalty.ascent and not balanced:
-            s2 = 0.0 if self.bias_scale is None else self.bias_scale ** 2
+            s2 = 0.0 if self.bias_scale is None else self.bias_scale**2
             Q = (K + s2) * signs
             atol = FREE_SET_GAIN_TOL * abs(enough) if np.isfinite(enough) else 0.0
             start = np.clip(a[free], 0.0, C)
@@ -299,14 +339,16 @@ class KernelImage(DualImage):
             if known and whole and np.array_equal(start, a[free]):
                 # ||v||^2 of the result from a's, as v(a) and v(result) differ on the free set
                 # only: no kernel product over the points held fixed
-                self._last = (fixed.copy(), self._last[1] + 2.0 * (x - start) @ p
-                              + x @ Q @ x - start @ Q @ start)
+                self._last = (
+                    fixed.copy(),
+                    self._last[1] + 2.0 * (x - start) @ p + x @ Q @ x - start @ Q @ start,
+                )
             return fixed
         Q = K * signs
         # c_i = y_i (w(x_i) - v(fixed)(x_i)) for i in free
         c = yf * (self.kernel.dot(Xf, self.Z, self.coef) - v_at)
         if balanced:
-            weight = BALANCE_WEIGHT ** 2 * max(1.0, float(np.abs(Q).max(initial=0.0)))
+            weight = BALANCE_WEIGHT**2 * max(1.0, float(np.abs(Q).max(initial=0.0)))
             Q = Q + weight * signs
             c = c - weight * yf * (fixed @ self.y)
 
@@ -314,8 +356,14 @@ class KernelImage(DualImage):
             Qt = Q @ t
             return 0.5 * t @ Qt - c @ t, Qt - c
 
-        result = minimize(value_and_gradient, np.zeros(len(free)), jac=True, method="L-BFGS-B",
-                          bounds=[(0.0, C)] * len(free), options={"maxiter": 500})
+        result = minimize(
+            value_and_gradient,
+            np.zeros(len(free)),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, C)] * len(free),
+            options={"maxiter": 500},
+        )
         fixed[free] = np.clip(result.x, 0.0, C)
         return fixed
 
@@ -326,10 +374,18 @@ def relative_gap(primal: float, dual: float) -> float:
     return gap / scale if scale > 0 else (0.0 if gap <= 0 else np.inf)
 
 
-def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float,
-            image: DualImage, solver_duals: tuple[np.ndarray, ...] = (),
-            refine: bool = True, tol: float = 0.0,
-            model_duals: Iterable[np.ndarray] = (), own_point: bool = True) -> Certificate:
+def certify(
+    form: Formulation,
+    C: float,
+    margins: np.ndarray,
+    regulariser: float,
+    image: DualImage,
+    solver_duals: tuple[np.ndarray, ...] = (),
+    refine: bool = True,
+    tol: float = 0.0,
+    model_duals: Iterable[np.ndarray] = (),
+    own_point: bool = True,
+) -> Certificate:
     """The certificate of a model with ``margins`` and regulariser value ``regulariser``
     (`Formulation.regulariser`: R(w) with a penalised bias's part) for formulation ``form``.
 
@@ -370,8 +426,9 @@ def certify(form: Formulation, C: float, margins: np.ndarray, regulariser: float
     return Certificate(form.name, primal, float(best), source, refined)
 
 
-def _free_set_points(C: float, margins: np.ndarray, image: DualImage, form: Formulation,
-                     enough: float):
+def _free_set_points(
+    C: float, margins: np.ndarray, image: DualImage, form: Formulation, enough: float
+):
     """The hinge's refinements: a_i from the optimality condition on the points whose margin
     lies within delta of 1, for growing delta (computed one at a time, when asked for, each
     from the last; ``enough``: see `DualImage.fit_free`)."""

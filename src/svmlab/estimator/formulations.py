@@ -61,6 +61,7 @@ class Scaling(NamedTuple):
 
 # -- losses -----------------------------------------------------------------------------------
 
+
 class Loss(ABC):
     """phi of the margin violation z = 1 - m, summed over the samples (without C)."""
 
@@ -201,8 +202,9 @@ class SmoothedHinge(NamedTuple):
 
     def scaling(self, a, C):
         top = a.max(initial=0.0)
-        return Scaling(2.0, float((self.width * a) @ a) / (2.0 * C), 0.0,
-                       C / top if top > 0 else np.inf)
+        return Scaling(
+            2.0, float((self.width * a) @ a) / (2.0 * C), 0.0, C / top if top > 0 else np.inf
+        )
 
     feasible = Loss.feasible
 
@@ -216,6 +218,7 @@ Loss.register(SmoothedHinge)
 
 
 # -- penalties --------------------------------------------------------------------------------
+
 
 class Penalty(ABC):
     """R(w), the regulariser, and its conjugate R*, with what the certificates ask of it: R from
@@ -328,8 +331,10 @@ class ElasticNet(Penalty):
         the |v_j| = s past their kinks) that lies before the next kink, clipped to t's
         interval."""
         if loss.degree != 2.0 and loss.coef != 0.0:
-            raise ValueError(f"the elastic net's dual bound needs a loss whose conjugate is "
-                             f"quadratic along a ray; got degree {loss.degree}")
+            raise ValueError(
+                f"the elastic net's dual bound needs a loss whose conjugate is "
+                f"quadratic along a ray; got degree {loss.degree}"
+            )
         H, v = loss.coef, image.vector(a)
         size = np.abs(v)
         size = size[size > 0.0]
@@ -337,15 +342,17 @@ class ElasticNet(Penalty):
             t = 0.0
         elif self.lam == 0.0:
             largest = size.max(initial=0.0)
-            t = min(self.mu / largest if largest > 0.0 else np.inf,
-                    S / (2.0 * H) if H > 0.0 else np.inf)
+            t = min(
+                self.mu / largest if largest > 0.0 else np.inf, S / (2.0 * H) if H > 0.0 else np.inf
+            )
         else:
             kinks = self.mu / size
             order = np.argsort(kinks)
             kinks, size = kinks[order], size[order]
             with np.errstate(divide="ignore"):
-                roots = ((self.lam * S + self.mu * np.cumsum(np.append(0.0, size)))
-                         / (2.0 * self.lam * H + np.cumsum(np.append(0.0, size * size))))
+                roots = (self.lam * S + self.mu * np.cumsum(np.append(0.0, size))) / (
+                    2.0 * self.lam * H + np.cumsum(np.append(0.0, size * size))
+                )
             within = np.flatnonzero(roots <= np.append(kinks, np.inf))
             t = roots[within[0]] if len(within) else np.inf
         t = min(max(t, loss.lower), loss.upper)
@@ -391,6 +398,7 @@ def best_on_ray(loss: Scaling, penalty: Scaling, S: float) -> float:
 
 
 # -- the bias ---------------------------------------------------------------------------------
+
 
 class NoBias:
     """f(x) = w.phi(x): the dual has no equality."""
@@ -441,6 +449,7 @@ class PenalisedBias(NoBias):
 
 # -- the margin -------------------------------------------------------------------------------
 
+
 class UnitMargin:
     """The margin 1: C sum_i phi(1 - m_i), and the dual's linear term sum_i a_i."""
 
@@ -490,6 +499,7 @@ class FreeMargin(UnitMargin):
 
 # -- the formulation and its metric names ---------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Formulation:
     """What a solver minimises, from its parts: R(w) (+ the bias's part) + the loss term."""
@@ -521,8 +531,13 @@ class Formulation:
         return float(regulariser + self.margin.data_term(self.loss, margins, C))
 
 
-LOSSES = {"hinge": Hinge, "squared_hinge": SquaredHinge, "squared": Squared,
-          "power_hinge": PowerHinge, "smoothed_hinge": SmoothedHinge}
+LOSSES = {
+    "hinge": Hinge,
+    "squared_hinge": SquaredHinge,
+    "squared": Squared,
+    "power_hinge": PowerHinge,
+    "smoothed_hinge": SmoothedHinge,
+}
 PENALTIES = {"l2": L2, "l1": L1, "elastic_net": ElasticNet}
 BIASES = {"none": NoBias, "free": FreeBias, "penalised": PenalisedBias}
 
@@ -533,11 +548,14 @@ L2SVM = Formulation(SquaredHinge(), L2(), PenalisedBias(1.0), FreeMargin(), labe
 METRIC_KINDS = ("objective", "primal", "dual", "gap", "rel_gap")
 _NAME = re.compile(
     "(?P<loss>{})_(?P<penalty>{})(?P<bias>{})|(?P<label>{})".format(
-        "|".join(getattr(part, "name_pattern", None) or re.escape(part.name)
-                 for part in LOSSES.values()),
-        "|".join(PENALTIES), "|".join(sorted({b.suffix for b in BIASES.values()}, key=len,
-                                             reverse=True)),
-        re.escape(L2SVM.name)))
+        "|".join(
+            getattr(part, "name_pattern", None) or re.escape(part.name) for part in LOSSES.values()
+        ),
+        "|".join(PENALTIES),
+        "|".join(sorted({b.suffix for b in BIASES.values()}, key=len, reverse=True)),
+        re.escape(L2SVM.name),
+    )
+)
 _METRIC = re.compile(f"(?P<kind>{'|'.join(METRIC_KINDS)})_(?P<formulation>{_NAME.pattern})")
 
 
@@ -554,11 +572,13 @@ def metric_name(kind: str, formulation: str) -> str:
     ('objective_hinge_l2'): every model's objectives are evaluated with its bias unpenalised."""
     parts = _NAME.fullmatch(formulation)
     if kind not in METRIC_KINDS or parts is None:
-        raise ValueError(f"no metric {kind!r} of {formulation!r}; kinds {METRIC_KINDS}, "
-                         f"formulations <loss>_<penalty>[_bias|_penalised_bias] or "
-                         f"{L2SVM.name}")
+        raise ValueError(
+            f"no metric {kind!r} of {formulation!r}; kinds {METRIC_KINDS}, "
+            f"formulations <loss>_<penalty>[_bias|_penalised_bias] or "
+            f"{L2SVM.name}"
+        )
     if kind == "objective" and parts["bias"]:
-        formulation = formulation[:parts.start("bias")]
+        formulation = formulation[: parts.start("bias")]
     return f"{kind}_{formulation}"
 
 

@@ -56,8 +56,12 @@ def resolve_gamma(gamma: float | str, X, kernel: str) -> float:
 def canonical_csr(X) -> sp.csr_matrix:
     """X as CSR with sorted indices and no stored zeros: a dense array and its CSR copy then
     hold the same values in the same order, and every sum over them adds the same terms."""
-    if sp.issparse(X) and X.format == "csr" and X.has_canonical_format and (
-            np.count_nonzero(X.data) == X.nnz):
+    if (
+        sp.issparse(X)
+        and X.format == "csr"
+        and X.has_canonical_format
+        and (np.count_nonzero(X.data) == X.nnz)
+    ):
         return X
     X = sp.csr_matrix(X, dtype=np.float64, copy=True)
     X.eliminate_zeros()
@@ -86,8 +90,15 @@ class Kernel:
         """Dense K(A, B) of shape (n_A, n_B); A and B may be dense or CSR."""
         if _compiled is not None:
             return _compiled[0](self, A, B)
-        return pairwise_kernels(A, B, metric=self.name, filter_params=True,
-                                gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+        return pairwise_kernels(
+            A,
+            B,
+            metric=self.name,
+            filter_params=True,
+            gamma=self.gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+        )
 
     def dot(self, A, B, coef: np.ndarray) -> np.ndarray:
         """K(A, B) @ coef, computed in row blocks of A of at most BLOCK_BYTES each."""

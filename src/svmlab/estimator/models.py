@@ -48,17 +48,27 @@ class _CertifiedModel(SVMClassifier):
 
     def _certificate(self, X, y: np.ndarray) -> Certificate:
         squared_l2, l1 = self._regularizer_norms()
-        return self._certify(X, y, y * self._decision_of(X), squared_l2, l1,
-                             float(self.intercept_[0]), self._dual_image(X, y),
-                             self._solver_duals(y), tol=self._certificate_tol())
+        return self._certify(
+            X,
+            y,
+            y * self._decision_of(X),
+            squared_l2,
+            l1,
+            float(self.intercept_[0]),
+            self._dual_image(X, y),
+            self._solver_duals(y),
+            tol=self._certificate_tol(),
+        )
 
-    def _certify(self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True,
-                 tol=0.0) -> Certificate:
+    def _certify(
+        self, X, y, margins, squared_l2, l1, b, image, duals=(), refine=True, tol=0.0
+    ) -> Certificate:
         """The certificate of a model with these margins, norms and bias under
         `_formulation()` (``refine``, ``tol``: see `certificates.certify`)."""
         form = self._formulation()
-        return certify(form, self.C, margins, form.regulariser(squared_l2, l1, b), image, duals,
-                       refine, tol)
+        return certify(
+            form, self.C, margins, form.regulariser(squared_l2, l1, b), image, duals, refine, tol
+        )
 
     @abstractmethod
     def _dual_image(self, X, y: np.ndarray):
@@ -86,15 +96,23 @@ class LinearSVMClassifier(_CertifiedModel):
         return self._linear_image(X, y, self.coef_[0], float(self.intercept_[0]))
 
     def _linear_image(self, X, y, w: np.ndarray, b: float) -> LinearImage:
-        return LinearImage(X, y, w, b, self._formulation().bias.scale,
-                           self._free_set_ascent)
+        return LinearImage(X, y, w, b, self._formulation().bias.scale, self._free_set_ascent)
 
-    def _weights_certificate(self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0,
-                             refine: bool = True) -> Certificate:
+    def _weights_certificate(
+        self, X, y: np.ndarray, w: np.ndarray, b: float = 0.0, refine: bool = True
+    ) -> Certificate:
         """The certificate of the weights (w, b), e.g. an iterate, on (X, y) (``refine``: see
         `certificates.certify`)."""
-        return self._certify(X, y, y * (X @ w + b), float(w @ w), float(np.abs(w).sum()), b,
-                             self._linear_image(X, y, w, b), refine=refine)
+        return self._certify(
+            X,
+            y,
+            y * (X @ w + b),
+            float(w @ w),
+            float(np.abs(w).sum()),
+            b,
+            self._linear_image(X, y, w, b),
+            refine=refine,
+        )
 
 
 class KernelSVMClassifier(_CertifiedModel):
@@ -151,8 +169,12 @@ class KernelSVMClassifier(_CertifiedModel):
         """``support_`` (indices of training rows) if the support vectors are those rows of X,
         else None (a solver whose support vectors are not training points sets no support_)."""
         support, vectors = getattr(self, "support_", None), self.support_vectors_
-        if (support is None or sp.issparse(X) != sp.issparse(vectors)
-                or X.shape[1] != vectors.shape[1] or np.any(support >= X.shape[0])):
+        if (
+            support is None
+            or sp.issparse(X) != sp.issparse(vectors)
+            or X.shape[1] != vectors.shape[1]
+            or np.any(support >= X.shape[0])
+        ):
             return None
         rows = X[support]
         same = (rows != vectors).nnz == 0 if sp.issparse(rows) else np.array_equal(rows, vectors)
@@ -164,11 +186,21 @@ class KernelSVMClassifier(_CertifiedModel):
             return LinearImage(X, y, self.coef_[0], b, scale)
         support = self._support_rows(X)
         # ||w||^2 only where it costs no kernel product and the image can use it
-        known = (support is not None and self._fit_decision is not None
-                 and self._fit_decision[0] is X)
-        return KernelImage(X, y, self._kernel(), self.support_vectors_, self.dual_coef_[0], b,
-                           scale, support, self._regularizer_norms()[0] if known else None,
-                           self._free_set_ascent)
+        known = (
+            support is not None and self._fit_decision is not None and self._fit_decision[0] is X
+        )
+        return KernelImage(
+            X,
+            y,
+            self._kernel(),
+            self.support_vectors_,
+            self.dual_coef_[0],
+            b,
+            scale,
+            support,
+            self._regularizer_norms()[0] if known else None,
+            self._free_set_ascent,
+        )
 
     @property
     def coef_(self) -> np.ndarray:

@@ -59,15 +59,18 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Train one clone of estimator per pair of classes; raise DataError for < 2 classes."""
         self._validate_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             ensure_all_finite=False)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False
+        )
         X = finite_csr_int32(X)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         n_classes = len(self.classes_)
         if n_classes < 2:
-            raise DataError(f"y has {n_classes} class (values found: {listed(self.classes_)}); "
-                            "one-vs-one classification needs samples of at least two classes")
+            raise DataError(
+                f"y has {n_classes} class (values found: {listed(self.classes_)}); "
+                "one-vs-one classification needs samples of at least two classes"
+            )
         template = clone(self.estimator)
         self.gamma_ = None
         if "gamma" in template.get_params(deep=False):
@@ -90,8 +93,11 @@ class OneVsOneClassifier(ClassifierMixin, BaseEstimator):
     def votes(self, X) -> np.ndarray:
         """Votes of the binary models for each class: int array of shape (n_samples, K)."""
         check_is_fitted(self)
-        X = finite_csr_int32(validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                                            reset=False, ensure_all_finite=False))
+        X = finite_csr_int32(
+            validate_data(
+                self, X, accept_sparse="csr", dtype=np.float64, reset=False, ensure_all_finite=False
+            )
+        )
         counts = np.zeros((X.shape[0], len(self.classes_)), dtype=np.int64)
         for (i, j), model in zip(self.pairs_, self.estimators_, strict=True):
             for_j = model.predict(X) == self.classes_[j]

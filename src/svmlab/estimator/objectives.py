@@ -24,8 +24,9 @@ import numpy as np
 from svmlab.estimator.formulations import L1, L2, Formulation, Hinge, Squared, SquaredHinge
 
 # the formulations whose objectives every solver reports (the l1 ones for linear models)
-COMMON = tuple(Formulation(loss, penalty) for loss in (Hinge(), SquaredHinge())
-               for penalty in (L2(), L1()))
+COMMON = tuple(
+    Formulation(loss, penalty) for loss in (Hinge(), SquaredHinge()) for penalty in (L2(), L1())
+)
 LEAST_SQUARES = Formulation(Squared(), L2())
 
 
@@ -36,15 +37,22 @@ def primal_objectives(
 
     The l1 objectives are left out when `l1_norm` is None (kernel models).
     """
-    return {form.metric("objective"): _objective(form, margins, squared_l2_norm, l1_norm, C)
-            for form in COMMON if l1_norm is not None or not isinstance(form.penalty, L1)}
+    return {
+        form.metric("objective"): _objective(form, margins, squared_l2_norm, l1_norm, C)
+        for form in COMMON
+        if l1_norm is not None or not isinstance(form.penalty, L1)
+    }
 
 
-def least_squares_objectives(margins: np.ndarray, squared_l2_norm: float,
-                             C: float) -> dict[str, float]:
+def least_squares_objectives(
+    margins: np.ndarray, squared_l2_norm: float, C: float
+) -> dict[str, float]:
     """The LS-SVM objective of the module docstring."""
-    return {LEAST_SQUARES.metric("objective"):
-            _objective(LEAST_SQUARES, margins, squared_l2_norm, None, C)}
+    return {
+        LEAST_SQUARES.metric("objective"): _objective(
+            LEAST_SQUARES, margins, squared_l2_norm, None, C
+        )
+    }
 
 
 def _objective(form: Formulation, margins, squared_l2_norm, l1_norm, C) -> float:

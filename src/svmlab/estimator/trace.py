@@ -119,8 +119,13 @@ class Trace:
         library's; a loop records through `buffered`)."""
         time_s = self.elapsed()
         with self.paused():
-            self._add({"iteration": [iteration], "time_s": [time_s],
-                       **{k: [v] for k, v in values.items()}})
+            self._add(
+                {
+                    "iteration": [iteration],
+                    "time_s": [time_s],
+                    **{k: [v] for k, v in values.items()},
+                }
+            )
 
     def extend(self, columns: dict[str, np.ndarray]) -> None:
         """Record many rows given as equal-length columns, 'time_s' included (rows recorded by
@@ -142,16 +147,22 @@ class Trace:
         """Move the rows of a numba loop's TraceBuffer (its columns after iteration and time_s
         are ``names``) into the trace, and empty the buffer."""
         with self.paused():
-            rows = buffer.rows[:buffer.meta[0]]
+            rows = buffer.rows[: buffer.meta[0]]
             buffer.meta[0] = 0
-            self._add({"iteration": rows[:, 0], "time_s": rows[:, 1],
-                       **{name: rows[:, 2 + k] for k, name in enumerate(names)}})
+            self._add(
+                {
+                    "iteration": rows[:, 0],
+                    "time_s": rows[:, 1],
+                    **{name: rows[:, 2 + k] for k, name in enumerate(names)},
+                }
+            )
 
     def _add(self, columns: dict) -> None:
         missing = [name for name in REQUIRED_COLUMNS if name not in columns]
         if missing:
-            raise ValueError(f"a trace row needs the columns {list(REQUIRED_COLUMNS)}; "
-                             f"missing {missing}")
+            raise ValueError(
+                f"a trace row needs the columns {list(REQUIRED_COLUMNS)}; missing {missing}"
+            )
         lengths = {name: len(values) for name, values in columns.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"trace columns must have equal lengths; got {lengths}")
@@ -159,8 +170,10 @@ class Trace:
         n = lengths["iteration"]
         if not n:
             return
-        chunk = {name: np.array(values, dtype=np.int64 if name == "iteration" else np.float64)
-                 for name, values in columns.items()}
+        chunk = {
+            name: np.array(values, dtype=np.int64 if name == "iteration" else np.float64)
+            for name, values in columns.items()
+        }
         for name, values in chunk.items():
             self._chunks[name].append(values)
         if len(self._chunks["iteration"]) >= MAX_CHUNKS:  # keep few arrays (pickling, memmaps)
@@ -184,22 +197,34 @@ class Trace:
 
     def _progress(self) -> None:
         now = time.monotonic()
-        if (not self.progress or now - self._last_progress < PROGRESS_EVERY_S
-                or not progress_log.isEnabledFor(logging.INFO)):
+        if (
+            not self.progress
+            or now - self._last_progress < PROGRESS_EVERY_S
+            or not progress_log.isEnabledFor(logging.INFO)
+        ):
             return
         self._last_progress = now
         last = self._last
-        shown = [f"{k}={v:.6g}" for k, v in last.items()
-                 if getattr(parse_metric(k), "kind", None) in ("objective", "rel_gap")
-                 and np.isfinite(v)]
-        progress_log.info("iteration %d  %s  solver %.1f s, wall %.1f s", last["iteration"],
-                          "  ".join(shown[:3]), last["time_s"], now - self._wall_start)
+        shown = [
+            f"{k}={v:.6g}"
+            for k, v in last.items()
+            if getattr(parse_metric(k), "kind", None) in ("objective", "rel_gap") and np.isfinite(v)
+        ]
+        progress_log.info(
+            "iteration %d  %s  solver %.1f s, wall %.1f s",
+            last["iteration"],
+            "  ".join(shown[:3]),
+            last["time_s"],
+            now - self._wall_start,
+        )
 
     def columns(self) -> dict[str, np.ndarray]:
         """Column name -> array ('iteration' int64, everything else float64)."""
         dtype = {"iteration": np.int64}
-        return {name: np.concatenate(chunks) if chunks else np.empty(0, dtype.get(name, float))
-                for name, chunks in self._chunks.items()}
+        return {
+            name: np.concatenate(chunks) if chunks else np.empty(0, dtype.get(name, float))
+            for name, chunks in self._chunks.items()
+        }
 
     def __len__(self) -> int:
         return self._rows
@@ -238,8 +263,10 @@ class RowBuffer:
         with self.paused():
             for name, value in {"iteration": iteration, "time_s": time_s, **values}.items():
                 self.columns.setdefault(name, []).append(value)
-            if (len(self.columns["iteration"]) >= BATCH_ROWS
-                    or time.monotonic() - self._moved_at >= SLICE_S):
+            if (
+                len(self.columns["iteration"]) >= BATCH_ROWS
+                or time.monotonic() - self._moved_at >= SLICE_S
+            ):
                 self.flush()
 
     def flush(self) -> None:

@@ -28,7 +28,8 @@ def finite_csr_int32(X):
     if not sp.issparse(X):
         return _compiled_layout(X)
     if (X.indices.dtype != np.int32 or X.indptr.dtype != np.int32) and (
-            X.nnz > np.iinfo(np.int32).max):
+        X.nnz > np.iinfo(np.int32).max
+    ):
         raise DataError(f"X has {X.nnz} stored entries; CSR input is limited to 2**31 - 1")
     parts = (X.data, X.indices, X.indptr)
     kept = tuple(_compiled_layout(a, dtype) for a, dtype in zip(parts, (None, np.int32, np.int32)))
@@ -53,15 +54,20 @@ def two_classes(y: np.ndarray) -> np.ndarray:
     check_classification_targets(y)
     classes = np.unique(y)
     if len(classes) == 1:
-        raise DataError(f"y has 1 class (values found: {listed(classes)}); a binary SVM "
-                        "needs samples of exactly two classes")
+        raise DataError(
+            f"y has 1 class (values found: {listed(classes)}); a binary SVM "
+            "needs samples of exactly two classes"
+        )
     if len(classes) > 2:
-        raise DataError(f"Only binary classification is supported: y has {len(classes)} classes "
-                        f"(values found: {listed(classes)}); svmlab solvers need exactly two")
+        raise DataError(
+            f"Only binary classification is supported: y has {len(classes)} classes "
+            f"(values found: {listed(classes)}); svmlab solvers need exactly two"
+        )
     return classes
 
 
 def tiny_subset(y: np.ndarray, per_class: int = 4) -> np.ndarray:
     """Indices of the first ``per_class`` samples of each class of y in {-1, +1}, in order."""
-    return np.sort(np.concatenate([np.flatnonzero(y == label)[:per_class]
-                                   for label in (-1.0, 1.0)]))
+    return np.sort(
+        np.concatenate([np.flatnonzero(y == label)[:per_class] for label in (-1.0, 1.0)])
+    )

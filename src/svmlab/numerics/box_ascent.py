@@ -53,8 +53,9 @@ def box_ascent(rows, s, x, C, passes, tol, goal=np.inf, shrink=0.0):
         for j in order:
             start, end = indptr[j], indptr[j + 1]
             if shrink > 0.0:
-                new, rise = _shrunk_update(data, indices, start, end, dense, s, x[j], C, shrink,
-                                           kinks, changes)
+                new, rise = _shrunk_update(
+                    data, indices, start, end, dense, s, x[j], C, shrink, kinks, changes
+                )
             else:
                 slope = 1.0
                 for k in range(start, end):
@@ -125,11 +126,13 @@ def _shrunk_update(data, indices, start, end, dense, s, x, C, shrink, kinks, cha
     else:
         t = C - x if slope > 0.0 else -x if slope < 0.0 else 0.0
     if _crosses(data, indices, start, end, dense, s, t, shrink):
-        t = _shrunk_step(data, indices, start, end, dense, s, slope, -x, C - x, shrink, kinks,
-                         changes)
+        t = _shrunk_step(
+            data, indices, start, end, dense, s, slope, -x, C - x, shrink, kinks, changes
+        )
         new = min(max(x + t, 0.0), C)
-        return new, new - x - _half_square_change(data, indices, start, end, dense, s, new - x,
-                                                  shrink)
+        return new, new - x - _half_square_change(
+            data, indices, start, end, dense, s, new - x, shrink
+        )
     new = min(max(x + t, 0.0), C)
     return new, (new - x) * (slope - 0.5 * (new - x) * curvature)
 
@@ -140,15 +143,18 @@ def _crosses(data, indices, start, end, dense, s, t, shrink):
     for k in range(start, end):
         u = s[k - start if dense else indices[k]]
         v = u + t * data[k]
-        if ((u > shrink) != (v > shrink) or (u < -shrink) != (v < -shrink)
-                or u == shrink or u == -shrink):
+        if (
+            (u > shrink) != (v > shrink)
+            or (u < -shrink) != (v < -shrink)
+            or u == shrink
+            or u == -shrink
+        ):
             return True
     return False
 
 
 @njit(cache=True)
-def _shrunk_step(data, indices, start, end, dense, s, slope, lower, upper, shrink, kinks,
-                 changes):
+def _shrunk_step(data, indices, start, end, dense, s, slope, lower, upper, shrink, kinks, changes):
     """The maximiser t in [lower, upper] of t - 1/2 ||S(s + t r)||^2 (``slope``: its slope at
     0). The slope is non-increasing and linear between the kinks where s_k + t r_k = +-shrink,
     with curvature the sum of r_k^2 over the coordinates beyond the threshold; the kinks ahead
@@ -163,8 +169,12 @@ def _shrunk_step(data, indices, start, end, dense, s, slope, lower, upper, shrin
         if r == 0.0:
             continue
         u, outward = s[k - start if dense else indices[k]], ahead * r
-        if (u > shrink or u < -shrink or (u == shrink and outward > 0)
-                or (u == -shrink and outward < 0)):
+        if (
+            u > shrink
+            or u < -shrink
+            or (u == shrink and outward > 0)
+            or (u == -shrink and outward < 0)
+        ):
             curvature += r * r
         for edge in (shrink, -shrink):
             distance = (edge - u) / outward

@@ -46,9 +46,9 @@ class PointSet(NamedTuple):
 
     rows: Rows
     sq_norms: np.ndarray  # ||x_i||^2
-    work: np.ndarray      # zeroed scatter buffer of n_features
-    columns: Rows         # sparse: the rows of X^T (by-column products); dense: empty
-    acc: np.ndarray       # sparse: zeroed accumulator of n_points; dense: empty
+    work: np.ndarray  # zeroed scatter buffer of n_features
+    columns: Rows  # sparse: the rows of X^T (by-column products); dense: empty
+    acc: np.ndarray  # sparse: zeroed accumulator of n_points; dense: empty
 
 
 def point_set(X) -> PointSet:
@@ -56,8 +56,13 @@ def point_set(X) -> PointSet:
     rows = rows_of(X)
     sparse = sp.issparse(X)
     columns = rows_of(X.T.tocsr()) if sparse else rows_of(np.empty((0, 0)))
-    return PointSet(rows, row_norms(rows)[1], np.zeros(X.shape[1]), columns,
-                    np.zeros(X.shape[0] if sparse else 0))
+    return PointSet(
+        rows,
+        row_norms(rows)[1],
+        np.zeros(X.shape[1]),
+        columns,
+        np.zeros(X.shape[0] if sparse else 0),
+    )
 
 
 def rows_layout(X):

@@ -58,13 +58,17 @@ def loss_terms(loss, i, m):
 @overload(loss_terms)
 def _loss_terms(loss, i, m):
     if getattr(loss, "fields", None) == ("width",):  # h_t with t = width[i]: c = u
+
         def smoothed_hinge_terms(loss, i, m):
             value, u = smoothed_hinge(m, loss.width[i])
             return value, max(0.0, m), u
+
         return smoothed_hinge_terms
     if getattr(loss, "instance_class", None) is SquaredLoss:
+
         def squared_terms(loss, i, m):
             return m * m, m * m, m
+
         return squared_terms
     return None
 

@@ -26,9 +26,9 @@ from svmlab.numerics.losses import loss_terms
 class Rows(NamedTuple):
     """A matrix as rows: data[indptr[i]:indptr[i+1]] holds row i (CSR or dense C-order)."""
 
-    data: np.ndarray     # float64
+    data: np.ndarray  # float64
     indices: np.ndarray  # uint32 column indices (CSR), empty for dense rows
-    indptr: np.ndarray   # uint64, n_rows + 1
+    indptr: np.ndarray  # uint64, n_rows + 1
     dense: bool
     n_rows: int
     n_cols: int
@@ -40,8 +40,9 @@ def rows_of(X) -> Rows:
     if sp.issparse(X):
         return Rows(X.data, X.indices.view(np.uint32), X.indptr.astype(np.uint64), False, n, p)
     X = np.ascontiguousarray(X, dtype=np.float64)
-    return Rows(X.reshape(-1), np.empty(0, np.uint32), np.arange(n + 1, dtype=np.uint64) * p,
-                True, n, p)
+    return Rows(
+        X.reshape(-1), np.empty(0, np.uint32), np.arange(n + 1, dtype=np.uint64) * p, True, n, p
+    )
 
 
 @njit(cache=True)

@@ -26,16 +26,19 @@ ITERATION, TIME_S = 0, 1  # the first two columns of every buffer row
 @intrinsic
 def _clock_gettime_ns(typingctx, clock_id):
     """clock_gettime(clock_id) in nanoseconds, called from compiled code."""
+
     def codegen(context, builder, signature, args):
         i64, i32 = ir.IntType(64), ir.IntType(32)
         timespec = ir.LiteralStructType([i64, i64])
         fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(i32, [i32, timespec.as_pointer()]), "clock_gettime")
+            builder.module, ir.FunctionType(i32, [i32, timespec.as_pointer()]), "clock_gettime"
+        )
         ts = cgutils.alloca_once(builder, timespec)
         builder.call(fn, [builder.trunc(args[0], i32), ts])
         sec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 0))
         nsec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 1))
         return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
+
     return types.int64(types.int64), codegen
 
 
@@ -49,8 +52,8 @@ class TraceBuffer(NamedTuple):
     """Rows recorded by a numba loop: column 0 the iteration, column 1 the solver time in
     seconds, then the loop's own columns. ``meta`` = [rows used, slice deadline in ns]."""
 
-    rows: np.ndarray   # (capacity, n_columns) float64
-    meta: np.ndarray   # int64[2]
+    rows: np.ndarray  # (capacity, n_columns) float64
+    meta: np.ndarray  # int64[2]
     clock: np.ndarray  # int64[2]: [start_ns, paused_ns], shared with the SolverClock
 
 

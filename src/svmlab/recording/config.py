@@ -49,8 +49,11 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 #: what YAML 1.1 reads as a boolean: such a string is quoted, as are numbers' spellings
-YAML_BOOLS = {f(word) for word in ("y", "yes", "n", "no", "true", "false", "on", "off")
-              for f in (str.lower, str.capitalize, str.upper)}
+YAML_BOOLS = {
+    f(word)
+    for word in ("y", "yes", "n", "no", "true", "false", "on", "off")
+    for f in (str.lower, str.capitalize, str.upper)
+}
 
 
 class _Dumper(yaml.Dumper):
@@ -72,23 +75,40 @@ _Dumper.add_representer(str, _quoted_if_ambiguous)
 
 def as_yaml(value) -> str:
     """A config or a list of overrides as YAML, in the order of its keys."""
-    return yaml.dump(value, Dumper=_Dumper, default_flow_style=False, allow_unicode=True,
-                     sort_keys=False)
+    return yaml.dump(
+        value, Dumper=_Dumper, default_flow_style=False, allow_unicode=True, sort_keys=False
+    )
 
 
-def config_record(tree: Mapping, overrides: list[str], solver: str,
-                  sweep_dir: str | None = None, job_num: int | None = None) -> RunRecord:
+def config_record(
+    tree: Mapping,
+    overrides: list[str],
+    solver: str,
+    sweep_dir: str | None = None,
+    job_num: int | None = None,
+) -> RunRecord:
     """The flattened config (params), the run's tags (``solver`` names the solver: its config
     group's option; a sweep's folder and the job's number where it is one) and the config and
     its overrides as texts (``config/config.yaml``, ``config/overrides.yaml``)."""
-    tags = {"solver": solver, "dataset": tree["dataset"]["name"],
-            "kernel": tree["kernel"]["name"], "seed": tree["seed"],
-            VERSION_TAG: svmlab.__version__, GIT_COMMIT_TAG: git_commit(),
-            SWEEP_DIR_TAG: sweep_dir, JOB_NUM_TAG: job_num,
-            DIGEST_TAG: config_digest(tree)}
-    return RunRecord(params=flatten(tree), tags=tags,
-                     texts={"config/config.yaml": as_yaml(tree),
-                            "config/overrides.yaml": as_yaml(list(overrides))})
+    tags = {
+        "solver": solver,
+        "dataset": tree["dataset"]["name"],
+        "kernel": tree["kernel"]["name"],
+        "seed": tree["seed"],
+        VERSION_TAG: svmlab.__version__,
+        GIT_COMMIT_TAG: git_commit(),
+        SWEEP_DIR_TAG: sweep_dir,
+        JOB_NUM_TAG: job_num,
+        DIGEST_TAG: config_digest(tree),
+    }
+    return RunRecord(
+        params=flatten(tree),
+        tags=tags,
+        texts={
+            "config/config.yaml": as_yaml(tree),
+            "config/overrides.yaml": as_yaml(list(overrides)),
+        },
+    )
 
 
 def run_name(record: RunRecord) -> str:
@@ -108,8 +128,13 @@ def git_commit() -> str | None:
     source = Path(svmlab.__file__).resolve()
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(source.parent), *args], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(source.parent), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
 
     try:
         git("ls-files", "--error-unmatch", source.name)

@@ -23,8 +23,9 @@ from svmlab.vocabulary import (
 )
 
 
-def fit_record(estimator, dataset, compile_s: float = 0.0, fold: int | None = None,
-               start_ms: int = 0) -> tuple[RunRecord, dict[str, float]]:
+def fit_record(
+    estimator, dataset, compile_s: float = 0.0, fold: int | None = None, start_ms: int = 0
+) -> tuple[RunRecord, dict[str, float]]:
     """The record of a fit (its trace and records, its final metrics on ``dataset`` with the
     warm-up's ``compile_s``, its tags) and the metrics. A fold (``fold=k``, one of a trial's
     fits) has its final metrics at step k rather than at its last iteration, and its trace and
@@ -32,8 +33,9 @@ def fit_record(estimator, dataset, compile_s: float = 0.0, fold: int | None = No
     the time of its trace's first row."""
     record = trace_record(estimator.trace_.columns(), fold, start_ms)
     for name, columns in estimator.records_.items():  # e.g. a budget's merges
-        record.tables[f"records/fold{fold}/{name}.parquet" if fold
-                      else f"records/{name}.parquet"] = columns
+        record.tables[
+            f"records/fold{fold}/{name}.parquet" if fold else f"records/{name}.parquet"
+        ] = columns
     metrics = evaluate(estimator, dataset)
     metrics["compile_time_s"] += compile_s
     record.tags = fit_tags(estimator)
@@ -105,8 +107,11 @@ def check_finite(values: dict[str, float], what: str) -> None:
 def check_trace_finite(columns: dict[str, np.ndarray]) -> None:
     """Refuse a convergence trace (its columns) with NaN or inf, except NaN in a gap column,
     which means the gap was not computed at that row (``svmlab.estimator.trace``)."""
-    bad = sorted(k for k, col in columns.items()
-                 if not np.all(np.isfinite(col) | (np.isnan(col) & certified_gap(k))))
+    bad = sorted(
+        k
+        for k, col in columns.items()
+        if not np.all(np.isfinite(col) | (np.isnan(col) & certified_gap(k)))
+    )
     if bad:
         raise TrainingError(f"the convergence trace contains NaN or inf in: {', '.join(bad)}")
 
@@ -120,33 +125,43 @@ def fit_tags(estimator) -> dict:
     (where the solver names one), the rule, the certificate's formulation (or why there is
     none), and WARM_START_TAG where it started from another fit."""
     certificate = estimator.certificate_
-    return {WARM_START_TAG: "true" if estimator.warm_started_ else None,
-            CONVERGED_TAG: str(bool(estimator.converged_)).lower(),
-            STOP_REASON_TAG: estimator.stop_reason_,
-            STOPPING_RULE_TAG: estimator.stopping_rule(),
-            FORMULATION_TAG: certificate.formulation if certificate else None,
-            CERTIFICATE_TAG: (f"certified by a dual point from the {certificate.source}"
-                                   + (" (the free-set refinement tried)"
-                                      if certificate.refined else "")
-                                   if certificate else "none: no dual bound for this solver")}
+    return {
+        WARM_START_TAG: "true" if estimator.warm_started_ else None,
+        CONVERGED_TAG: str(bool(estimator.converged_)).lower(),
+        STOP_REASON_TAG: estimator.stop_reason_,
+        STOPPING_RULE_TAG: estimator.stopping_rule(),
+        FORMULATION_TAG: certificate.formulation if certificate else None,
+        CERTIFICATE_TAG: (
+            f"certified by a dual point from the {certificate.source}"
+            + (" (the free-set refinement tried)" if certificate.refined else "")
+            if certificate
+            else "none: no dual bound for this solver"
+        ),
+    }
 
 
 def certified_line(estimator) -> str:
     """What the fit proved of itself: the certified relative duality gap of the problem it
     solved, and whether its stopping rule held."""
     certificate = estimator.certificate_
-    return certificate_text(certificate and (certificate.formulation, certificate.rel_gap,
-                                             certificate.primal, certificate.dual),
-                            estimator.converged_, estimator.stopping_rule())
+    return certificate_text(
+        certificate
+        and (certificate.formulation, certificate.rel_gap, certificate.primal, certificate.dual),
+        estimator.converged_,
+        estimator.stopping_rule(),
+    )
 
 
-def certificate_text(certificate: tuple[str, float, float, float] | None, converged: bool,
-                     rule: str) -> str:
+def certificate_text(
+    certificate: tuple[str, float, float, float] | None, converged: bool, rule: str
+) -> str:
     """The certified line of a fit (or of a run read back): ``certificate`` is (formulation,
     relative gap, primal value, dual bound), None for a solver without a dual bound."""
     proof = "certified: nothing (no dual bound for this solver)"
     if certificate:
         formulation, rel_gap, primal, dual = certificate
-        proof = (f"certified: relative duality gap {rel_gap:.1e} of {formulation} "
-                 f"(primal {primal:.6g}, dual bound {dual:.6g})")
+        proof = (
+            f"certified: relative duality gap {rel_gap:.1e} of {formulation} "
+            f"(primal {primal:.6g}, dual bound {dual:.6g})"
+        )
     return f"{proof}; {'converged' if converged else 'NOT converged'}: {rule}"

@@ -40,8 +40,10 @@ class SayCompiling(event.Listener):
             self.compiled = True
             if self.solver not in _ANNOUNCED:
                 _ANNOUNCED.add(self.solver)
-                print(COMPILING if self.estimate is None else ESTIMATED.format(self.estimate),
-                      flush=True)
+                print(
+                    COMPILING if self.estimate is None else ESTIMATED.format(self.estimate),
+                    flush=True,
+                )
 
     def on_end(self, event) -> None:
         pass
@@ -72,8 +74,9 @@ def record_compile_time(solver: str, seconds: float) -> None:
         partial.replace(path)
 
 
-def warm_up(estimator, X, y, lock: str | os.PathLike | None = None,
-            launcher: dict | None = None) -> float:
+def warm_up(
+    estimator, X, y, lock: str | os.PathLike | None = None, launcher: dict | None = None
+) -> float:
     """The estimator's warm-up for a fit on (X, y) (``SVMClassifier.warm_up``: once per process
     and solver configuration), under the file lock ``lock`` when given, interruptible like a
     fit; the seconds it took, 0.0 when this process had run it. A warm-up that compiled keeps

@@ -56,8 +56,9 @@ def target(cls: type) -> str:
     """The import path Hydra's ``_target_`` names ``cls`` by: its family's package where that
     exports it (svmlab.solvers.alm.SVMALM), else its module."""
     package = cls.__module__.rpartition(".")[0]
-    if package.startswith(f"{__name__}.") and getattr(
-            importlib.import_module(package), cls.__name__, None) is cls:
+    if (
+        package.startswith(f"{__name__}.")
+        and getattr(importlib.import_module(package), cls.__name__, None) is cls
+    ):
         return f"{package}.{cls.__name__}"
     return f"{cls.__module__}.{cls.__qualname__}"
-

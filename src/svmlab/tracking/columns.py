@@ -35,7 +35,7 @@ def profile(name: str) -> str:
 def names(columns, kind: str) -> list[str]:
     """The names of the columns of ``kind`` among ``columns``, in their order."""
     prefix = f"{kind}."
-    return [c[len(prefix):] for c in columns if c.startswith(prefix)]
+    return [c[len(prefix) :] for c in columns if c.startswith(prefix)]
 
 
 def split(key: str) -> tuple[str | None, str]:

@@ -24,8 +24,10 @@ def require_store(uri: str | None, reap_left: bool = True) -> str:
     uri = resolved_uri(uri)
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
-        raise StoreError(f"no tracking store at {uri} (no file {path}); a training run or a "
-                         f"sweep creates one, --tracking-uri names another")
+        raise StoreError(
+            f"no tracking store at {uri} (no file {path}); a training run or a "
+            f"sweep creates one, --tracking-uri names another"
+        )
     if reap_left:
         from svmlab.tracking import liveness
 
@@ -43,7 +45,9 @@ def announce_new_store(uri: str | None, new_folder: bool = False) -> None:
     if path is None or path.is_file():
         return
     if not path.parent.is_dir() and not new_folder:
-        raise ConfigError(f"the folder of the tracking store {uri} does not exist: "
-                          f"{path.parent}; check the path, or add tracking.new_folder=true to "
-                          f"create it")
+        raise ConfigError(
+            f"the folder of the tracking store {uri} does not exist: "
+            f"{path.parent}; check the path, or add tracking.new_folder=true to "
+            f"create it"
+        )
     print(f"svmlab: creating a new tracking store at {uri}", flush=True)

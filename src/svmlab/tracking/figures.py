@@ -64,7 +64,7 @@ def convergence_figure(columns: dict, title: str):
         ax.set_title(key, fontsize="medium")
         ax.set_xlabel("iteration")
         ax.grid(True, which="both", alpha=0.3)
-    for ax in axes[len(keys):]:
+    for ax in axes[len(keys) :]:
         ax.set_visible(False)
     times = np.asarray(columns["time_s"], dtype=float)
     seconds = f", {times[-1]:.3g} s of solver time" if len(times) else ""
@@ -85,8 +85,10 @@ def plot_runs(uri: str | None, run_ids: list[str]) -> None:
     for run_id in run_ids:
         run = find_run(uri, run_id)
         if TRACE_ARTIFACT not in {a.path for a in client.list_artifacts(run_id, "trace")}:
-            raise SvmlabError(f"run {run_id} ({run.info.status}) has no trace "
-                              f"({TRACE_ARTIFACT}): only a run that trained to its end has one")
+            raise SvmlabError(
+                f"run {run_id} ({run.info.status}) has no trace "
+                f"({TRACE_ARTIFACT}): only a run that trained to its end has one"
+            )
         trace = load_trace(uri, run_id)
         title = run.info.run_name or run_id
         figure = convergence_figure({k: trace[k].to_numpy() for k in trace.columns}, title)

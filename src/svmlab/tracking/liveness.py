@@ -48,12 +48,12 @@ def _start_s(run: Run) -> float:
 def kill(client: MlflowClient, run: Run, reason: str, end_s: float) -> None:
     """End a run KILLED at ``end_s`` with ``reason`` in its error tag."""
     client.set_tag(run.info.run_id, ERROR_TAG, f"ended by svmlab: {reason}")
-    client.set_terminated(run.info.run_id, RunStatus.to_string(RunStatus.KILLED),
-                          end_time=int(end_s * 1000))
+    client.set_terminated(
+        run.info.run_id, RunStatus.to_string(RunStatus.KILLED), end_time=int(end_s * 1000)
+    )
 
 
-def running_runs(client: MlflowClient, ids: list[str],
-                 extra_filter: str = "") -> Iterable[Run]:
+def running_runs(client: MlflowClient, ids: list[str], extra_filter: str = "") -> Iterable[Run]:
     """Every RUNNING run of the experiments (matching ``extra_filter`` too)."""
     query = " and ".join(f for f in (RUNNING, extra_filter) if f)
     token = None
@@ -65,20 +65,28 @@ def running_runs(client: MlflowClient, ids: list[str],
             return
 
 
-def reap(uri: str | None, ids: list[str],
-         stale_after_s: float = STALE_AFTER_S) -> list[tuple[str, str]]:
+def reap(
+    uri: str | None, ids: list[str], stale_after_s: float = STALE_AFTER_S
+) -> list[tuple[str, str]]:
     """End KILLED every RUNNING run of the experiments ``ids`` whose process is gone; returns
     (run id, reason) of each."""
     now = time.time()
     own = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the run this process will use
-    return _end_dead(MlflowClient(resolved_uri(uri)), ids, lambda run: (
-        None if run.info.run_id == own
-        else left_by_its_job(run.data.tags, run.info.run_id)
-        or why_dead(run.data.tags, _start_s(run), stale_after_s, now)))
+    return _end_dead(
+        MlflowClient(resolved_uri(uri)),
+        ids,
+        lambda run: (
+            None
+            if run.info.run_id == own
+            else left_by_its_job(run.data.tags, run.info.run_id)
+            or why_dead(run.data.tags, _start_s(run), stale_after_s, now)
+        ),
+    )
 
 
-def _end_dead(client: MlflowClient, ids: list[str],
-              why: Callable[[Run], str | None]) -> list[tuple[str, str]]:
+def _end_dead(
+    client: MlflowClient, ids: list[str], why: Callable[[Run], str | None]
+) -> list[tuple[str, str]]:
     """End KILLED, at its last sign of life, every RUNNING run of the experiments ``ids`` for
     which ``why(run)`` gives a reason; (run id, reason) of each."""
     now = time.time()
@@ -103,14 +111,16 @@ def reap_left(uri: str | None) -> None:
     reaches the store again ends them; one line on stderr per run."""
     client = MlflowClient(resolved_uri(uri))
     ids = [e.experiment_id for e in client.search_experiments()]
-    _say_reaped(_end_dead(client, ids,
-                          lambda run: left_by_its_job(run.data.tags, run.info.run_id)))
+    _say_reaped(_end_dead(client, ids, lambda run: left_by_its_job(run.data.tags, run.info.run_id)))
 
 
 def _say_reaped(reaped: list[tuple[str, str]]) -> None:
     for run_id, reason in reaped:
-        print(f"svmlab: run {run_id} was left RUNNING; marked KILLED: {reason}",
-              file=sys.stderr, flush=True)
+        print(
+            f"svmlab: run {run_id} was left RUNNING; marked KILLED: {reason}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
@@ -118,8 +128,11 @@ def kill_children(uri: str | None, parent_run_id: str, reason: str) -> None:
     jobs with it)."""
     client = MlflowClient(resolved_uri(uri))
     parent = client.get_run(parent_run_id)
-    for run in list(running_runs(client, [parent.info.experiment_id],
-                                 f"tags.`{PARENT_TAG}` = '{parent_run_id}'")):
+    for run in list(
+        running_runs(
+            client, [parent.info.experiment_id], f"tags.`{PARENT_TAG}` = '{parent_run_id}'"
+        )
+    ):
         kill(client, run, reason, time.time())
 
 
@@ -137,9 +150,11 @@ def end_job_run(uri: str | None, parent_run_id: str, job_num: int, reason: str) 
     RUNNING (its job ended without ending it); None when the job left no run."""
     client = MlflowClient(resolved_uri(uri))
     parent = client.get_run(parent_run_id)
-    found = client.search_runs([parent.info.experiment_id],
-                               f"tags.`{PARENT_TAG}` = '{parent_run_id}' and "
-                               f"tags.`{JOB_NUM_TAG}` = '{job_num}'", ViewType.ACTIVE_ONLY)
+    found = client.search_runs(
+        [parent.info.experiment_id],
+        f"tags.`{PARENT_TAG}` = '{parent_run_id}' and tags.`{JOB_NUM_TAG}` = '{job_num}'",
+        ViewType.ACTIVE_ONLY,
+    )
     if not found:
         return None
     if found[0].info.status == "RUNNING":

@@ -23,9 +23,13 @@ def log_sklearn_model(estimator, X_example, name: str = "model") -> None:
     """Log ``estimator`` to the active run with its signature, inferred from ``X_example``."""
     example = X_example.toarray() if hasattr(X_example, "toarray") else X_example
     signature = infer_signature(example, estimator.predict(example))
-    mlflow.sklearn.log_model(estimator, name=name, signature=signature,
-                             pip_requirements=model_requirements(estimator),
-                             skops_trusted_types=trusted_types(estimator))
+    mlflow.sklearn.log_model(
+        estimator,
+        name=name,
+        signature=signature,
+        pip_requirements=model_requirements(estimator),
+        skops_trusted_types=trusted_types(estimator),
+    )
 
 
 def model_requirements(estimator) -> list[str]:
@@ -34,8 +38,10 @@ def model_requirements(estimator) -> list[str]:
     Given explicitly: otherwise MLflow infers the list by loading the model in a subprocess,
     about 9 s a run, most of the time of a small job in a sweep.
     """
-    names = [*MODEL_REQUIREMENTS, *(["svmlab"] if type(estimator).__module__.startswith("svmlab.")
-                                    else [])]
+    names = [
+        *MODEL_REQUIREMENTS,
+        *(["svmlab"] if type(estimator).__module__.startswith("svmlab.") else []),
+    ]
     return [pinned(name) for name in names]
 
 

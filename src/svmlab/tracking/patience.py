@@ -45,8 +45,10 @@ def gone_line(shared: Path | None, uri: str | None) -> str | None:
     folder is ``shared``; None when it did not."""
     if shared is None or not (shared / GONE).exists():
         return None
-    return (f"the tracking store {mask(resolved_uri(uri))} is unreachable: it stayed away for the "
-            f"sweep's whole wait (tracking.wait_s); this job did not start")
+    return (
+        f"the tracking store {mask(resolved_uri(uri))} is unreachable: it stayed away for the "
+        f"sweep's whole wait (tracking.wait_s); this job did not start"
+    )
 
 
 def _say(line: str) -> None:
@@ -60,8 +62,14 @@ class Patience:
     writes hold signals back, ``lifecycle.DeferredSignals``). ``shared``: the folder where the
     processes of a sweep share the window (see the module docstring)."""
 
-    def __init__(self, uri: str | None, window_s: float = WAIT_S, who: str = "",
-                 paused: Callable[[], None] = lambda: None, shared: Path | None = None):
+    def __init__(
+        self,
+        uri: str | None,
+        window_s: float = WAIT_S,
+        who: str = "",
+        paused: Callable[[], None] = lambda: None,
+        shared: Path | None = None,
+    ):
         self.uri = resolved_uri(uri)
         self.paused = paused
         self.window_s = window_s
@@ -90,19 +98,22 @@ class Patience:
                     since = self._away_since(now)
                     window = 0.0 if self.gave_up else self.window_s
                     if window:
-                        _say(f"svmlab: {self.who}the tracking store {self.uri} is {problem};"
-                             f" waiting up to {max(0.0, since + window - now):.0f} s for it"
-                             f" (tracking.wait_s)")
+                        _say(
+                            f"svmlab: {self.who}the tracking store {self.uri} is {problem};"
+                            f" waiting up to {max(0.0, since + window - now):.0f} s for it"
+                            f" (tracking.wait_s)"
+                        )
                 if now - since >= window:
                     self._give_up()
                     raise
-                time.sleep(min(PAUSE_S[min(attempt, len(PAUSE_S) - 1)],
-                               window - (now - since)))
+                time.sleep(min(PAUSE_S[min(attempt, len(PAUSE_S) - 1)], window - (now - since)))
                 self.paused()
                 attempt += 1
         if since is not None:
-            _say(f"svmlab: {self.who}the tracking store {self.uri} is back after "
-                 f"{time.time() - since:.0f} s; going on")
+            _say(
+                f"svmlab: {self.who}the tracking store {self.uri} is back after "
+                f"{time.time() - since:.0f} s; going on"
+            )
         self._back()
         return result
 

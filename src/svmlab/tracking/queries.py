@@ -46,13 +46,16 @@ def experiment_ids(uri: str | None, names: list[str] | None) -> list[str]:
         return list(known.values())
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise SvmlabError(f"unknown experiment(s) {', '.join(unknown)}; the store "
-                          f"{mask(client.tracking_uri)} has: {', '.join(sorted(known)) or 'none'}")
+        raise SvmlabError(
+            f"unknown experiment(s) {', '.join(unknown)}; the store "
+            f"{mask(client.tracking_uri)} has: {', '.join(sorted(known)) or 'none'}"
+        )
     return [known[name] for name in names]
 
 
-def search_runs(uri: str | None, experiment_ids: list[str],
-                filter_string: str = "", latest: int | None = None) -> pd.DataFrame:
+def search_runs(
+    uri: str | None, experiment_ids: list[str], filter_string: str = "", latest: int | None = None
+) -> pd.DataFrame:
     """One row per run, oldest first: run_id, experiment_id, status and one column per param,
     tag and metric and per number of the profile of the run's dataset (``n_train``), named by
     ``tracking.columns`` (the layout of ``mlflow.search_runs``, without touching the global
@@ -65,17 +68,27 @@ def search_runs(uri: str | None, experiment_ids: list[str],
     order = "DESC" if latest else "ASC"
     while True:
         try:
-            page = client.search_runs(experiment_ids, filter_string, page_token=token,
-                                      max_results=latest or SEARCH_MAX_RESULTS_DEFAULT,
-                                      order_by=[f"attributes.start_time {order}"])
+            page = client.search_runs(
+                experiment_ids,
+                filter_string,
+                page_token=token,
+                max_results=latest or SEARCH_MAX_RESULTS_DEFAULT,
+                order_by=[f"attributes.start_time {order}"],
+            )
         except MlflowException as exc:
             raise SvmlabError(f"bad filter {filter_string!r}: {exc.message}") from None
-        rows += [{"run_id": r.info.run_id, "experiment_id": r.info.experiment_id,
-                  "status": r.info.status,
-                  **{columns.param(k): v for k, v in r.data.params.items()},
-                  **{columns.tag(k): v for k, v in r.data.tags.items()},
-                  **{columns.metric(k): v for k, v in r.data.metrics.items()},
-                  **_profile(r)} for r in page]
+        rows += [
+            {
+                "run_id": r.info.run_id,
+                "experiment_id": r.info.experiment_id,
+                "status": r.info.status,
+                **{columns.param(k): v for k, v in r.data.params.items()},
+                **{columns.tag(k): v for k, v in r.data.tags.items()},
+                **{columns.metric(k): v for k, v in r.data.metrics.items()},
+                **_profile(r),
+            }
+            for r in page
+        ]
         token = None if latest else page.token
         if not token:
             return pd.DataFrame(rows[::-1] if latest else rows)
@@ -88,8 +101,10 @@ def find_run(uri: str | None, run_id: str):
     except MlflowException as exc:
         if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
             raise
-        raise SvmlabError(f"no run {run_id} in the tracking store {mask(resolved_uri(uri))}; "
-                          f"the MLflow UI or svmlab analyze names the runs") from None
+        raise SvmlabError(
+            f"no run {run_id} in the tracking store {mask(resolved_uri(uri))}; "
+            f"the MLflow UI or svmlab analyze names the runs"
+        ) from None
 
 
 def run_ui_line(uri: str | None, run_id: str) -> str:
@@ -102,8 +117,11 @@ def _profile(run) -> dict[str, float]:
     found = {}
     for item in run.inputs.dataset_inputs if run.inputs else ():
         profile = json.loads(item.dataset.profile or "{}")
-        found |= {columns.profile(k): v for k, v in profile.items()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        found |= {
+            columns.profile(k): v
+            for k, v in profile.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
     return found
 
 
@@ -114,8 +132,9 @@ def artifact_paths(uri: str | None, run_id: str) -> list[str]:
     for item in client.list_artifacts(run_id):
         found.append(item.path + "/" if item.is_dir else item.path)
         if item.is_dir:
-            found += [f.path + ("/" if f.is_dir else "") for f in client.list_artifacts(run_id,
-                                                                                      item.path)]
+            found += [
+                f.path + ("/" if f.is_dir else "") for f in client.list_artifacts(run_id, item.path)
+            ]
     return found
 
 

@@ -79,11 +79,14 @@ def trace_points(columns: Mapping[str, np.ndarray], start_ms: int) -> list[Point
         if key == "iteration":
             continue
         values = np.asarray(column, dtype=np.float64)[kept]
-        points += [Point(TRACE_PREFIX + key, float(v), int(t), int(k))
-                   for v, t, k in zip(values, stamps, steps)]
+        points += [
+            Point(TRACE_PREFIX + key, float(v), int(t), int(k))
+            for v, t, k in zip(values, stamps, steps)
+        ]
         if certified_gap(key) or key.endswith("_gap"):
             positive = values > 0  # NaN: the gap was not computed at that row
-            points += [Point(f"{TRACE_PREFIX}log10_{key}", float(v), int(t), int(k))
-                       for v, t, k in zip(np.log10(values[positive]), stamps[positive],
-                                          steps[positive])]
+            points += [
+                Point(f"{TRACE_PREFIX}log10_{key}", float(v), int(t), int(k))
+                for v, t, k in zip(np.log10(values[positive]), stamps[positive], steps[positive])
+            ]
     return points

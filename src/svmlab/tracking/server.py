@@ -38,15 +38,34 @@ AUTH_CONFIG = "MLFLOW_AUTH_CONFIG_PATH"
 DEFAULT_AUTH_CONFIG = Path(__file__).with_name("basic_auth.ini")
 
 
-def server_command(backend_store_uri: str, artifacts: str | os.PathLike, host: str = "127.0.0.1",
-                   port: int = 5000, workers: int = 2, auth: bool = False) -> list[str]:
+def server_command(
+    backend_store_uri: str,
+    artifacts: str | os.PathLike,
+    host: str = "127.0.0.1",
+    port: int = 5000,
+    workers: int = 2,
+    auth: bool = False,
+) -> list[str]:
     """The ``mlflow server`` command line (with this interpreter's MLflow); with ``auth``,
     MLflow's basic-auth app."""
-    return [sys.executable, "-m", "mlflow", "server",
-            "--backend-store-uri", backend_store_uri,
-            "--serve-artifacts", "--artifacts-destination", str(Path(artifacts).resolve()),
-            "--host", host, "--port", str(port), "--workers", str(workers),
-            *(["--app-name", "basic-auth"] if auth else [])]
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        backend_store_uri,
+        "--serve-artifacts",
+        "--artifacts-destination",
+        str(Path(artifacts).resolve()),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        *(["--app-name", "basic-auth"] if auth else []),
+    ]
 
 
 def server_environment(auth: bool = False) -> dict[str, str]:
@@ -92,8 +111,10 @@ def prepare_auth() -> None:
                 made.unlink(missing_ok=True)
         database = next((e for e in (exc, exc.__cause__) if isinstance(e, SQLAlchemyError)), None)
         if database is not None:
-            raise StoreError(f"cannot open the auth database {mask(auth_config.database_uri)}: "
-                              f"{mask(str(database).splitlines()[0])}") from None
+            raise StoreError(
+                f"cannot open the auth database {mask(auth_config.database_uri)}: "
+                f"{mask(str(database).splitlines()[0])}"
+            ) from None
         raise ConfigError(f"--auth: {mask(' '.join(str(exc.message).split()))}") from None
 
 
@@ -106,9 +127,11 @@ def prepare_backend(backend_store_uri: str) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     if not backend_store_uri.startswith(("postgresql", "sqlite", "mysql", "mssql")):
-        raise ConfigError(f"--backend-store-uri must be a database URI "
-                          f"(postgresql://user@host:port/db or sqlite:///file.db); "
-                          f"got {mask(backend_store_uri)!r}")
+        raise ConfigError(
+            f"--backend-store-uri must be a database URI "
+            f"(postgresql://user@host:port/db or sqlite:///file.db); "
+            f"got {mask(backend_store_uri)!r}"
+        )
     if backend_store_uri.startswith("postgresql"):
         require_extra(POSTGRES_DRIVERS, "server", "a PostgreSQL backend store")
     try:
@@ -117,5 +140,7 @@ def prepare_backend(backend_store_uri: str) -> None:
         with store_lock(backend_store_uri):  # the Default experiment's artifacts: the server's
             SqlAlchemyStore(backend_store_uri, default_artifact_root=SERVED_ARTIFACTS)
     except (MlflowException, SQLAlchemyError, ImportError) as exc:
-        raise StoreError(f"cannot open the backend store "
-                          f"{mask(backend_store_uri)}: {mask(str(exc).splitlines()[0])}") from None
+        raise StoreError(
+            f"cannot open the backend store "
+            f"{mask(backend_store_uri)}: {mask(str(exc).splitlines()[0])}"
+        ) from None

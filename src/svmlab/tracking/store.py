@@ -36,8 +36,11 @@ from mlflow.exceptions import MlflowException
 from svmlab.errors import SvmlabError, require_extra
 from svmlab.masking import mask
 
-HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-               "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+HTTP_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
 for _name, _value in HTTP_LIMITS.items():  # read by MLflow at every request
     os.environ.setdefault(_name, _value)
 # MLflow's "View run ... at <uri>" lines would show a URI's password; svmlab prints its own
@@ -66,29 +69,52 @@ PROBLEMS = (
     (("readonly database", "read-only file system"), "read-only"),
     (("disk is full", "no space left"), "full (no space left on the device)"),
     (("database disk image is malformed", "file is not a database"), DAMAGED),
-    (("connection refused", "max retries exceeded", "failed to establish", "timed out",
-      "name or service not known", "connection aborted", "remote end closed"), UNREACHABLE),
-    (("could not find a registered", "unsupported uri", "not a valid uri"),
-     "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)"),
-    (("error code 401", "401 client error"),
-     "refusing svmlab (401, not authenticated): set MLFLOW_TRACKING_USERNAME and "
-     "MLFLOW_TRACKING_PASSWORD to a user of the server"),
-    (("error code 403", "403 client error"),
-     "refusing this user (403, permission denied): an admin grants the user of "
-     "MLFLOW_TRACKING_USERNAME permission on the experiment, or set MLFLOW_TRACKING_USERNAME "
-     "and MLFLOW_TRACKING_PASSWORD to another user"),
-    (("password authentication failed", "no password supplied"),
-     "refusing svmlab (wrong or no password): PostgreSQL's client reads it from the file "
-     "PGPASSFILE names, else ~/.pgpass"),
+    (
+        (
+            "connection refused",
+            "max retries exceeded",
+            "failed to establish",
+            "timed out",
+            "name or service not known",
+            "connection aborted",
+            "remote end closed",
+        ),
+        UNREACHABLE,
+    ),
+    (
+        ("could not find a registered", "unsupported uri", "not a valid uri"),
+        "not a tracking URI MLflow knows (sqlite:///file.db, http://host:port, postgresql://...)",
+    ),
+    (
+        ("error code 401", "401 client error"),
+        "refusing svmlab (401, not authenticated): set MLFLOW_TRACKING_USERNAME and "
+        "MLFLOW_TRACKING_PASSWORD to a user of the server",
+    ),
+    (
+        ("error code 403", "403 client error"),
+        "refusing this user (403, permission denied): an admin grants the user of "
+        "MLFLOW_TRACKING_USERNAME permission on the experiment, or set MLFLOW_TRACKING_USERNAME "
+        "and MLFLOW_TRACKING_PASSWORD to another user",
+    ),
+    (
+        ("password authentication failed", "no password supplied"),
+        "refusing svmlab (wrong or no password): PostgreSQL's client reads it from the file "
+        "PGPASSFILE names, else ~/.pgpass",
+    ),
     (("permission denied", "unable to open database"), "not writable (permission denied)"),
-    (("is in maintenance mode",),
-     "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)"),
+    (
+        ("is in maintenance mode",),
+        "a file store, which MLflow 3 no longer writes to (use sqlite:///<folder>/mlflow.db)",
+    ),
 )
 TRANSIENT = ("locked", UNREACHABLE)  # what may pass if one waits
-_ERRNO_PROBLEMS = {errno.ENOSPC: "full (no space left on the device)", errno.EROFS: "read-only",
-                   errno.EACCES: "not writable (permission denied)",
-                   errno.EPERM: "not writable (permission denied)",
-                   errno.ENOTDIR: "not usable: a file stands where a folder of it should be"}
+_ERRNO_PROBLEMS = {
+    errno.ENOSPC: "full (no space left on the device)",
+    errno.EROFS: "read-only",
+    errno.EACCES: "not writable (permission denied)",
+    errno.EPERM: "not writable (permission denied)",
+    errno.ENOTDIR: "not usable: a file stands where a folder of it should be",
+}
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -131,8 +157,9 @@ def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {mask(uri)} --port {UI_ADDRESS.rsplit(':', 1)[1]}"
 
 
-def ui_url(uri: str, experiment_id: str, run_id: str | None = None,
-           artifact: str | None = None) -> str:
+def ui_url(
+    uri: str, experiment_id: str, run_id: str | None = None, artifact: str | None = None
+) -> str:
     """The UI's page of an experiment's runs table (or of one run, or of one of its artifacts)
     on the server of ``uri``: the server itself for an HTTP store, else the one
     :func:`ui_command` starts; a user and password in the URI are left out of the address (the
@@ -169,8 +196,8 @@ def absolute_uri(uri: str | None) -> str:
     process started elsewhere (a notebook) opens the same store."""
     uri = resolved_uri(uri)
     prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri[len(prefix):].startswith("/"):
-        return prefix + str(Path(uri[len(prefix):]).resolve())
+    if uri.startswith(prefix) and not uri[len(prefix) :].startswith("/"):
+        return prefix + str(Path(uri[len(prefix) :]).resolve())
     return uri
 
 
@@ -184,8 +211,13 @@ def load_store_code(uri: str | None) -> None:
 SCHEMA_STILL_S = 10.0  # a schema whose creation shows no progress for this long is left alone
 # what a store says while another process creates its schema: a table made by the other first,
 # a migration the other moved on, a schema the other has not brought to its last version yet
-SCHEMA_RACE = ("already exists", "online migration expected", "out-of-date database schema",
-               "no such table", "duplicate column")
+SCHEMA_RACE = (
+    "already exists",
+    "online migration expected",
+    "out-of-date database schema",
+    "no such table",
+    "duplicate column",
+)
 
 
 def prepare_store(uri: str) -> MlflowClient:
@@ -304,9 +336,9 @@ def again_if_duplicate(call, attempts: int = 3, errors: tuple = (MlflowException
             return call()
         except errors as exc:
             text = str(exc).lower()
-            if attempt == attempts - 1 or not ("unique constraint" in text
-                                               or "duplicate key" in text
-                                               or "already exists" in text):
+            if attempt == attempts - 1 or not (
+                "unique constraint" in text or "duplicate key" in text or "already exists" in text
+            ):
                 raise
             time.sleep(0.2 * (attempt + 1))
 
@@ -316,8 +348,11 @@ def _chain(exc: BaseException) -> list[BaseException]:
     found: list[BaseException] = []
     while exc is not None and exc not in found:
         found.append(exc)
-        exc = (exc.__cause__ if exc.__cause__ is not None or exc.__suppress_context__
-               else exc.__context__)
+        exc = (
+            exc.__cause__
+            if exc.__cause__ is not None or exc.__suppress_context__
+            else exc.__context__
+        )
     return found
 
 
@@ -327,7 +362,7 @@ def _store_links(exc: BaseException) -> list[BaseException]:
     cause."""
     links = _chain(exc)
     mine = [i for i, link in enumerate(links) if isinstance(link, SvmlabError)]
-    return links[:mine[0]] if mine else links
+    return links[: mine[0]] if mine else links
 
 
 def _diagnosis(exc: BaseException, uri: str | None) -> tuple[str, str] | None:
@@ -366,6 +401,8 @@ def store_error_line(exc: BaseException, uri: str | None) -> str | None:
     uri = resolved_uri(uri)
     line = f"the tracking store {uri} is {problem}: {evidence[:200]}"
     if problem == DAMAGED:
-        line += (f"; svmlab left {sqlite_path(uri) or uri} as it is: restore it from a backup, "
-                 f"or start a new store (another tracking URI, e.g. sqlite:///new.db)")
+        line += (
+            f"; svmlab left {sqlite_path(uri) or uri} as it is: restore it from a backup, "
+            f"or start a new store (another tracking URI, e.g. sqlite:///new.db)"
+        )
     return mask(line)

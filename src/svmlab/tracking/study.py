@@ -45,8 +45,9 @@ class StudyRun:
 
     def _find(self) -> list:
         query = f"tags.`{ROLE_TAG}` = 'study' and tags.`{STUDY_TAG}` = '{self.name}'"
-        return self.client.search_runs([self.experiment_id], query,
-                                       order_by=["attributes.start_time ASC"])
+        return self.client.search_runs(
+            [self.experiment_id], query, order_by=["attributes.start_time ASC"]
+        )
 
     def finished(self) -> bool:
         """Whether the parent run exists and the last invocation of the study ended it
@@ -65,11 +66,14 @@ class StudyRun:
                 metrics = self.client.get_run(tags[REFIT_TAG]).data.metrics
                 self.refit = tags[REFIT_TAG], tags.get(REFIT_TRIAL_TAG), metrics
             self.client.update_run(self.run_id, RunStatus.to_string(RunStatus.RUNNING))
-            self.client.log_batch(self.run_id, tags=[RunTag(k, v)
-                                                     for k, v in start_tags().items()])
+            self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in start_tags().items()])
         else:
-            tags = {ROLE_TAG: "study", STUDY_TAG: self.name, STORAGE_TAG: mask(storage),
-                    **start_tags()}
+            tags = {
+                ROLE_TAG: "study",
+                STUDY_TAG: self.name,
+                STORAGE_TAG: mask(storage),
+                **start_tags(),
+            }
             if parent_run_id:
                 tags[PARENT_TAG] = parent_run_id
             mine = self.client.create_run(self.experiment_id, run_name=self.name, tags=tags)
@@ -77,21 +81,29 @@ class StudyRun:
             if oldest != mine.info.run_id:
                 self.client.delete_run(mine.info.run_id)
             else:
-                self.client.log_batch(mine.info.run_id, params=[
-                    Param(k, mask(str(v))[:6000]) for k, v in params.items()])
+                self.client.log_batch(
+                    mine.info.run_id,
+                    params=[Param(k, mask(str(v))[:6000]) for k, v in params.items()],
+                )
             self.run_id = oldest
         self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         return self.run_id
 
-    def log_summary(self, metrics: dict[str, float], texts: dict[str, str],
-                    figures: dict, refit: tuple[str, int] | None) -> None:
+    def log_summary(
+        self,
+        metrics: dict[str, float],
+        texts: dict[str, str],
+        figures: dict,
+        refit: tuple[str, int] | None,
+    ) -> None:
         """The study's outcome on the parent: metrics, text artifacts, figures (closed), and
         the refit run (run id, trial number), which is tagged as such."""
         import matplotlib.pyplot as plt
 
         now = int(time.time() * 1000)
-        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, 0)
-                                                    for k, v in metrics.items()])
+        self.client.log_batch(
+            self.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()]
+        )
         for path, text in texts.items():
             self.client.log_text(self.run_id, mask(text), path)
         for path, figure in figures.items():
@@ -101,10 +113,12 @@ class StudyRun:
                 plt.close(figure)
         if refit:
             run_id, trial = refit
-            self.client.log_batch(self.run_id, tags=[RunTag(REFIT_TAG, run_id),
-                                                     RunTag(REFIT_TRIAL_TAG, str(trial))])
-            self.client.log_batch(run_id, tags=[RunTag(ROLE_TAG, "refit"),
-                                                RunTag(STUDY_TAG, self.name)])
+            self.client.log_batch(
+                self.run_id, tags=[RunTag(REFIT_TAG, run_id), RunTag(REFIT_TRIAL_TAG, str(trial))]
+            )
+            self.client.log_batch(
+                run_id, tags=[RunTag(ROLE_TAG, "refit"), RunTag(STUDY_TAG, self.name)]
+            )
 
     def end(self, status: str, error: str | None = None) -> None:
         """End the parent run (FINISHED, FAILED or KILLED); later calls do nothing."""
@@ -135,9 +149,11 @@ def trial_runs(uri: str | None, parent_run_id: str) -> list:
     """The nested runs of a study's parent run, oldest first."""
     client = MlflowClient(resolved_uri(uri))
     parent = client.get_run(parent_run_id)
-    return client.search_runs([parent.info.experiment_id],
-                              f"tags.`{PARENT_TAG}` = '{parent_run_id}'",
-                              order_by=["attributes.start_time ASC"])
+    return client.search_runs(
+        [parent.info.experiment_id],
+        f"tags.`{PARENT_TAG}` = '{parent_run_id}'",
+        order_by=["attributes.start_time ASC"],
+    )
 
 
 def study_figures(study) -> dict:

@@ -29,9 +29,18 @@ class ParentRun:
     ``shared``: the sweep's state folder, where its processes share one wait for the store.
     """
 
-    def __init__(self, uri: str | None, experiment: str, name: str, sweep_dir: str,
-                 params: dict, overrides_yaml: str, parent_run_id: str | None = None,
-                 wait_s: float = WAIT_S, shared: Path | None = None):
+    def __init__(
+        self,
+        uri: str | None,
+        experiment: str,
+        name: str,
+        sweep_dir: str,
+        params: dict,
+        overrides_yaml: str,
+        parent_run_id: str | None = None,
+        wait_s: float = WAIT_S,
+        shared: Path | None = None,
+    ):
         self.uri = resolved_uri(uri)
         self.nested = bool(parent_run_id)
         patience = Patience(self.uri, wait_s, "the sweep", shared=shared)
@@ -45,8 +54,9 @@ class ParentRun:
         self.run_id: str | None = run.info.run_id
         self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
         try:
-            self.client.log_batch(self.run_id, params=[Param(k, mask(str(v))[:6000])
-                                                       for k, v in params.items()])
+            self.client.log_batch(
+                self.run_id, params=[Param(k, mask(str(v))[:6000]) for k, v in params.items()]
+            )
             self.client.log_text(self.run_id, mask(overrides_yaml), "overrides.yaml")
         except Exception as exc:
             self.fail(exc)
@@ -58,16 +68,18 @@ class ParentRun:
             self.client.set_tag(self.run_id, ERROR_TAG, mask(f"{type(exc).__name__}: {exc}")[:5000])
             self.end("FAILED")
 
-    def end(self, status: str, counts: dict[str, int] | None = None,
-            jobs_table: str | None = None) -> None:
+    def end(
+        self, status: str, counts: dict[str, int] | None = None, jobs_table: str | None = None
+    ) -> None:
         """End the run once (FINISHED, FAILED or KILLED); later calls do nothing."""
         if self.run_id is None:
             return
         run_id, self.run_id = self.run_id, None
         self.heartbeat.stop()
         if counts:
-            self.client.log_batch(run_id, metrics=[Metric(f"jobs_{k}", float(v), 0, 0)
-                                                   for k, v in counts.items()])
+            self.client.log_batch(
+                run_id, metrics=[Metric(f"jobs_{k}", float(v), 0, 0) for k, v in counts.items()]
+            )
         if jobs_table is not None:
             self.client.log_text(run_id, mask(jobs_table), JOBS_TABLE)
         self.client.set_terminated(run_id, RunStatus.to_string(getattr(RunStatus, status)))

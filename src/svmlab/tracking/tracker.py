@@ -111,9 +111,15 @@ class Tracker:
     wait for the store (``svmlab.tracking.patience``).
     """
 
-    def __init__(self, uri: str | None, experiment: str, run_name: str | None = None,
-                 parent_run_id: str | None = None, wait_s: float = WAIT_S,
-                 shared: Path | None = None):
+    def __init__(
+        self,
+        uri: str | None,
+        experiment: str,
+        run_name: str | None = None,
+        parent_run_id: str | None = None,
+        wait_s: float = WAIT_S,
+        shared: Path | None = None,
+    ):
         self.uri = uri
         self.wait_s = wait_s
         self.shared = shared
@@ -130,26 +136,33 @@ class Tracker:
     def __enter__(self) -> Tracker:
         if self.uri:
             mlflow.set_tracking_uri(self.uri)
-        self.patience = patience = Patience(self.uri, self.wait_s, self.run_name or "",
-                                            self._signals.raise_held, self.shared)
+        self.patience = patience = Patience(
+            self.uri, self.wait_s, self.run_name or "", self._signals.raise_held, self.shared
+        )
         self.client = PatientClient(MlflowClient(), patience)
         project_run = os.environ.get("MLFLOW_RUN_ID")  # under `mlflow run`: the project's run
-        experiment_id = (self.client.get_run(project_run).info.experiment_id if project_run
-                         else None)
+        experiment_id = self.client.get_run(project_run).info.experiment_id if project_run else None
         if experiment_id in (None, DEFAULT_EXPERIMENT_ID):
             experiment_id = patience(ensure_experiment, self.uri, self.experiment)
         else:
             project_run = None  # the project's run is this run
         patience(mlflow.set_experiment, experiment_id=experiment_id)
         with environ_without("MLFLOW_RUN_ID" if project_run else None):
-            run = patience(mlflow.start_run, run_name=self.run_name,
-                           parent_run_id=self.parent_run_id, tags=start_tags())
+            run = patience(
+                mlflow.start_run,
+                run_name=self.run_name,
+                parent_run_id=self.parent_run_id,
+                tags=start_tags(),
+            )
         self.run_id, self.experiment_id = run.info.run_id, experiment_id
         if project_run:
-            self.client.set_tag(project_run, "mlflow.note.content",
-                                f"svmlab logged this run to experiment {self.experiment!r} as run "
-                                f"{self.run_id} (`mlflow run --experiment-name NAME` chooses "
-                                f"another experiment)")
+            self.client.set_tag(
+                project_run,
+                "mlflow.note.content",
+                f"svmlab logged this run to experiment {self.experiment!r} as run "
+                f"{self.run_id} (`mlflow run --experiment-name NAME` chooses "
+                f"another experiment)",
+            )
             self.client.set_tag(project_run, PROJECT_RUN_TAG, self.run_id)
         self._staging = tempfile.TemporaryDirectory(prefix="svmlab-artifacts-")
         self._heartbeat = RunHeartbeat(mlflow.get_tracking_uri(), self.run_id).start()
@@ -200,8 +213,12 @@ class Tracker:
     # -- what a run logs -----------------------------------------------------------------------
 
     @_store_write
-    def log_batch(self, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, Any] | None = None, metrics: list[Metric] = ()) -> None:
+    def log_batch(
+        self,
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, Any] | None = None,
+        metrics: list[Metric] = (),
+    ) -> None:
         """Params, tags (None values left out) and metrics in as few ``log_batch`` calls as
         MLflow's limits allow (one for a training run's config, one for its results); a secret
         in a value (a URI's password) is masked."""
@@ -211,8 +228,10 @@ class Tracker:
         while params or tags or metrics:
             p, params = params[:MAX_PARAMS], params[MAX_PARAMS:]
             t, tags = tags[:MAX_PARAMS], tags[MAX_PARAMS:]
-            m, metrics = (metrics[:MAX_BATCH - len(p) - len(t)],
-                          metrics[MAX_BATCH - len(p) - len(t):])
+            m, metrics = (
+                metrics[: MAX_BATCH - len(p) - len(t)],
+                metrics[MAX_BATCH - len(p) - len(t) :],
+            )
             self.client.log_batch(self.run_id, metrics=m, params=p, tags=t)
 
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -226,8 +245,9 @@ class Tracker:
 
     @_store_write
     def log_dataset(self, dataset) -> None:
-        self.patience(again_if_duplicate,
-                      lambda: mlflow.log_input(_SplitDataset(dataset), context="training"))
+        self.patience(
+            again_if_duplicate, lambda: mlflow.log_input(_SplitDataset(dataset), context="training")
+        )
 
     def _staged_path(self, artifact_file: str) -> Path:
         path = Path(self._staging.name) / artifact_file

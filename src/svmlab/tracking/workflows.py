@@ -46,13 +46,21 @@ class OuterRun:
             self.run_id = self.client.create_run(self.experiment_id, run_name=name).info.run_id
         # its process and a heartbeat, as every run svmlab opens: a step's reap (a sweep's, at
         # its start) must see the outer run alive however long the steps before it took
-        self.client.log_batch(self.run_id, tags=[
-            RunTag(k, str(v)) for k, v in {**tags, ROLE_TAG: "workflow", **start_tags()}.items()])
+        self.client.log_batch(
+            self.run_id,
+            tags=[
+                RunTag(k, str(v)) for k, v in {**tags, ROLE_TAG: "workflow", **start_tags()}.items()
+            ],
+        )
         self.heartbeat = RunHeartbeat(self.uri, self.run_id).start()
 
     def _find(self, tags: dict[str, str]) -> str | None:
-        runs = self.client.search_runs([self.experiment_id], _outer_filter(tags),
-                                       max_results=1, order_by=["attributes.start_time DESC"])
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            _outer_filter(tags),
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )
         return runs[0].info.run_id if runs else None
 
     def latest(self, role: str, tags: dict[str, str] | None = None) -> tuple[str, str] | None:
@@ -60,9 +68,11 @@ class OuterRun:
         report) and ``tags``, or None."""
         conditions = {PARENT_TAG: self.run_id, ROLE_TAG: role, **(tags or {})}
         runs = self.client.search_runs(
-            [self.experiment_id], " and ".join(f"tags.`{k}` = '{v}'" for k, v in
-                                               conditions.items()),
-            max_results=1, order_by=["attributes.start_time DESC"])
+            [self.experiment_id],
+            " and ".join(f"tags.`{k}` = '{v}'" for k, v in conditions.items()),
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )
         return (runs[0].info.run_id, runs[0].info.status) if runs else None
 
     def done(self, role: str, tags: dict[str, str] | None = None) -> str | None:
@@ -99,15 +109,17 @@ class OuterRun:
         listed = self.listed_runs(sweep_run_id)
         finished, token = set(), None
         while True:
-            page = self.client.search_runs([self.experiment_id], "attributes.status = 'FINISHED'",
-                                           page_token=token)
+            page = self.client.search_runs(
+                [self.experiment_id], "attributes.status = 'FINISHED'", page_token=token
+            )
             finished |= {r.info.run_id for r in page}
             token = page.token
             if not token:
                 return sorted(listed - finished)
 
-    def copy_artifacts(self, source_run_id: str, wanted: Callable[[str], bool],
-                       destination: str) -> list[str]:
+    def copy_artifacts(
+        self, source_run_id: str, wanted: Callable[[str], bool], destination: str
+    ) -> list[str]:
         """Copy the artifacts of another run whose paths ``wanted`` accepts to ``destination``
         of this run, under the same relative paths; returns the paths copied."""
         copied = []
@@ -115,16 +127,19 @@ class OuterRun:
             for path in self.artifacts(source_run_id):
                 if wanted(path):
                     local = self.client.download_artifacts(source_run_id, path, folder)
-                    self.client.log_artifact(self.run_id, local,
-                                             str(Path(destination) / Path(path).parent))
+                    self.client.log_artifact(
+                        self.run_id, local, str(Path(destination) / Path(path).parent)
+                    )
                     copied.append(path)
         return copied
 
     def download(self, folder: str, into: str | os.PathLike) -> dict[str, Path]:
         """This run's artifacts under ``folder``, downloaded into ``into``: {artifact path:
         local path}."""
-        return {path: Path(self.client.download_artifacts(self.run_id, path, str(into)))
-                for path in self.artifacts(folder=folder)}
+        return {
+            path: Path(self.client.download_artifacts(self.run_id, path, str(into)))
+            for path in self.artifacts(folder=folder)
+        }
 
     def artifacts(self, run_id: str | None = None, folder: str = "") -> list[str]:
         """The paths of every artifact of a run (default: this one) under ``folder``."""
@@ -141,8 +156,11 @@ class OuterRun:
     def log_values(self, params: dict, metrics: dict[str, float]) -> None:
         """Log ``params`` and ``metrics`` (step 0) on the run."""
         now = int(time.time() * 1000)
-        self.client.log_batch(self.run_id, params=[Param(k, str(v)) for k, v in params.items()],
-                              metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()])
+        self.client.log_batch(
+            self.run_id,
+            params=[Param(k, str(v)) for k, v in params.items()],
+            metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+        )
 
     def end(self, status: str) -> None:
         """End the run FINISHED, FAILED or KILLED."""
@@ -168,9 +186,12 @@ def latest_claims(uri: str | None, experiment: str, tags: dict[str, str]) -> tup
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
-    runs = client.search_runs([found.experiment_id],
-                              f"{_outer_filter(tags)} and attributes.status = 'FINISHED'",
-                              max_results=1, order_by=["attributes.end_time DESC"])
+    runs = client.search_runs(
+        [found.experiment_id],
+        f"{_outer_filter(tags)} and attributes.status = 'FINISHED'",
+        max_results=1,
+        order_by=["attributes.end_time DESC"],
+    )
     if not runs:
         return None
     with tempfile.TemporaryDirectory() as folder:

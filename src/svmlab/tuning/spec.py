@@ -12,8 +12,12 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from svmlab.errors import ConfigError
 
 #: what a trial can be scored by, and the direction of the search
-METRICS = {"accuracy": "maximize", "balanced_accuracy": "maximize", "roc_auc": "maximize",
-           "fit_time_s": "minimize"}
+METRICS = {
+    "accuracy": "maximize",
+    "balanced_accuracy": "maximize",
+    "roc_auc": "maximize",
+    "fit_time_s": "minimize",
+}
 SAMPLERS = ("tpe", "grid", "random")
 PRUNERS = ("median", "hyperband", "successive_halving", "none")
 STORAGE_SCHEMES = ("sqlite:", "postgresql", "mysql")
@@ -53,30 +57,37 @@ class StudySpec:
     def check(self) -> None:
         """ConfigError naming the first setting that cannot run."""
         if self.metric not in METRICS:
-            raise ConfigError(f"unknown metric {self.metric!r}; a trial logs: "
-                              f"{', '.join(METRICS)}")
+            raise ConfigError(f"unknown metric {self.metric!r}; a trial logs: {', '.join(METRICS)}")
         if self.trials < 1 or self.jobs < 1:
             raise ConfigError("--trials and --jobs must be at least 1")
         if self.cv < 2:
             raise ConfigError(f"--cv must be at least 2 folds; got {self.cv}")
         if self.validation is not None and not 0 < self.validation < 1:
-            raise ConfigError(f"--validation must be a fraction between 0 and 1; got "
-                              f"{self.validation}")
+            raise ConfigError(
+                f"--validation must be a fraction between 0 and 1; got {self.validation}"
+            )
         if not self.storage.startswith(STORAGE_SCHEMES):
-            raise ConfigError(f"--storage must be an RDB URL (sqlite:///optuna.db, "
-                              f"postgresql://user@host/db); got {self.storage!r}")
+            raise ConfigError(
+                f"--storage must be an RDB URL (sqlite:///optuna.db, "
+                f"postgresql://user@host/db); got {self.storage!r}"
+            )
         if not self.space:
-            raise ConfigError("no search range given: add e.g. 'solver.C=tag(log, "
-                              "interval(2^-5, 2^15))', or a preset whose hydra.sweeper.params "
-                              "holds the ranges")
+            raise ConfigError(
+                "no search range given: add e.g. 'solver.C=tag(log, "
+                "interval(2^-5, 2^15))', or a preset whose hydra.sweeper.params "
+                "holds the ranges"
+            )
         if self.sampler == "grid":
             grid(self.space)
-        if self.warm_start and (self.sampler != "grid" or self.jobs != 1
-                                or PATH_KEY not in self.space):
-            raise ConfigError(f"--warm-start follows the grid of {PATH_KEY} in increasing order "
-                              f"in one process: it needs --sampler grid, --jobs 1 and {PATH_KEY} "
-                              f"in the search space (got --sampler {self.sampler}, --jobs "
-                              f"{self.jobs}, {', '.join(self.space)})")
+        if self.warm_start and (
+            self.sampler != "grid" or self.jobs != 1 or PATH_KEY not in self.space
+        ):
+            raise ConfigError(
+                f"--warm-start follows the grid of {PATH_KEY} in increasing order "
+                f"in one process: it needs --sampler grid, --jobs 1 and {PATH_KEY} "
+                f"in the search space (got --sampler {self.sampler}, --jobs "
+                f"{self.jobs}, {', '.join(self.space)})"
+            )
 
 
 class Configured(NamedTuple):
@@ -104,8 +115,10 @@ def grid(space: dict[str, BaseDistribution]) -> dict[str, list]:
             n = round((dist.high - dist.low) / dist.step) + 1
             values[key] = [type(dist.low)(dist.low + i * dist.step) for i in range(n)]
         else:
-            raise ConfigError(f"--sampler grid needs a finite space: give {key} as choice(...) "
-                              f"or range(...), not interval(...)")
+            raise ConfigError(
+                f"--sampler grid needs a finite space: give {key} as choice(...) "
+                f"or range(...), not interval(...)"
+            )
     return values
 
 

@@ -43,9 +43,12 @@ class RetryingGridSampler(optuna.samplers.GridSampler):
         if path is not None:
             names = self._param_names
             rank = [{repr(v): i for i, v in enumerate(self._search_space[n])} for n in names]
-            self._all_grids.sort(key=lambda point: (
-                [rank[i][repr(v)] for i, v in enumerate(point) if names[i] != path],
-                point[names.index(path)]))
+            self._all_grids.sort(
+                key=lambda point: (
+                    [rank[i][repr(v)] for i, v in enumerate(point) if names[i] != path],
+                    point[names.index(path)],
+                )
+            )
 
     def after_trial(self, study, trial, state, values) -> None:
         if "grid_id" in study._storage.get_trial_system_attrs(trial._trial_id):
@@ -72,28 +75,40 @@ def open_study(spec: StudySpec, seed: int, stale_after_s: float):
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         storage = again_if_duplicate(  # workers opening a new database at once
             lambda: optuna.storages.RDBStorage(
-                url, engine_kwargs=engine, heartbeat_interval=60,
-                grace_period=int(stale_after_s)),
-            errors=(sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError))
+                url, engine_kwargs=engine, heartbeat_interval=60, grace_period=int(stale_after_s)
+            ),
+            errors=(sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError),
+        )
     n_steps = (1 if spec.validation is not None else spec.cv) * CHECKPOINTS
-    pruner = {"median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
-              "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
-              "successive_halving": lambda: optuna.pruners.SuccessiveHalvingPruner(),
-              "none": lambda: optuna.pruners.NopPruner()}
-    study = optuna.create_study(storage=storage, study_name=spec.name, load_if_exists=True,
-                                direction=spec.direction, pruner=pruner[spec.pruner]())
+    pruner = {
+        "median": lambda: optuna.pruners.MedianPruner(n_startup_trials=3),
+        "hyperband": lambda: optuna.pruners.HyperbandPruner(1, n_steps),
+        "successive_halving": lambda: optuna.pruners.SuccessiveHalvingPruner(),
+        "none": lambda: optuna.pruners.NopPruner(),
+    }
+    study = optuna.create_study(
+        storage=storage,
+        study_name=spec.name,
+        load_if_exists=True,
+        direction=spec.direction,
+        pruner=pruner[spec.pruner](),
+    )
     if study.direction.name.lower() != spec.direction:
-        raise ConfigError(f"study {spec.name} exists with direction {study.direction.name}; "
-                          f"--metric {spec.metric} needs {spec.direction}")
+        raise ConfigError(
+            f"study {spec.name} exists with direction {study.direction.name}; "
+            f"--metric {spec.metric} needs {spec.direction}"
+        )
     check_same_space(study, spec.space)
     check_same_order(study, spec.warm_start)
     drawn = seed + 1000 * len(study.trials) + spec.worker_index
-    study.sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=drawn),
-                     "random": lambda: optuna.samplers.RandomSampler(seed=drawn),
-                     # grid ids index the shuffled grid: one order in every worker and invocation
-                     "grid": lambda: RetryingGridSampler(
-                         grid(spec.space), seed, PATH_KEY if spec.warm_start else None),
-                     }[spec.sampler]()
+    study.sampler = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=drawn),
+        "random": lambda: optuna.samplers.RandomSampler(seed=drawn),
+        # grid ids index the shuffled grid: one order in every worker and invocation
+        "grid": lambda: RetryingGridSampler(
+            grid(spec.space), seed, PATH_KEY if spec.warm_start else None
+        ),
+    }[spec.sampler]()
     return study
 
 
@@ -104,8 +119,10 @@ def check_same_order(study, warm_start: bool) -> None:
         study.set_user_attr(WARM_ATTR, warm_start)
     elif study.user_attrs.get(WARM_ATTR, False) != warm_start:
         had = "with" if study.user_attrs.get(WARM_ATTR, False) else "without"
-        raise ConfigError(f"study {study.study_name} was started {had} --warm-start; continue "
-                          f"it the same way, or give another --study")
+        raise ConfigError(
+            f"study {study.study_name} was started {had} --warm-start; continue "
+            f"it the same way, or give another --study"
+        )
 
 
 def check_same_space(study, space: dict) -> None:
@@ -118,9 +135,10 @@ def check_same_space(study, space: dict) -> None:
                 if key in space:
                     check_distribution_compatibility(old, space[key])
             except ValueError as exc:
-                raise ConfigError(f"study {study.study_name} searched {key} over {old}; it "
-                                  f"cannot change to {space[key]} ({exc}): give another --study"
-                                  ) from exc
+                raise ConfigError(
+                    f"study {study.study_name} searched {key} over {old}; it "
+                    f"cannot change to {space[key]} ({exc}): give another --study"
+                ) from exc
 
 
 def storage_url(url: str) -> str:
@@ -133,7 +151,7 @@ def storage_url(url: str) -> str:
     if url.startswith("postgresql"):
         require_extra(POSTGRES_DRIVERS, "server", "a PostgreSQL study storage")
     if url.startswith("postgresql://") and importlib.util.find_spec("psycopg2") is None:
-        return "postgresql+psycopg://" + url[len("postgresql://"):]
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
 
 
@@ -150,16 +168,23 @@ def recover(study, uri: str | None) -> None:
     for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         if trial.user_attrs.get(INTERRUPTED_ATTR) and trial.params and trial.number not in retried:
             study.enqueue_trial(trial.params, user_attrs={RETRY_ATTR: trial.number})
-            print(f"svmlab: trial {trial.number} was interrupted: its values are queued again",
-                  file=sys.stderr, flush=True)
+            print(
+                f"svmlab: trial {trial.number} was interrupted: its values are queued again",
+                file=sys.stderr,
+                flush=True,
+            )
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         started = trial.datetime_start.timestamp() if trial.datetime_start else time.time()
         why = why_dead(trial.user_attrs, started, stale_after_s=math.inf, now=time.time())
         if why:
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
             study.enqueue_trial(trial.params, user_attrs={RETRY_ATTR: trial.number})
-            print(f"svmlab: trial {trial.number} was left RUNNING ({why}): marked FAIL, its "
-                  f"values queued again", file=sys.stderr, flush=True)
+            print(
+                f"svmlab: trial {trial.number} was left RUNNING ({why}): marked FAIL, its "
+                f"values queued again",
+                file=sys.stderr,
+                flush=True,
+            )
     for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         run_id = trial.user_attrs.get(RUN_ATTR)
         if run_id:
@@ -176,6 +201,7 @@ def optimize(setup: Setup, study) -> None:
     remaining = wanted - finished(study)
     if remaining > 0:
         done = optuna.study.MaxTrialsCallback(wanted, states=FINISHED)
+
         def objective(trial) -> float:
             try:
                 return run_trial(setup, trial)
@@ -186,8 +212,13 @@ def optimize(setup: Setup, study) -> None:
                 trial.set_user_attr(INTERRUPTED_ATTR, True)
                 raise
 
-        study.optimize(objective, n_trials=remaining, callbacks=[done], catch=(TrainingError,),
-                       gc_after_trial=False)
+        study.optimize(
+            objective,
+            n_trials=remaining,
+            callbacks=[done],
+            catch=(TrainingError,),
+            gc_after_trial=False,
+        )
 
 
 def best_trial(study, metric: str):
@@ -205,20 +236,31 @@ def pruning_note(study, metric: str, n_folds: int, best) -> str | None:
     """Why a pruned trial's score may look better than the best trial's: it is an
     intermediate score (the mean over the folds it reached, or a checkpoint mid-fit), not a
     final score over all ``n_folds`` folds; None when no trial was pruned."""
-    pruned = [t for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
-              if t.intermediate_values]
+    pruned = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+        if t.intermediate_values
+    ]
     if not pruned:
         return None
     sign = 1 if METRICS[metric] == "minimize" else -1
     last = {t.number: t.intermediate_values[max(t.intermediate_values)] for t in pruned}
     top = min(last, key=lambda n: sign * last[n])
-    above = (f"; trial {top}'s {last[top]:.4f} looks better than the best final score for "
-             f"that reason" if sign * last[top] < sign * best.value else "")
-    where = (f"on fewer folds than the {n_folds} of a final score, or at a checkpoint mid-fit"
-             if n_folds > 1 else "at a checkpoint mid-fit")
-    return (f"  {len(pruned)} trial(s) pruned: a pruned trial's score is an intermediate score "
-            f"({where}), not comparable to a final score; the best trial is chosen among "
-            f"complete trials{above}")
+    above = (
+        f"; trial {top}'s {last[top]:.4f} looks better than the best final score for that reason"
+        if sign * last[top] < sign * best.value
+        else ""
+    )
+    where = (
+        f"on fewer folds than the {n_folds} of a final score, or at a checkpoint mid-fit"
+        if n_folds > 1
+        else "at a checkpoint mid-fit"
+    )
+    return (
+        f"  {len(pruned)} trial(s) pruned: a pruned trial's score is an intermediate score "
+        f"({where}), not comparable to a final score; the best trial is chosen among "
+        f"complete trials{above}"
+    )
 
 
 def summarize(setup: Setup, study, parent) -> bool:
@@ -246,28 +288,45 @@ def summarize(setup: Setup, study, parent) -> bool:
         metrics |= {f"refit_{k}": v for k, v in parent.refit[2].items() if k in REFIT_METRICS}
     elif spec.refit:
         tree["tracking"]["run_name"] = name = f"{spec.name}-refit"
-        recording, fitted = train(tree["tracking"], name, config_record(tree, overrides, solver),
-                                  estimator, setup.dataset, parent.run_id)
+        recording, fitted = train(
+            tree["tracking"],
+            name,
+            config_record(tree, overrides, solver),
+            estimator,
+            setup.dataset,
+            parent.run_id,
+        )
         print("\n".join(finished_lines(recording, name, fitted, estimator)), flush=True)
         refit = recording.run_id, best.number
         metrics |= {f"refit_{k}": v for k, v in fitted.items() if k in REFIT_METRICS}
-    texts = {"best/config.yaml": as_yaml(tree), "best/params.yaml": as_yaml(dict(best.params)),
-             "trials.csv": study.trials_dataframe().to_csv(index=False)}
+    texts = {
+        "best/config.yaml": as_yaml(tree),
+        "best/params.yaml": as_yaml(dict(best.params)),
+        "trials.csv": study.trials_dataframe().to_csv(index=False),
+    }
     parent.log_summary(metrics, texts, study_figures(study), refit)
-    shown = "  ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-                      for k, v in best.params.items())
-    print(f"study {spec.name}: best trial {best.number}  {metric[5:]}={best.value:.4f}  {shown}"
-          + (f"  refit test_accuracy={metrics['refit_test_accuracy']:.4f}" if refit else ""),
-          flush=True)
+    shown = "  ".join(
+        f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in best.params.items()
+    )
+    print(
+        f"study {spec.name}: best trial {best.number}  {metric[5:]}={best.value:.4f}  {shown}"
+        + (f"  refit test_accuracy={metrics['refit_test_accuracy']:.4f}" if refit else ""),
+        flush=True,
+    )
     note = pruning_note(study, spec.metric, len(setup.folds), best)
     if note:
         print(note, flush=True)
     return True
 
 
-def run_study(spec: StudySpec, configure: Configure, tree: dict,
-              parent_run_id: str | None = None, worker_of: str | None = None,
-              start_workers: Callable[[str, str], list] | None = None) -> bool:
+def run_study(
+    spec: StudySpec,
+    configure: Configure,
+    tree: dict,
+    parent_run_id: str | None = None,
+    worker_of: str | None = None,
+    start_workers: Callable[[str, str], list] | None = None,
+) -> bool:
     """Run the study of ``spec`` on the config ``tree`` (its seed, dataset, paths and store):
     its data and folds, its Optuna study, the trials that died queued again, its parent run
     (nested under ``parent_run_id`` when given) with the store's prelude around it, the trials
@@ -304,8 +363,9 @@ def run_study(spec: StudySpec, configure: Configure, tree: dict,
     project_run = os.environ.pop("MLFLOW_RUN_ID", None)
     parent = StudyRun(tracking["uri"], tracking["experiment"], spec.name)
     try:
-        setup.parent_run_id = parent.open(study_params(spec), spec.storage,
-                                          parent_run_id or project_run)
+        setup.parent_run_id = parent.open(
+            study_params(spec), spec.storage, parent_run_id or project_run
+        )
         reap(tracking)  # the parent, reopened by this process, is not a dead process's
         workers = start_workers(spec.name, setup.parent_run_id) if start_workers else []
         try:
@@ -313,8 +373,12 @@ def run_study(spec: StudySpec, configure: Configure, tree: dict,
         finally:
             for worker in workers:
                 if worker.wait():
-                    print(f"svmlab tune: worker process {worker.pid} ended with status "
-                          f"{worker.returncode}", file=sys.stderr, flush=True)
+                    print(
+                        f"svmlab tune: worker process {worker.pid} ended with status "
+                        f"{worker.returncode}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         if not summarize(setup, study, parent):
             parent.end("FAILED", "no trial completed")
             return False
@@ -332,8 +396,16 @@ def run_study(spec: StudySpec, configure: Configure, tree: dict,
 
 def study_params(spec: StudySpec) -> dict:
     """The study's params on its parent run."""
-    return {"sampler": spec.sampler, "pruner": spec.pruner, "metric": spec.metric,
-            "direction": spec.direction, "folds": 1 if spec.validation is not None else spec.cv,
-            "validation": spec.validation, "trials": spec.trials, "jobs": spec.jobs,
-            "warm_start": spec.warm_start, "overrides": " ".join(spec.fixed),
-            **{f"search.{k}": repr(v) for k, v in spec.space.items()}}
+    return {
+        "sampler": spec.sampler,
+        "pruner": spec.pruner,
+        "metric": spec.metric,
+        "direction": spec.direction,
+        "folds": 1 if spec.validation is not None else spec.cv,
+        "validation": spec.validation,
+        "trials": spec.trials,
+        "jobs": spec.jobs,
+        "warm_start": spec.warm_start,
+        "overrides": " ".join(spec.fixed),
+        **{f"search.{k}": repr(v) for k, v in spec.space.items()},
+    }

@@ -60,8 +60,12 @@ def load_folds(setup: Setup) -> None:
     tree, spec = setup.tree, setup.spec
     params = tree["dataset"]
     validate(**params)
-    setup.dataset = load(**params, seed=tree["seed"], data_dir=tree["paths"]["data_dir"],
-                         cache_dir=tree["paths"]["cache_dir"])
+    setup.dataset = load(
+        **params,
+        seed=tree["seed"],
+        data_dir=tree["paths"]["data_dir"],
+        cache_dir=tree["paths"]["cache_dir"],
+    )
     if spec.validation is not None:
         splitter = StratifiedShuffleSplit(1, test_size=spec.validation, random_state=tree["seed"])
     else:
@@ -80,8 +84,9 @@ def fold_score(metric: str, estimator, X, y) -> float:
         return float(estimator.fit_time_s_)
     if metric == "roc_auc":
         return float(metrics.roc_auc_score(y, estimator.decision_function(X)))
-    scorer = (metrics.balanced_accuracy_score if metric == "balanced_accuracy"
-              else metrics.accuracy_score)
+    scorer = (
+        metrics.balanced_accuracy_score if metric == "balanced_accuracy" else metrics.accuracy_score
+    )
     return float(scorer(y, estimator.predict(X)))
 
 
@@ -89,8 +94,9 @@ class FitPruned(Exception):
     """Raised from a fit's trace callback: the pruner stopped the trial at a checkpoint."""
 
 
-def fit_fold(setup: Setup, trial, recording, estimator, k: int
-             ) -> tuple[object, dict, list, int | None]:
+def fit_fold(
+    setup: Setup, trial, recording, estimator, k: int
+) -> tuple[object, dict, list, int | None]:
     """Fit fold k on the trial's run (``Recording``: the warm-up, the fit and what it logs,
     as in a training run, the fold's validation rows as its test set): (the fitted estimator,
     or None when pruned mid-fit; its metrics; the (step, value) reports of its checkpoints;
@@ -106,8 +112,13 @@ def fit_fold(setup: Setup, trial, recording, estimator, k: int
     from sklearn.base import clone
 
     data, (train, valid) = setup.dataset, setup.folds[k]
-    fold_data = dataclasses.replace(data, X_train=data.X_train[train], y_train=data.y_train[train],
-                                    X_test=data.X_train[valid], y_test=data.y_train[valid])
+    fold_data = dataclasses.replace(
+        data,
+        X_train=data.X_train[train],
+        y_train=data.y_train[train],
+        X_test=data.X_train[valid],
+        y_test=data.y_train[valid],
+    )
     column = CHECKPOINT_COLUMNS.get(setup.spec.metric)
     path = (k, *((key, v) for key, v in trial.params.items() if key != PATH_KEY))
     fold = clone(estimator)
@@ -124,13 +135,19 @@ def fit_fold(setup: Setup, trial, recording, estimator, k: int
                 raise FitPruned(row["iteration"])
 
     try:
-        compile_s = recording.fit(fold, fold_data.X_train, fold_data.y_train,
-                                  (fold_data.X_test, fold_data.y_test) if traced else None,
-                                  checkpoint if traced else None, setup.compile_lock,
-                                  start=setup.path.get(path) if setup.spec.warm_start else None)
+        compile_s = recording.fit(
+            fold,
+            fold_data.X_train,
+            fold_data.y_train,
+            (fold_data.X_test, fold_data.y_test) if traced else None,
+            checkpoint if traced else None,
+            setup.compile_lock,
+            start=setup.path.get(path) if setup.spec.warm_start else None,
+        )
     except FitPruned as stop:  # the rows so far are the fold's trace
-        recording.log_trace({name: np.array([row[name] for row in rows]) for name in rows[0]},
-                            fold=k)
+        recording.log_trace(
+            {name: np.array([row[name] for row in rows]) for name in rows[0]}, fold=k
+        )
         return None, {}, reports, stop.args[0]
     if setup.spec.warm_start:
         setup.path[path] = fold
@@ -162,8 +179,9 @@ def run_trial(setup: Setup, trial) -> float:
     record = config_record(tree, overrides, solver)
     record.tags |= {ROLE_TAG: "trial", STUDY_TAG: name, TRIAL_TAG: trial.number}
     scores, pruned = [], {}
-    with open_run(tree["tracking"], f"{name}-trial{trial.number}", record, data,
-                  setup.parent_run_id) as recording:
+    with open_run(
+        tree["tracking"], f"{name}-trial{trial.number}", record, data, setup.parent_run_id
+    ) as recording:
         trial.set_user_attr(RUN_ATTR, recording.run_id)
         gaps = {}
         for k, (_, valid) in enumerate(setup.folds):
@@ -171,8 +189,11 @@ def run_trial(setup: Setup, trial) -> float:
             for step, value in reports:
                 recording.log({f"checkpoint_{metric}": value}, step)
             if fold is None:
-                pruned = {PRUNED_AT_TAG: reports[-1][0], PRUNED_FOLD_TAG: k,
-                          PRUNED_ITERATION_TAG: iteration}
+                pruned = {
+                    PRUNED_AT_TAG: reports[-1][0],
+                    PRUNED_FOLD_TAG: k,
+                    PRUNED_ITERATION_TAG: iteration,
+                }
                 break
             scores.append(fold_score(metric, fold, data.X_train[valid], data.y_train[valid]))
             for name, value in metrics.items():
@@ -185,21 +206,35 @@ def run_trial(setup: Setup, trial) -> float:
                 pruned = {PRUNED_AT_TAG: step, PRUNED_FOLD_TAG: k}
                 break
         score = float(np.mean(scores)) if scores else float("nan")
-        summary = ({f"cv_{metric}_mean": score, f"cv_{metric}_std": float(np.std(scores)),
-                    "n_folds": len(scores)} | {f"max_{n}": max(v) for n, v in gaps.items()}
-                   if scores else {})
-        recording.log(summary, len(scores) - 1,
-                      pruned | {TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"})
-    shown = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                      for k, v in values.items())
-    where = (f"in fold {pruned[PRUNED_FOLD_TAG] + 1} at iteration {pruned[PRUNED_ITERATION_TAG]}"
-             if PRUNED_ITERATION_TAG in pruned else f"after fold {len(scores)}")
+        summary = (
+            {
+                f"cv_{metric}_mean": score,
+                f"cv_{metric}_std": float(np.std(scores)),
+                "n_folds": len(scores),
+            }
+            | {f"max_{n}": max(v) for n, v in gaps.items()}
+            if scores
+            else {}
+        )
+        recording.log(
+            summary, len(scores) - 1, pruned | {TRIAL_STATE_TAG: "PRUNED" if pruned else "COMPLETE"}
+        )
+    shown = "  ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
+    )
+    where = (
+        f"in fold {pruned[PRUNED_FOLD_TAG] + 1} at iteration {pruned[PRUNED_ITERATION_TAG]}"
+        if PRUNED_ITERATION_TAG in pruned
+        else f"after fold {len(scores)}"
+    )
     state = f"PRUNED {where}" if pruned else "COMPLETE"
     scored = f"cv_{metric}={score:.4f}" if scores else f"checkpoint_{metric}={reports[-1][1]:.4f}"
     if pruned and scores:  # an intermediate score: say on how many folds
         scored += f" on {len(scores)} of {len(setup.folds)} folds"
-    print(f"trial {trial.number} {state}: {scored}  {shown}  "
-          f"({time.perf_counter() - start:.1f} s)", flush=True)
+    print(
+        f"trial {trial.number} {state}: {scored}  {shown}  ({time.perf_counter() - start:.1f} s)",
+        flush=True,
+    )
     if pruned:
         raise optuna.TrialPruned(f"pruned {where}")
     return score

@@ -27,27 +27,70 @@ UNTESTABLE_KINDS = ("data", "software")
 UNTESTABLE_KEYS = {"kind": True, "why": True}
 #: Where the papers' texts are, relative to the repository's root (``paper_file`` names one).
 PAPERS_DIR = Path("..") / "shared" / "papers"
-TOP_KEYS = {"paper": True, "description": True, "sweep": True, "scales": True,
-            "analysis": True, "report": False, "claims": True, "select": False,
-            "paper_file": False}
-SELECT_KEYS = {"grid": True, "overrides": False, "validation": True, "metric": False,
-               "per": False, "seed": False, "warm_start": False}
+TOP_KEYS = {
+    "paper": True,
+    "description": True,
+    "sweep": True,
+    "scales": True,
+    "analysis": True,
+    "report": False,
+    "claims": True,
+    "select": False,
+    "paper_file": False,
+}
+SELECT_KEYS = {
+    "grid": True,
+    "overrides": False,
+    "validation": True,
+    "metric": False,
+    "per": False,
+    "seed": False,
+    "warm_start": False,
+}
 SELECT_PER = ("dataset",)
 SWEEP_KEYS = {"preset": True, "overrides": False}
-SCALE_KEYS = {"overrides": False, "description": False, "select_grid": False, "runs": False,
-              "wall_time": False}
+SCALE_KEYS = {
+    "overrides": False,
+    "description": False,
+    "select_grid": False,
+    "runs": False,
+    "wall_time": False,
+}
 #: A measured wall time: seconds (the whole workflow), with how many workers, when, the
 #: machine's load average then, and what else a reader must know of the measurement.
 WALL_TIME_KEYS = {"seconds": True, "workers": True, "date": True, "load": True, "note": False}
-ANALYSIS_KEYS = {"measures": True, "blocks": False, "treatments": False, "hypotheses": False,
-                 "control": False, "filter": False, "objective": False}
+ANALYSIS_KEYS = {
+    "measures": True,
+    "blocks": False,
+    "treatments": False,
+    "hypotheses": False,
+    "control": False,
+    "filter": False,
+    "objective": False,
+}
 REPORT_KEYS = {"notebook": True}
-CLAIM_KEYS = {"claim": True, "source": True, "measure": False, "value": False,
-              "relative_to": False, "combine": False, "paper": False, "paper_text": False,
-              "decide": False, "why": False, "untestable": False, "kind": False,
-              "blocks": False, "growth_with": False, "sensitivity_to": False,
-              "companion": False, "grid": False, "unit": False, "readings": False,
-              "quote": False}
+CLAIM_KEYS = {
+    "claim": True,
+    "source": True,
+    "measure": False,
+    "value": False,
+    "relative_to": False,
+    "combine": False,
+    "paper": False,
+    "paper_text": False,
+    "decide": False,
+    "why": False,
+    "untestable": False,
+    "kind": False,
+    "blocks": False,
+    "growth_with": False,
+    "sensitivity_to": False,
+    "companion": False,
+    "grid": False,
+    "unit": False,
+    "readings": False,
+    "quote": False,
+}
 #: A claim's unit of replication: what makes two of its blocks distinct measurements.
 UNITS = ("problems", "seeds", "timings")
 #: A companion's keys: its measure (an equal-precision one) and why it is the same comparison;
@@ -197,8 +240,10 @@ class Workflow:
     def sweep_overrides(self, scale: str) -> list[str]:
         """The preset and the overrides of every scale's common part and of ``scale``."""
         if scale not in self.scales:
-            raise WorkflowError(f"workflow {self.name} has no {scale} scale; its scales: "
-                                f"{', '.join(self.scales)}.{did_you_mean(scale, self.scales)}")
+            raise WorkflowError(
+                f"workflow {self.name} has no {scale} scale; its scales: "
+                f"{', '.join(self.scales)}.{did_you_mean(scale, self.scales)}"
+            )
         return [f"+experiment={self.preset}", *self.overrides, *self.scales[scale]]
 
 
@@ -211,9 +256,11 @@ def load(name: str) -> Workflow:
     """The workflow ``name`` (a shipped one) or the file at path ``name`` (``*.yaml``)."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else WORKFLOW_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise WorkflowError(f"unknown workflow {name!r}; available: {', '.join(names())} "
-                            f"(or the path of a workflow file, *.yaml)."
-                            f"{did_you_mean(name, names())}")
+        raise WorkflowError(
+            f"unknown workflow {name!r}; available: {', '.join(names())} "
+            f"(or the path of a workflow file, *.yaml)."
+            f"{did_you_mean(name, names())}"
+        )
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -231,45 +278,66 @@ def parse(data: Any, path: Path) -> Workflow:
     notebook = report["notebook"]
     shipped = sorted(p.stem for p in notebooks.NOTEBOOK_DIR.glob("*.ipynb"))
     if notebook is not None and notebook not in shipped:
-        raise WorkflowError(f"{where}: report.notebook: unknown notebook {notebook!r}; "
-                            f"available: {', '.join(shipped)}")
-    scale_data = {s: _mapping(scales[s] or {}, f"{where}: scales.{s}", SCALE_KEYS)
-                  for s in SCALES if s in scales}
+        raise WorkflowError(
+            f"{where}: report.notebook: unknown notebook {notebook!r}; "
+            f"available: {', '.join(shipped)}"
+        )
+    scale_data = {
+        s: _mapping(scales[s] or {}, f"{where}: scales.{s}", SCALE_KEYS)
+        for s in SCALES
+        if s in scales
+    }
     select = _select(data["select"], f"{where}: select") if "select" in data else None
-    grids = {s: _grid(scale["select_grid"], f"{where}: scales.{s}.select_grid")
-             for s, scale in scale_data.items() if "select_grid" in scale}
+    grids = {
+        s: _grid(scale["select_grid"], f"{where}: scales.{s}.select_grid")
+        for s, scale in scale_data.items()
+        if "select_grid" in scale
+    }
     for s, grid in grids.items():
         if select is None or set(grid) != set(select.grid):
             raise WorkflowError(
                 f"{where}: scales.{s}.select_grid: other values of the select block's "
                 f"parameters ({', '.join(select.grid) if select else 'there is no select block'})"
-                f"; got {', '.join(grid)}")
+                f"; got {', '.join(grid)}"
+            )
     claims = data["claims"]
     if not isinstance(claims, list) or not claims:
         raise WorkflowError(f"{where}: claims must be a non-empty list of claims")
     return Workflow(
-        name=path.stem, path=path, paper=_text(data["paper"], f"{where}: paper"),
+        name=path.stem,
+        path=path,
+        paper=_text(data["paper"], f"{where}: paper"),
         description=_text(data["description"], f"{where}: description"),
         preset=_text(sweep["preset"], f"{where}: sweep.preset"),
         overrides=_overrides(sweep.get("overrides"), f"{where}: sweep.overrides"),
-        scales={s: _overrides(scale.get("overrides"), f"{where}: scales.{s}.overrides")
-                for s, scale in scale_data.items()},
+        scales={
+            s: _overrides(scale.get("overrides"), f"{where}: scales.{s}.overrides")
+            for s, scale in scale_data.items()
+        },
         analysis=_analysis(data["analysis"], f"{where}: analysis"),
         notebook=notebook,
-        claims=[c for i, data in enumerate(claims)
-                for c in _claim_and_companion(data, f"{where}: claims[{i}]")],
-        select=select, select_grids=grids,
+        claims=[
+            c
+            for i, data in enumerate(claims)
+            for c in _claim_and_companion(data, f"{where}: claims[{i}]")
+        ],
+        select=select,
+        select_grids=grids,
         budgets={s: _budget(scale, f"{where}: scales.{s}") for s, scale in scale_data.items()},
-        paper_file=(_text(data["paper_file"], f"{where}: paper_file")
-                    if "paper_file" in data else None))
+        paper_file=(
+            _text(data["paper_file"], f"{where}: paper_file") if "paper_file" in data else None
+        ),
+    )
 
 
 def _budget(scale: dict, where: str) -> Budget:
     """A scale's ``runs`` (a positive count) and ``wall_time`` (WALL_TIME_KEYS)."""
     runs = scale.get("runs")
     if runs is not None and (not isinstance(runs, int) or isinstance(runs, bool) or runs < 1):
-        raise WorkflowError(f"{where}.runs: the number of runs of the scale's sweep, a positive "
-                            f"integer; got {runs!r}")
+        raise WorkflowError(
+            f"{where}.runs: the number of runs of the scale's sweep, a positive "
+            f"integer; got {runs!r}"
+        )
     if "wall_time" not in scale:
         return Budget(runs)
     wall = _mapping(scale["wall_time"], f"{where}.wall_time", WALL_TIME_KEYS)
@@ -277,10 +345,14 @@ def _budget(scale: dict, where: str) -> Budget:
     number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0
     count = isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1
     if not (number and count):
-        raise WorkflowError(f"{where}.wall_time: seconds a positive number and workers a "
-                            f"positive integer; got {seconds!r}, {workers!r}")
-    measured = (f"{workers} worker{'s' if workers > 1 else ''}, {wall['date']}, "
-                f"load {wall['load']}" + (f"; {wall['note']}" if wall.get("note") else ""))
+        raise WorkflowError(
+            f"{where}.wall_time: seconds a positive number and workers a "
+            f"positive integer; got {seconds!r}, {workers!r}"
+        )
+    measured = (
+        f"{workers} worker{'s' if workers > 1 else ''}, {wall['date']}, "
+        f"load {wall['load']}" + (f"; {wall['note']}" if wall.get("note") else "")
+    )
     return Budget(runs, float(seconds), measured)
 
 
@@ -296,10 +368,11 @@ def _select(data: Any, where: str) -> Select:
     data = _mapping(data, where, SELECT_KEYS)
     grid = _grid(data["grid"], f"{where}.grid")
     fraction = data["validation"]
-    if (isinstance(fraction, bool) or not isinstance(fraction, (int, float))
-            or not 0 < fraction < 1):
-        raise WorkflowError(f"{where}.validation: the fraction of the training set held out, "
-                            f"between 0 and 1; got {fraction!r}")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+        raise WorkflowError(
+            f"{where}.validation: the fraction of the training set held out, "
+            f"between 0 and 1; got {fraction!r}"
+        )
     per = data.get("per", "dataset")
     if per not in SELECT_PER:
         raise WorkflowError(f"{where}.per: {per!r}; allowed: {', '.join(SELECT_PER)}")
@@ -308,22 +381,33 @@ def _select(data: Any, where: str) -> Select:
         raise WorkflowError(f"{where}.seed: an integer (the split's seed); got {seed!r}")
     warm_start = data.get("warm_start", True)
     if not isinstance(warm_start, bool):
-        raise WorkflowError(f"{where}.warm_start: true (fit the grid along increasing C, each "
-                            f"fit from the previous solution) or false; got {warm_start!r}")
-    return Select(grid=grid, validation=float(fraction),
-                  overrides=_overrides(data.get("overrides"), f"{where}.overrides"),
-                  metric=_text(data.get("metric", "accuracy"), f"{where}.metric"), per=per,
-                  seed=seed, warm_start=warm_start)
+        raise WorkflowError(
+            f"{where}.warm_start: true (fit the grid along increasing C, each "
+            f"fit from the previous solution) or false; got {warm_start!r}"
+        )
+    return Select(
+        grid=grid,
+        validation=float(fraction),
+        overrides=_overrides(data.get("overrides"), f"{where}.overrides"),
+        metric=_text(data.get("metric", "accuracy"), f"{where}.metric"),
+        per=per,
+        seed=seed,
+        warm_start=warm_start,
+    )
 
 
 def _grid(grid: Any, where: str) -> dict[str, str]:
     if not isinstance(grid, dict) or not grid:
-        raise WorkflowError(f"{where}: a mapping of each parameter to its values, e.g. "
-                            f"{{solver.C: 'choice(2^0, 2^1, 2^2)'}}; got {grid!r}")
+        raise WorkflowError(
+            f"{where}: a mapping of each parameter to its values, e.g. "
+            f"{{solver.C: 'choice(2^0, 2^1, 2^2)'}}; got {grid!r}"
+        )
     for key, values in grid.items():
         if not isinstance(values, str) or not values.strip():
-            raise WorkflowError(f"{where}.{key}: the values in Hydra's sweep syntax, e.g. "
-                                f"'choice(2^0, 2^1, 2^2)'; got {values!r}")
+            raise WorkflowError(
+                f"{where}.{key}: the values in Hydra's sweep syntax, e.g. "
+                f"'choice(2^0, 2^1, 2^2)'; got {values!r}"
+            )
     return {str(k): v.strip() for k, v in grid.items()}
 
 
@@ -337,12 +421,15 @@ def _analysis(data: Any, where: str) -> AnalysisStep:
     specs = _strings(data.get("hypotheses"), f"{where}.hypotheses")
     for spec in specs:
         _checked(hypotheses.parse, spec, f"{where}.hypotheses")
-    return AnalysisStep(measures=measures,
-                        blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
-                        treatments=_strings(data.get("treatments"), f"{where}.treatments")
-                        or ["solver"],
-                        hypotheses=specs, control=data.get("control"),
-                        filter=data.get("filter") or "", objective=data.get("objective"))
+    return AnalysisStep(
+        measures=measures,
+        blocks=_strings(data.get("blocks"), f"{where}.blocks") or ["dataset"],
+        treatments=_strings(data.get("treatments"), f"{where}.treatments") or ["solver"],
+        hypotheses=specs,
+        control=data.get("control"),
+        filter=data.get("filter") or "",
+        objective=data.get("objective"),
+    )
 
 
 def _claim_and_companion(data: Any, where: str) -> list[Claim]:
@@ -355,10 +442,14 @@ def _claim_and_companion(data: Any, where: str) -> list[Claim]:
     _checked(precision.parse, more["measure"], f"{where}.companion.measure")
     if claim.kind != "paper" or claim.untestable is not None:
         raise WorkflowError(f"{where}.companion: only a testable paper claim has a companion")
-    companion = {**data, "claim": f"{claim.claim}, {precision.describe(more['measure'])}",
-                 "kind": "svmlab", "measure": more["measure"],
-                 "why": _text(more["why"], f"{where}.companion.why"),
-                 "decide": more.get("decide", claim.decide)}
+    companion = {
+        **data,
+        "claim": f"{claim.claim}, {precision.describe(more['measure'])}",
+        "kind": "svmlab",
+        "measure": more["measure"],
+        "why": _text(more["why"], f"{where}.companion.why"),
+        "decide": more.get("decide", claim.decide),
+    }
     return [claim, _claim(companion, f"{where}.companion", claim.claim)]
 
 
@@ -366,34 +457,44 @@ def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
     data = _mapping(data, where, CLAIM_KEYS)
     data = {k: v for k, v in data.items() if k != "companion"}
     claim = Claim(**{k: v for k, v in data.items() if v is not None}, companion_of=companion_of)
-    if claim.paper is not None and (isinstance(claim.paper, bool)
-                                    or not isinstance(claim.paper, (int, float))):
-        raise WorkflowError(f"{where}.paper: the paper's number; got {claim.paper!r} (words "
-                            f"go in paper_text)")
+    if claim.paper is not None and (
+        isinstance(claim.paper, bool) or not isinstance(claim.paper, (int, float))
+    ):
+        raise WorkflowError(
+            f"{where}.paper: the paper's number; got {claim.paper!r} (words go in paper_text)"
+        )
     if claim.kind not in KINDS:
-        raise WorkflowError(f"{where}.kind: {claim.kind!r}; allowed: {', '.join(KINDS)} (whose "
-                            f"statement it is)")
+        raise WorkflowError(
+            f"{where}.kind: {claim.kind!r}; allowed: {', '.join(KINDS)} (whose statement it is)"
+        )
     if claim.quote is not None:
         _text(claim.quote, f"{where}.quote")
     if claim.untestable is not None:
         return _untestable(claim, where)
     missing = [k for k in ("measure", "value", "decide") if k not in data]
     if missing:
-        raise WorkflowError(f"{where}: missing {', '.join(missing)}; a claim has a measure, "
-                            f"the runs of its value, and decide (or untestable: the reason "
-                            f"svmlab cannot test it)")
+        raise WorkflowError(
+            f"{where}: missing {', '.join(missing)}; a claim has a measure, "
+            f"the runs of its value, and decide (or untestable: the reason "
+            f"svmlab cannot test it)"
+        )
     for key in ("value", "relative_to"):
         if key in data and (not isinstance(data[key], dict) or not data[key]):
-            raise WorkflowError(f"{where}.{key}: a mapping of tags or params to their values, "
-                                f"e.g. {{solver: mfw, dataset: w1a}}; got {data[key]!r}")
+            raise WorkflowError(
+                f"{where}.{key}: a mapping of tags or params to their values, "
+                f"e.g. {{solver: mfw, dataset: w1a}}; got {data[key]!r}"
+            )
     if claim.combine not in COMBINATIONS:
-        raise WorkflowError(f"{where}.combine: {claim.combine!r}; allowed: "
-                            f"{', '.join(COMBINATIONS)}")
+        raise WorkflowError(
+            f"{where}.combine: {claim.combine!r}; allowed: {', '.join(COMBINATIONS)}"
+        )
     decide = claim.decide
     if not isinstance(decide, dict) or len(decide) != 1 or next(iter(decide)) not in DECISIONS:
-        raise WorkflowError(f"{where}.decide: one of {', '.join(DECISIONS)} with a number, "
-                            f"e.g. {{tolerance: 0.01}}; got {decide!r}")
-    (rule, bound), = decide.items()
+        raise WorkflowError(
+            f"{where}.decide: one of {', '.join(DECISIONS)} with a number, "
+            f"e.g. {{tolerance: 0.01}}; got {decide!r}"
+        )
+    ((rule, bound),) = decide.items()
     if isinstance(bound, bool) or not isinstance(bound, (int, float)):
         raise WorkflowError(f"{where}.decide.{rule}: a number; got {bound!r}")
     if claim.why is not None:
@@ -401,77 +502,110 @@ def _claim(data: Any, where: str, companion_of: str | None = None) -> Claim:
     _replication(claim, where)
     _shape(claim, data, rule, where)
     if rule.endswith("tolerance") and not isinstance(claim.paper, (int, float)):
-        raise WorkflowError(f"{where}: decide.{rule} compares with the paper's number; "
-                            f"give it as paper: <number>")
+        raise WorkflowError(
+            f"{where}: decide.{rule} compares with the paper's number; give it as paper: <number>"
+        )
     return claim
 
 
 def _replication(claim: Claim, where: str) -> None:
     """The unit of replication and the readings of a claim: known names and mappings."""
     if claim.unit is not None and claim.unit not in UNITS:
-        raise WorkflowError(f"{where}.unit: {claim.unit!r}; allowed: {', '.join(UNITS)} (what "
-                            f"makes two blocks distinct measurements)")
+        raise WorkflowError(
+            f"{where}.unit: {claim.unit!r}; allowed: {', '.join(UNITS)} (what "
+            f"makes two blocks distinct measurements)"
+        )
     readings = claim.readings
     sides = ("value", "relative_to")
-    if (not isinstance(readings, dict) or len(readings) == 1 or any(
-            not isinstance(r, dict) or not r or set(r) - set(sides)
+    if (
+        not isinstance(readings, dict)
+        or len(readings) == 1
+        or any(
+            not isinstance(r, dict)
+            or not r
+            or set(r) - set(sides)
             or not all(isinstance(v, dict) and v for v in r.values())
-            for r in readings.values())):
-        raise WorkflowError(f"{where}.readings: two or more readings, each a name and what it "
-                            f"overrides of value and/or relative_to, e.g. {{one round: {{value: "
-                            f"{{solver: fw}}}}, seven rounds: {{value: {{solver: fw_rounds}}}}}}"
-                            f"; got {readings!r}")
+            for r in readings.values()
+        )
+    ):
+        raise WorkflowError(
+            f"{where}.readings: two or more readings, each a name and what it "
+            f"overrides of value and/or relative_to, e.g. {{one round: {{value: "
+            f"{{solver: fw}}}}, seven rounds: {{value: {{solver: fw_rounds}}}}}}"
+            f"; got {readings!r}"
+        )
 
 
 def _untestable(claim: Claim, where: str) -> Claim:
     """The claim with its untestable reason split into its kind (data or software) and why."""
     reason = claim.untestable
     if not isinstance(reason, dict):
-        raise WorkflowError(f"{where}.untestable: a mapping {{kind: data|software, why: ...}} "
-                            f"(what this machine cannot have, and why); got {reason!r}")
+        raise WorkflowError(
+            f"{where}.untestable: a mapping {{kind: data|software, why: ...}} "
+            f"(what this machine cannot have, and why); got {reason!r}"
+        )
     reason = _mapping(reason, f"{where}.untestable", UNTESTABLE_KEYS)
     if reason["kind"] not in UNTESTABLE_KINDS:
-        raise WorkflowError(f"{where}.untestable.kind: {reason['kind']!r}; allowed: "
-                            f"{', '.join(UNTESTABLE_KINDS)} (a claim that needs a sweep svmlab "
-                            f"can run is tested, not untestable)")
-    return replace(claim, untestable=_text(reason["why"], f"{where}.untestable.why"),
-                   untestable_kind=reason["kind"])
+        raise WorkflowError(
+            f"{where}.untestable.kind: {reason['kind']!r}; allowed: "
+            f"{', '.join(UNTESTABLE_KINDS)} (a claim that needs a sweep svmlab "
+            f"can run is tested, not untestable)"
+        )
+    return replace(
+        claim,
+        untestable=_text(reason["why"], f"{where}.untestable.why"),
+        untestable_kind=reason["kind"],
+    )
 
 
 def _shape(claim: Claim, data: dict, rule: str, where: str) -> None:
     """The blocks and the slope shapes of a claim: keys that exist together and make sense."""
     if "grid" in data and not _strings(data["grid"], f"{where}.grid"):
-        raise WorkflowError(f"{where}.grid: the keys of the settings the paper does not report, "
-                            f"e.g. [unreported.lam, dataset]; got {data['grid']!r}")
-    if "blocks" in data and (not _strings(data["blocks"], f"{where}.blocks")
-                             or not all(b.strip() for b in data["blocks"])):
-        raise WorkflowError(f"{where}.blocks: the keys whose values make a block, e.g. "
-                            f"[dataset, seed]; got {data['blocks']!r}")
+        raise WorkflowError(
+            f"{where}.grid: the keys of the settings the paper does not report, "
+            f"e.g. [unreported.lam, dataset]; got {data['grid']!r}"
+        )
+    if "blocks" in data and (
+        not _strings(data["blocks"], f"{where}.blocks")
+        or not all(b.strip() for b in data["blocks"])
+    ):
+        raise WorkflowError(
+            f"{where}.blocks: the keys whose values make a block, e.g. "
+            f"[dataset, seed]; got {data['blocks']!r}"
+        )
     shapes = [k for k in ("growth_with", "sensitivity_to") if getattr(claim, k) is not None]
     if len(shapes) > 1:
         raise WorkflowError(f"{where}: growth_with and sensitivity_to exclude each other")
     for key in shapes:
         _text(data[key], f"{where}.{key}")
         if rule not in ("below", "above"):
-            raise WorkflowError(f"{where}: {key} decides on a slope: use decide below or above "
-                                f"(e.g. {{below: 0}}); got {rule}")
+            raise WorkflowError(
+                f"{where}: {key} decides on a slope: use decide below or above "
+                f"(e.g. {{below: 0}}); got {rule}"
+            )
         if claim.relative_to is None:
-            raise WorkflowError(f"{where}: {key} fits the comparison of two sides; give "
-                                f"relative_to")
+            raise WorkflowError(
+                f"{where}: {key} fits the comparison of two sides; give relative_to"
+            )
     if claim.sensitivity_to is not None and claim.sensitivity_to in claim.blocks:
-        raise WorkflowError(f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
-                            f"block; take it out of blocks ({', '.join(claim.blocks)})")
+        raise WorkflowError(
+            f"{where}: sensitivity_to {claim.sensitivity_to} varies inside a "
+            f"block; take it out of blocks ({', '.join(claim.blocks)})"
+        )
 
 
 def _mapping(data: Any, where: str, keys: dict[str, bool]) -> dict:
     """``data`` as a mapping with every required key of ``keys`` and no other key."""
     if not isinstance(data, dict):
-        raise WorkflowError(f"{where}: expected a mapping with the keys "
-                            f"{', '.join(keys)}; got {type(data).__name__}")
+        raise WorkflowError(
+            f"{where}: expected a mapping with the keys "
+            f"{', '.join(keys)}; got {type(data).__name__}"
+        )
     unknown = sorted(set(data) - set(keys))
     if unknown:
-        raise WorkflowError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}; "
-                            f"allowed: {', '.join(keys)}")
+        raise WorkflowError(
+            f"{where}: unknown key(s) {', '.join(map(str, unknown))}; allowed: {', '.join(keys)}"
+        )
     missing = [k for k, required in keys.items() if required and k not in data]
     if missing:
         raise WorkflowError(f"{where}: missing key(s) {', '.join(missing)}")
@@ -491,8 +625,10 @@ def _overrides(data: Any, where: str) -> list[str]:
     overrides = _strings(data, where)
     bad = [o for o in overrides if "=" not in o and not o.startswith("~")]
     if bad:
-        raise WorkflowError(f"{where}: {', '.join(map(repr, bad))} is not KEY=VALUE; quote "
-                            f"a list of values in YAML: [\"dataset=a1a,w1a\", seed=0]")
+        raise WorkflowError(
+            f"{where}: {', '.join(map(repr, bad))} is not KEY=VALUE; quote "
+            f'a list of values in YAML: ["dataset=a1a,w1a", seed=0]'
+        )
     return overrides
 
 

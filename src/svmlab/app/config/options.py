@@ -62,8 +62,10 @@ def _stamp(source: Path) -> tuple:
     """The files under ``source`` with their modification time and size: the source is parsed
     again only when a file changed (parsing costs a tenth of a second, and a sweep's every job
     reads the declarations)."""
-    return tuple((path, path.stat().st_mtime_ns, path.stat().st_size)
-                 for path in sorted(source.rglob("*.py")))
+    return tuple(
+        (path, path.stat().st_mtime_ns, path.stat().st_size)
+        for path in sorted(source.rglob("*.py"))
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -73,9 +75,12 @@ def _parsed(source: Path, files: tuple) -> tuple[dict[str, SourceClass], dict[st
         module = ".".join(path.relative_to(source.parents[1]).with_suffix("").parts)
         module = module.removesuffix(".__init__")
         body = ast.parse(path.read_text(), str(path)).body
-        imports = {alias.asname or alias.name: f"{statement.module}.{alias.name}"
-                   for statement in body if isinstance(statement, ast.ImportFrom)
-                   and statement.module for alias in statement.names}
+        imports = {
+            alias.asname or alias.name: f"{statement.module}.{alias.name}"
+            for statement in body
+            if isinstance(statement, ast.ImportFrom) and statement.module
+            for alias in statement.names
+        }
         if path.name == "__init__.py":
             exported |= dict.fromkeys(imports.values(), module)
         for node in body:
@@ -91,8 +96,11 @@ def base_classes(cls: SourceClass, classes: dict[str, SourceClass]) -> list[Sour
     bases = []
     for base in cls.node.bases:
         if isinstance(base, ast.Name):
-            qualified = (f"{cls.module}.{base.id}" if f"{cls.module}.{base.id}" in classes
-                         else _defined(cls.imports.get(base.id, ""), classes))
+            qualified = (
+                f"{cls.module}.{base.id}"
+                if f"{cls.module}.{base.id}" in classes
+                else _defined(cls.imports.get(base.id, ""), classes)
+            )
             if qualified in classes:
                 bases.append(classes[qualified])
     return bases
@@ -102,8 +110,13 @@ def _defined(qualified: str, classes: dict[str, SourceClass]) -> str:
     """``qualified`` (``package.Class``) as the class it names where it is defined, following a
     package that imports it (``svmlab.solvers.nesvm.NESVM`` -> ``...nesvm.estimator.NESVM``)."""
     package, _, name = qualified.rpartition(".")
-    exporters = [c for c in classes.values() if c.module.startswith(f"{package}.")
-                 and c.node.name == name and c.path.name != "__init__.py"]
+    exporters = [
+        c
+        for c in classes.values()
+        if c.module.startswith(f"{package}.")
+        and c.node.name == name
+        and c.path.name != "__init__.py"
+    ]
     return qualified if qualified in classes or len(exporters) != 1 else exporters[0].qualified
 
 
@@ -133,8 +146,9 @@ def source_nodes() -> tuple[dict[str, dict], list[str]]:
         name = _declared_name(cls.node)
         where = f"solver {name!r} ({cls.path})"
         if name in nodes:
-            problems.append(f"{where} is declared twice (also in {files[name]}); this one "
-                            f"is left out")
+            problems.append(
+                f"{where} is declared twice (also in {files[name]}); this one is left out"
+            )
             continue
         try:
             nodes[name] = {"_target_": target} | _init_defaults(cls, classes)
@@ -146,9 +160,12 @@ def source_nodes() -> tuple[dict[str, dict], list[str]]:
 
 def _declared_name(node: ast.ClassDef) -> str | None:
     for statement in node.body:
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name)
-                and statement.targets[0].id == "name"):
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == "name"
+        ):
             try:
                 return ast.literal_eval(statement.value)
             except ValueError:
@@ -163,16 +180,23 @@ def _init_defaults(cls: SourceClass, classes: dict[str, SourceClass]) -> dict:
         if isinstance(statement, ast.FunctionDef) and statement.name == "__init__":
             args = statement.args
             positional = args.args[1:]
-            pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
-                     *zip(args.kwonlyargs, args.kw_defaults)]
+            pairs = [
+                *zip(positional[len(positional) - len(args.defaults) :], args.defaults),
+                *zip(args.kwonlyargs, args.kw_defaults),
+            ]
             if len(pairs) != len(positional) + len(args.kwonlyargs) or None in args.kw_defaults:
                 raise ValueError(f"{node.name}.__init__: every parameter needs a default")
             try:
-                return {arg.arg: ast.literal_eval(default) for arg, default in pairs
-                        if arg.arg not in FROM_OTHER_GROUPS}
+                return {
+                    arg.arg: ast.literal_eval(default)
+                    for arg, default in pairs
+                    if arg.arg not in FROM_OTHER_GROUPS
+                }
             except ValueError:
-                raise ValueError(f"{node.name}.__init__: the defaults of a solver are literals "
-                                 f"(numbers, strings, True/False/None)") from None
+                raise ValueError(
+                    f"{node.name}.__init__: the defaults of a solver are literals "
+                    f"(numbers, strings, True/False/None)"
+                ) from None
     for base in base_classes(cls, classes):
         return _init_defaults(base, classes)
     raise ValueError(f"{node.name}: no __init__ in {SOURCE}")
@@ -185,7 +209,8 @@ def solver_node(cls: type) -> dict:
 
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     return {"_target_": target(cls)} | {
-        p.name: p.default for p in parameters if p.name not in FROM_OTHER_GROUPS}
+        p.name: p.default for p in parameters if p.name not in FROM_OTHER_GROUPS
+    }
 
 
 def imported_nodes() -> dict[str, dict]:

@@ -75,11 +75,14 @@ class TrackingConfig:
         if not self.experiment:
             raise ConfigError("tracking.experiment must be a non-empty experiment name")
         if not self.wait_s >= 0:
-            raise ConfigError(f"tracking.wait_s must be a number of seconds >= 0; "
-                              f"got {self.wait_s}")
+            raise ConfigError(
+                f"tracking.wait_s must be a number of seconds >= 0; got {self.wait_s}"
+            )
         if not self.stale_after_s > 0:
-            raise ConfigError(f"tracking.stale_after_s must be a positive number of seconds; "
-                              f"got {self.stale_after_s}")
+            raise ConfigError(
+                f"tracking.stale_after_s must be a positive number of seconds; "
+                f"got {self.stale_after_s}"
+            )
 
 
 @dataclass
@@ -114,13 +117,18 @@ def register_configs() -> None:
     for name, node in (nodes | options.imported_nodes()).items():
         store.store(group="solver", name=name, node=node)
     for name, entry in REGISTRY.items():
-        store.store(group="dataset", name=name,
-                    node={"name": name} | {param.name: param.default for param in entry.params})
+        store.store(
+            group="dataset",
+            name=name,
+            node={"name": name} | {param.name: param.default for param in entry.params},
+        )
 
 
 def _unknown(what: str, value: Any, allowed) -> str:
-    return (f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}."
-            f"{did_you_mean(value, allowed)}")
+    return (
+        f"unknown {what} {value!r}; allowed: {', '.join(map(str, allowed))}."
+        f"{did_you_mean(value, allowed)}"
+    )
 
 
 def check_typed_parts(cfg: DictConfig) -> None:
@@ -128,16 +136,19 @@ def check_typed_parts(cfg: DictConfig) -> None:
     for key, schema in (("kernel", KernelConfig), ("tracking", TrackingConfig)):
         schema(**OmegaConf.to_container(cfg[key], resolve=True))
     if not 0 <= cfg.seed <= MAX_SEED:
-        raise ConfigError(f"seed must be an integer from 0 to 2**32 - 1 = {MAX_SEED}; "
-                          f"got {cfg.seed}")
+        raise ConfigError(
+            f"seed must be an integer from 0 to 2**32 - 1 = {MAX_SEED}; got {cfg.seed}"
+        )
 
 
 def check_dataset(cfg: DictConfig, choice: str | None) -> None:
     """The dataset group holds a dataset (a choice such as ``../solver/libsvm`` reaches out
     of it and composes another group's file)."""
     if not isinstance(cfg.dataset, DictConfig) or "name" not in cfg.dataset:
-        raise ConfigError(f"dataset={choice} is not a dataset of the dataset group; "
-                          f"`svmlab datasets list` names them")
+        raise ConfigError(
+            f"dataset={choice} is not a dataset of the dataset group; "
+            f"`svmlab datasets list` names them"
+        )
 
 
 def solver_class(cfg: DictConfig) -> type:
@@ -152,7 +163,9 @@ def solver_class(cfg: DictConfig) -> type:
     except Exception as exc:  # hydra wraps import errors of every kind
         raise ConfigError(f"solver._target_ {target!r} cannot be imported: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, SVMClassifier)):
-        raise ConfigError(f"solver._target_ {target!r} is not a svmlab.estimator.base.SVMClassifier")
+        raise ConfigError(
+            f"solver._target_ {target!r} is not a svmlab.estimator.base.SVMClassifier"
+        )
     return cls
 
 
@@ -169,8 +182,9 @@ def build_estimator(cfg: DictConfig):
             raise ConfigError(f"invalid solver parameter: {refused}")
     cls = solver_class(cfg)
     allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    solver_params = {k: v for k, v in OmegaConf.to_container(cfg.solver, resolve=True).items()
-                     if k != "_target_"}
+    solver_params = {
+        k: v for k, v in OmegaConf.to_container(cfg.solver, resolve=True).items() if k != "_target_"
+    }
     for key in solver_params:
         if key not in allowed:
             raise ConfigError(_unknown(f"key solver.{key} for {cls.__name__}", key, allowed))
@@ -221,11 +235,16 @@ def unknown_key_hints(args: list[str]) -> list[str]:
 
     try:
         overrides = OverridesParser.create().parse_overrides(
-            [a for a in args if "=" in a and not a.startswith("-")])
+            [a for a in args if "=" in a and not a.startswith("-")]
+        )
         groups = {p.name for p in files("svmlab.conf").iterdir() if p.is_dir()} | {
-            key for key, node in ConfigStore.instance().repo.items() if isinstance(node, dict)}
-        choices = [o.input_line for o in overrides if not o.is_sweep_override()
-                   and (o.key_or_group in groups or "/" in o.key_or_group)]
+            key for key, node in ConfigStore.instance().repo.items() if isinstance(node, dict)
+        }
+        choices = [
+            o.input_line
+            for o in overrides
+            if not o.is_sweep_override() and (o.key_or_group in groups or "/" in o.key_or_group)
+        ]
         if GlobalHydra.instance().is_initialized():  # Hydra's own: its search path, kept
             cfg = compose("config", overrides=choices)
         else:
@@ -248,8 +267,11 @@ def unknown_key_hints(args: list[str]) -> list[str]:
         if isinstance(node, DictConfig):
             parent = ".".join(path[:depth])
             keys = [k for k in node if not str(k).startswith("_")]
-            hints.append(_unknown(f"key in {parent}:", leaf, keys) if parent else
-                         _unknown("key", leaf, keys) + f" (+{leaf}=... adds a new key)")
+            hints.append(
+                _unknown(f"key in {parent}:", leaf, keys)
+                if parent
+                else _unknown("key", leaf, keys) + f" (+{leaf}=... adds a new key)"
+            )
     return hints
 
 
@@ -266,8 +288,7 @@ def composition_error_line(exc: Exception, args: list[str]) -> str | None:
 
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and exc.options:
         head, out_of_group, tail = exc.missing_cfg_file.partition("/../")  # dataset=../solver/x
-        group, name = ((head, f"../{tail}") if out_of_group
-                       else exc.missing_cfg_file.rsplit("/", 1))
+        group, name = (head, f"../{tail}") if out_of_group else exc.missing_cfg_file.rsplit("/", 1)
         return _unknown_option(group, name, exc.options)
     if not isinstance(exc, HydraException | OmegaConfBaseException):
         return None
@@ -285,5 +306,7 @@ def _unknown_option(group: str, name: str, options: list[str]) -> str:
     if len(options) <= MANY_OPTIONS:
         return _unknown(group, name, options)
     listing = OPTION_LISTS.get(group, "svmlab train --help")
-    return (f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them."
-            f"{did_you_mean(name, options)}")
+    return (
+        f"unknown {group} {name!r}; {len(options)} options, `{listing}` names them."
+        f"{did_you_mean(name, options)}"
+    )

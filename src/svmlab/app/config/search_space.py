@@ -36,9 +36,10 @@ FIXED_KEYS = ("dataset", "seed", "paths", "tracking")
 
 def expand_powers(text: str) -> str:
     """``2^-5`` -> ``0.03125`` (an integer power of an integer stays an integer)."""
+
     def value(match: re.Match) -> str:
         base, exponent = float(match[1]), float(match[2])
-        result = base ** exponent
+        result = base**exponent
         exact = result.is_integer() and "." not in match[0] and exponent >= 0
         return str(int(result)) if exact else repr(result)
 
@@ -65,8 +66,9 @@ def from_params(params: dict) -> dict[str, BaseDistribution]:
     """The search space of a preset's ``hydra.sweeper.params`` block (key: override value)."""
     space, fixed = parse([f"{key}={value}" for key, value in params.items()])
     if fixed:
-        raise ConfigError(f"hydra.sweeper.params holds fixed values, not search ranges: "
-                          f"{', '.join(fixed)}")
+        raise ConfigError(
+            f"hydra.sweeper.params holds fixed values, not search ranges: {', '.join(fixed)}"
+        )
     return space
 
 
@@ -74,18 +76,21 @@ def distribution(override: Override) -> BaseDistribution:
     """The Optuna distribution of one sweep override; ConfigError for an empty space."""
     key = override.get_key_element()
     if key.split(".")[0] in FIXED_KEYS:
-        raise ConfigError(f"{key} cannot be searched: a study keeps {', '.join(FIXED_KEYS)} "
-                          f"fixed (give one value)")
+        raise ConfigError(
+            f"{key} cannot be searched: a study keeps {', '.join(FIXED_KEYS)} "
+            f"fixed (give one value)"
+        )
     value = override.value()
     log = "log" in getattr(value, "tags", set())
     if override.is_interval_sweep():
         low, high = value.start, value.end
         if not low < high:
-            raise ConfigError(f"{key}: interval({low}, {high}) is empty or inverted; "
-                              f"the lower end must be below the upper end")
+            raise ConfigError(
+                f"{key}: interval({low}, {high}) is empty or inverted; "
+                f"the lower end must be below the upper end"
+            )
         if log and low <= 0:
-            raise ConfigError(f"{key}: a log-scale interval needs a positive lower end; "
-                              f"got {low}")
+            raise ConfigError(f"{key}: a log-scale interval needs a positive lower end; got {low}")
         if isinstance(low, int) and isinstance(high, int):
             return IntDistribution(low, high, log=log)
         return FloatDistribution(float(low), float(high), log=log)
@@ -105,6 +110,7 @@ def distribution(override: Override) -> BaseDistribution:
 def endpoints(space: dict[str, BaseDistribution]) -> list[dict]:
     """Two corners of the space (every low end, every high end): configs checked before the
     study starts, so a value the solver refuses fails at once and not in a trial."""
+
     def end(dist: BaseDistribution, last: bool):
         if isinstance(dist, CategoricalDistribution):
             return dist.choices[-1 if last else 0]

@@ -65,9 +65,11 @@ class Constraint:
         bound = (lambda b: b) if self.integral else float
         low = "-inf" if self.low is None else bound(self.low)
         high = "inf" if self.high is None else bound(self.high)
-        return (f"{'an int' if self.integral else 'a float'} in the range "
-                f"{'[' if self.closed in ('left', 'both') else '('}{low}, "
-                f"{high}{']' if self.closed in ('right', 'both') else ')'}")
+        return (
+            f"{'an int' if self.integral else 'a float'} in the range "
+            f"{'[' if self.closed in ('left', 'both') else '('}{low}, "
+            f"{high}{']' if self.closed in ('right', 'both') else ')'}"
+        )
 
 
 OTHER = Constraint("other")
@@ -85,8 +87,10 @@ def refusal(target: str, params: dict) -> str | None:
         if alternatives and all(c.admits(value) is False for c in alternatives):
             texts = [str(c) for c in alternatives]
             allowed = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-            return (f"The {key!r} parameter of {cls.node.name} must be {allowed}. "
-                    f"Got {value!r} instead.")
+            return (
+                f"The {key!r} parameter of {cls.node.name} must be {allowed}. "
+                f"Got {value!r} instead."
+            )
     return None
 
 
@@ -96,17 +100,23 @@ def _declared(cls: options.SourceClass, classes: dict) -> dict[str, list[Constra
     none; only classes defined in the solvers' source are read."""
     bases = {base.node.name: base for base in options.base_classes(cls, classes)}
     for statement in cls.node.body:
-        if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                and statement.target.id == "_parameter_constraints"
-                and isinstance(statement.value, ast.Dict)):
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and statement.target.id == "_parameter_constraints"
+            and isinstance(statement.value, ast.Dict)
+        ):
             break
     else:
         return _declared(next(iter(bases.values())), classes) if bases else {}
     declared: dict[str, list[Constraint]] = {}
     for key, value in zip(statement.value.keys, statement.value.values):
         if key is None:  # **Base._parameter_constraints
-            base = (bases.get(value.value.id) if isinstance(value, ast.Attribute)
-                    and isinstance(value.value, ast.Name) else None)
+            base = (
+                bases.get(value.value.id)
+                if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                else None
+            )
             declared |= _declared(base, classes) if base else {}
         elif isinstance(key, ast.Constant) and isinstance(value, ast.List):
             declared[key.value] = [_constraint(element) for element in value.elts]
@@ -116,19 +126,25 @@ def _declared(cls: options.SourceClass, classes: dict) -> dict[str, list[Constra
 def _constraint(element: ast.expr) -> Constraint:
     """The constraint an element of a declared list stands for (OTHER when not decidable)."""
     if isinstance(element, ast.Constant):
-        return {None: Constraint("none"), "boolean": Constraint("boolean")}.get(element.value,
-                                                                                 OTHER)
+        return {None: Constraint("none"), "boolean": Constraint("boolean")}.get(
+            element.value, OTHER
+        )
     if not (isinstance(element, ast.Call) and isinstance(element.func, ast.Name)):
         return OTHER
     try:
         if element.func.id == "StrOptions" and isinstance(element.args[0], ast.Set):
-            return Constraint("options", choices=frozenset(map(ast.literal_eval,
-                                                               element.args[0].elts)))
+            return Constraint(
+                "options", choices=frozenset(map(ast.literal_eval, element.args[0].elts))
+            )
         if element.func.id == "Interval" and isinstance(element.args[0], ast.Name):
             closed = {k.arg: ast.literal_eval(k.value) for k in element.keywords}["closed"]
-            return Constraint("interval", integral=element.args[0].id == "Integral",
-                              low=ast.literal_eval(element.args[1]),
-                              high=ast.literal_eval(element.args[2]), closed=closed)
+            return Constraint(
+                "interval",
+                integral=element.args[0].id == "Integral",
+                low=ast.literal_eval(element.args[1]),
+                high=ast.literal_eval(element.args[2]),
+                closed=closed,
+            )
     except (ValueError, KeyError, IndexError):
         pass
     return OTHER

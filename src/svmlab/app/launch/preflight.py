@@ -24,8 +24,9 @@ _CHECKED: set[tuple[str, ...]] = set()  # the jobs this process checked (uncheck
 # conf/hydra/launcher/<name>.yaml extends the launcher plugin's schema of the same name, so its
 # keys are checked against that schema; Hydra 1.3 does that but warns on every composition (in
 # every process that composes: the launching one, the workers that check a sweep's jobs).
-warnings.filterwarnings("ignore",
-                        message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore")
+warnings.filterwarnings(
+    "ignore", message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore"
+)
 
 
 def unresolved(node):
@@ -47,7 +48,8 @@ def job_overrides(config: DictConfig) -> list[list[str]] | None:
     hydra = GlobalHydra.instance()
     loader = hydra.config_loader() if hydra.is_initialized() else None  # for glob() sweeps
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(
-        params + unresolved(config.hydra.overrides.task))
+        params + unresolved(config.hydra.overrides.task)
+    )
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
@@ -77,8 +79,10 @@ def check_jobs(config: DictConfig) -> tuple[int | None, list[int]]:
         state = Singleton.get_state()  # Hydra's: the config loader and the registered schemas
         count = min(len(numbered), effective_n_jobs(pool.n_jobs) * CHUNKS_PER_WORKER)
         chunks = [numbered[i::count] for i in range(count)]
-        done = pool(delayed(check_in_worker)(name, hydra_overrides, chunk, state,
-                                             config.tracking.uri) for chunk in chunks)
+        done = pool(
+            delayed(check_in_worker)(name, hydra_overrides, chunk, state, config.tracking.uri)
+            for chunk in chunks
+        )
         pids = {pid for pid, _ in done}
         checked = [c for _, chunk in done for c in chunk]
     problems: dict[str, list[tuple[int, list[str]]]] = {}
@@ -96,16 +100,21 @@ def check_jobs(config: DictConfig) -> tuple[int | None, list[int]]:
         except SvmlabError as exc:
             problems.setdefault(str(exc), []).extend(hit)
     if problems:
-        raise ConfigError("\n".join(f"{problem} ({_jobs(hit)})"
-                                    for problem, hit in problems.items()))
+        raise ConfigError(
+            "\n".join(f"{problem} ({_jobs(hit)})" for problem, hit in problems.items())
+        )
     _CHECKED.clear()
     _CHECKED.update(tuple(job) for job in jobs)
     return len(jobs), sorted(pids)
 
 
-def check_in_worker(config_name: str, hydra_overrides: list[str],
-                    jobs: list[tuple[int, list[str]]], hydra_state: dict,
-                    uri: str | None) -> tuple[int, list]:
+def check_in_worker(
+    config_name: str,
+    hydra_overrides: list[str],
+    jobs: list[tuple[int, list[str]]],
+    hydra_state: dict,
+    uri: str | None,
+) -> tuple[int, list]:
     """:func:`check_chunk` in a worker process, with Hydra's state in the launching process
     (``hydra_state``): (the worker's pid, the list). The worker then starts importing the
     training path for the jobs it will run, and the code that opens their store (``uri``)."""
@@ -118,8 +127,9 @@ def check_in_worker(config_name: str, hydra_overrides: list[str],
     return warm_in_background(uri), checked
 
 
-def check_chunk(config_name: str, hydra_overrides: list[str],
-                jobs: list[tuple[int, list[str]]]) -> list[tuple[int, str | None, str | None]]:
+def check_chunk(
+    config_name: str, hydra_overrides: list[str], jobs: list[tuple[int, list[str]]]
+) -> list[tuple[int, str | None, str | None]]:
     """Compose and check ``jobs`` (numbered overrides): for each, its number and either the
     problem that refuses it or its dataset (the parameters ``data.prepare`` takes, as JSON)."""
     from hydra import compose
@@ -138,8 +148,9 @@ def check_chunk(config_name: str, hydra_overrides: list[str],
             HydraConfig.instance().set_config(cfg)
             checked_estimator(cfg, cfg.hydra.runtime.choices.get("dataset"))
             where = {"data_dir": cfg.paths.data_dir, "cache_dir": cfg.paths.cache_dir}
-            dataset = json.dumps(OmegaConf.to_container(cfg.dataset, resolve=True) | where,
-                                 sort_keys=True)
+            dataset = json.dumps(
+                OmegaConf.to_container(cfg.dataset, resolve=True) | where, sort_keys=True
+            )
         except SvmlabError as exc:
             problem = str(exc)
         except Exception as exc:
@@ -163,5 +174,8 @@ def _jobs(hit: list[tuple[int, list[str]]]) -> str:
     if len(hit) == 1:
         num, job = hit[0]
         return f"job #{num}: {' '.join(job)}"
-    return (f"{len(hit)} jobs: " + ", ".join(f"#{num}" for num, _ in hit[:SHOWN_JOBS])
-            + (", ..." if len(hit) > SHOWN_JOBS else ""))
+    return (
+        f"{len(hit)} jobs: "
+        + ", ".join(f"#{num}" for num, _ in hit[:SHOWN_JOBS])
+        + (", ..." if len(hit) > SHOWN_JOBS else "")
+    )

@@ -23,37 +23,59 @@ from omegaconf import OmegaConf
 from svmlab.app.launch import sweep
 
 #: SLURM's states of a job that it ended before the job's own end.
-ENDED_BY_SLURM = frozenset({"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
-                            "BOOT_FAIL", "DEADLINE"})
+ENDED_BY_SLURM = frozenset(
+    {"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+)
 
 
 class SlurmLauncher(submitit_launcher.SlurmLauncher):
     """Hydra's submitit SLURM launcher; a job SLURM ended without a result is KILLED, not the
     end of the sweep."""
 
-    def launch(self, job_overrides: Sequence[Sequence[str]],
-               initial_job_idx: int) -> Sequence[JobReturn]:
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
         """Submit the jobs as one array (as the plugin does) and collect every job's return."""
         import submitit
 
         executor = submitit.AutoExecutor(
-            cluster="slurm", folder=self.params["submitit_folder"],
-            slurm_max_num_timeout=self.params["max_num_timeout"])
+            cluster="slurm",
+            folder=self.params["submitit_folder"],
+            slurm_max_num_timeout=self.params["max_num_timeout"],
+        )
         common = set(OmegaConf.structured(submitit_launcher.BaseQueueConf).keys())
-        executor.update_parameters(**{
-            key if key in common else f"slurm_{key}": value for key, value in self.params.items()
-            if key not in ("submitit_folder", "max_num_timeout")})
+        executor.update_parameters(
+            **{
+                key if key in common else f"slurm_{key}": value
+                for key, value in self.params.items()
+                if key not in ("submitit_folder", "max_num_timeout")
+            }
+        )
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if "mode" in self.config.hydra.sweep:
             sweep_dir.chmod(int(str(self.config.hydra.sweep.mode), 8))
         nums = range(initial_job_idx, initial_job_idx + len(job_overrides))
-        jobs = executor.map_array(self, *zip(*[
-            (list(overrides), "hydra.sweep.dir", num, f"job_id_for_{num}", Singleton.get_state())
-            for num, overrides in zip(nums, job_overrides)]))
+        jobs = executor.map_array(
+            self,
+            *zip(
+                *[
+                    (
+                        list(overrides),
+                        "hydra.sweep.dir",
+                        num,
+                        f"job_id_for_{num}",
+                        Singleton.get_state(),
+                    )
+                    for num, overrides in zip(nums, job_overrides)
+                ]
+            ),
+        )
         try:
-            return [self._collect(job, num, list(overrides))
-                    for job, num, overrides in zip(jobs, nums, job_overrides)]
+            return [
+                self._collect(job, num, list(overrides))
+                for job, num, overrides in zip(jobs, nums, job_overrides)
+            ]
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the sweep's jobs must not outlive it
             for job in jobs:
                 if not job.done():
@@ -80,11 +102,16 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         sweep_dir = Path(str(self.config.hydra.sweep.dir)).resolve()
         started = sweep.read_state(sweep_dir)
         run = end_job_run(self.config.tracking.uri, started["parent_run_id"], job_num, reason)
-        outcome = {"job_num": job_num, "overrides": overrides, "status": "KILLED",
-                   "run_id": run.info.run_id if run else None, "error": reason, "metrics": {},
-                   "time_s": 0.0,
-                   "name": run.info.run_name if run else " ".join(filter_overrides(overrides))}
+        outcome = {
+            "job_num": job_num,
+            "overrides": overrides,
+            "status": "KILLED",
+            "run_id": run.info.run_id if run else None,
+            "error": reason,
+            "metrics": {},
+            "time_s": 0.0,
+            "name": run.info.run_name if run else " ".join(filter_overrides(overrides)),
+        }
         done = sweep.record_outcome(sweep_dir, outcome)
         print(sweep.progress_line(outcome, done, started["jobs"]), flush=True)
         return JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=outcome)
-

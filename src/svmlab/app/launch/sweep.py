@@ -82,23 +82,36 @@ def time_left(started_at: float | None, done: int, total: int | None) -> str:
     if not started_at or not total or not 0 < done < total:
         return ""
     seconds = (time.time() - started_at) / done * (total - done)
-    return "  about " + (f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-                         if seconds < 5400 else f"{seconds / 3600:.1f} h") + " left"
+    return (
+        "  about "
+        + (
+            f"{seconds:.0f} s"
+            if seconds < 90
+            else f"{seconds / 60:.0f} min"
+            if seconds < 5400
+            else f"{seconds / 3600:.1f} h"
+        )
+        + " left"
+    )
 
 
-def progress_line(outcome: dict, done: int, total: int | None,
-                  same_as: int | None = None) -> str:
+def progress_line(outcome: dict, done: int, total: int | None, same_as: int | None = None) -> str:
     """``[  3/48] #2 name  STATUS  test_accuracy=0.9561  1.2s`` (the error for a failed job;
     ``same_as``: the number of a job that reported the same error, which is not repeated)."""
     width = len(str(total)) if total else 1
     count = f"[{done:>{width}}/{total if total else '?'}]"
     metric = outcome["metrics"].get(KEY_METRIC)
     error = f"the same error as #{same_as}" if same_as is not None else outcome["error"] or ""
-    detail = {"FINISHED": f"{KEY_METRIC}={metric:.4f}" if metric is not None else "",
-              "SKIPPED": f"FINISHED before as run {outcome['run_id']}",
-              "FAILED": error, "KILLED": error}[outcome["status"]]
-    return (f"{count} #{outcome['job_num']} {outcome['name']}  {outcome['status']}  {detail}  "
-            f"{outcome['time_s']:.1f}s")
+    detail = {
+        "FINISHED": f"{KEY_METRIC}={metric:.4f}" if metric is not None else "",
+        "SKIPPED": f"FINISHED before as run {outcome['run_id']}",
+        "FAILED": error,
+        "KILLED": error,
+    }[outcome["status"]]
+    return (
+        f"{count} #{outcome['job_num']} {outcome['name']}  {outcome['status']}  {detail}  "
+        f"{outcome['time_s']:.1f}s"
+    )
 
 
 def job_outcome(job_num: int, job_return: JobReturn) -> dict:
@@ -110,9 +123,16 @@ def job_outcome(job_num: int, job_return: JobReturn) -> dict:
         error = f"the job returned {value!r} instead of its outcome"
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-    return {"job_num": job_num, "overrides": job_return.overrides,
-            "name": " ".join(job_return.overrides or []), "status": "FAILED", "run_id": None,
-            "error": error, "metrics": {}, "time_s": 0.0}
+    return {
+        "job_num": job_num,
+        "overrides": job_return.overrides,
+        "name": " ".join(job_return.overrides or []),
+        "status": "FAILED",
+        "run_id": None,
+        "error": error,
+        "metrics": {},
+        "time_s": 0.0,
+    }
 
 
 def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
@@ -128,9 +148,16 @@ def record_outcome(sweep_dir: str | os.PathLike, outcome: dict) -> int:
 
 def same_error(outcome: dict, outcomes: list[dict]) -> int | None:
     """The number of the first other job in ``outcomes`` whose error is ``outcome``'s."""
-    return next((o["job_num"] for o in outcomes if outcome["error"]
-                 and o["error"] == outcome["error"] and o["job_num"] != outcome["job_num"]),
-                None)
+    return next(
+        (
+            o["job_num"]
+            for o in outcomes
+            if outcome["error"]
+            and o["error"] == outcome["error"]
+            and o["job_num"] != outcome["job_num"]
+        ),
+        None,
+    )
 
 
 def failure_lines(outcomes: list[dict], shown: int = 8) -> list[str]:
@@ -142,9 +169,14 @@ def failure_lines(outcomes: list[dict], shown: int = 8) -> list[str]:
             groups.setdefault((o["status"], o["error"]), []).append(o)
     lines = []
     for (status, error), hit in groups.items():
-        jobs = (f"#{hit[0]['job_num']} {hit[0]['name']}" if len(hit) == 1 else
-                f"{len(hit)} jobs (" + ", ".join(f"#{o['job_num']}" for o in hit[:shown])
-                + (", ..." if len(hit) > shown else "") + ")")
+        jobs = (
+            f"#{hit[0]['job_num']} {hit[0]['name']}"
+            if len(hit) == 1
+            else f"{len(hit)} jobs ("
+            + ", ".join(f"#{o['job_num']}" for o in hit[:shown])
+            + (", ..." if len(hit) > shown else "")
+            + ")"
+        )
         lines.append(f"  {status.lower()}: {jobs}: {error}")
     return lines
 
@@ -163,8 +195,10 @@ def jobs_table(outcomes: list[dict]) -> str:
     lines = ["job\tname\tstatus\t" + KEY_METRIC + "\ttime_s\trun_id\terror"]
     for o in outcomes:
         metric = o["metrics"].get(KEY_METRIC, "")
-        lines.append(f"{o['job_num']}\t{o['name']}\t{o['status']}\t{metric}\t{o['time_s']:.3f}\t"
-                     f"{o['run_id'] or ''}\t{(o['error'] or '').replace(chr(10), ' ')}")
+        lines.append(
+            f"{o['job_num']}\t{o['name']}\t{o['status']}\t{metric}\t{o['time_s']:.3f}\t"
+            f"{o['run_id'] or ''}\t{(o['error'] or '').replace(chr(10), ' ')}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -174,9 +208,11 @@ def left_line(uri: str, sweep_dir: Path) -> str:
     from svmlab.tracking.store import absolute_uri
 
     left = sorted(p.name for p in (state_dir(sweep_dir) / "left").glob("*"))
-    return (f"svmlab: error: the tracking store is gone: runs left RUNNING: {', '.join(left)}; "
-            f"once it is back, any svmlab command on it ends them KILLED, e.g. "
-            f"svmlab runs reap --tracking-uri {mask(absolute_uri(uri))}")
+    return (
+        f"svmlab: error: the tracking store is gone: runs left RUNNING: {', '.join(left)}; "
+        f"once it is back, any svmlab command on it ends them KILLED, e.g. "
+        f"svmlab runs reap --tracking-uri {mask(absolute_uri(uri))}"
+    )
 
 
 def remove_dated_folder(folder: Path, key: str, hydra_overrides) -> None:
@@ -206,8 +242,10 @@ def check_launcher_settings(config: DictConfig) -> None:
     """Launcher settings the launcher itself would answer with a traceback."""
     n_jobs = config.hydra.launcher.get("n_jobs")
     if n_jobs is not None and (not isinstance(n_jobs, int) or n_jobs == 0):
-        raise ConfigError(f"hydra.launcher.n_jobs must be a number of worker processes (1, 2, "
-                          f"...) or -1 for one per CPU; got {n_jobs!r}")
+        raise ConfigError(
+            f"hydra.launcher.n_jobs must be a number of worker processes (1, 2, "
+            f"...) or -1 for one per CPU; got {n_jobs!r}"
+        )
 
 
 # Loky's resource tracker, a process of the launcher's, frees the semaphores and folders of a
@@ -279,22 +317,45 @@ class SweepCallback(Callback):
             for old in (state / "jobs").glob("*.json"):  # a previous sweep in the same folder
                 old.unlink()
         except OSError as exc:
-            raise ConfigError(f"the sweep folder {sweep_dir} cannot be used (hydra.sweep.dir): "
-                              f"{exc.strerror or exc}") from None
+            raise ConfigError(
+                f"the sweep folder {sweep_dir} cannot be used (hydra.sweep.dir): "
+                f"{exc.strerror or exc}"
+            ) from None
         overrides = list(config.hydra.overrides.task)
         launcher = str(config.hydra.launcher._target_).rsplit(".", 1)[-1]
         prelude(config.tracking)
         self.parent = ParentRun(
-            config.tracking.uri, config.tracking.experiment, sweep_name(overrides),
-            str(sweep_dir), {"sweep.overrides": " ".join(overrides), "sweep.launcher": launcher,
-                             "sweep.jobs": total},
-            OmegaConf.to_yaml(overrides), parent_run_id=os.environ.get(PARENT_ENV),
-            wait_s=config.tracking.wait_s, shared=state)
-        (state / "sweep.json").write_text(json.dumps(
-            {"parent_run_id": self.parent.run_id, "jobs": total, "launcher": this_process(),
-             "started_at": time.time(), "checks_s": checks, "checked_in": workers}))
-        print(f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
-              f"parent run {self.parent.run_id}", flush=True)
+            config.tracking.uri,
+            config.tracking.experiment,
+            sweep_name(overrides),
+            str(sweep_dir),
+            {
+                "sweep.overrides": " ".join(overrides),
+                "sweep.launcher": launcher,
+                "sweep.jobs": total,
+            },
+            OmegaConf.to_yaml(overrides),
+            parent_run_id=os.environ.get(PARENT_ENV),
+            wait_s=config.tracking.wait_s,
+            shared=state,
+        )
+        (state / "sweep.json").write_text(
+            json.dumps(
+                {
+                    "parent_run_id": self.parent.run_id,
+                    "jobs": total,
+                    "launcher": this_process(),
+                    "started_at": time.time(),
+                    "checks_s": checks,
+                    "checked_in": workers,
+                }
+            )
+        )
+        print(
+            f"sweep: {total if total else 'unknown number of'} jobs with {launcher}; "
+            f"parent run {self.parent.run_id}",
+            flush=True,
+        )
         self.started = time.perf_counter()
         self.config = config
         _STARTED.append(self)
@@ -331,8 +392,11 @@ class SweepCallback(Callback):
         outcome = job_outcome(config.hydra.job.num, job_return)
         done = record_outcome(sweep_dir, outcome)
         same_as = same_error(outcome, read_outcomes(sweep_dir)) if outcome["error"] else None
-        print(progress_line(outcome, done, state["jobs"], same_as)
-              + time_left(state.get("started_at"), done, state["jobs"]), flush=True)
+        print(
+            progress_line(outcome, done, state["jobs"], same_as)
+            + time_left(state.get("started_at"), done, state["jobs"]),
+            flush=True,
+        )
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.parent.run_id is None:
@@ -351,19 +415,23 @@ class SweepCallback(Callback):
             stored = self._quietly(self.parent.discard)
             run_id = f"{run_id}: nothing to do, so no parent run was kept"
         else:
-            stored = self._quietly(self._end_parent, "FAILED" if failed else "FINISHED", counts,
-                                   jobs_table(outcomes))
+            stored = self._quietly(
+                self._end_parent, "FAILED" if failed else "FINISHED", counts, jobs_table(outcomes)
+            )
         self.sigterm.close()
         if stored:  # runs whose jobs lost the store (recorded in the sweep folder) end now
             stored = self._quietly(kill_children, self.parent.uri, parent_id, LEFT_REASON)
         else:  # the parent stays RUNNING: the reap finds it by the record
             mark_left(str(sweep_dir), parent_id)
 
-        print(f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
-              f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"
-              + (f", {counts['killed']} killed" if counts["killed"] else "")
-              + (f", {counts['missing']} never reported" if counts["missing"] else "")
-              + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}", flush=True)
+        print(
+            f"sweep: {counts['total']} jobs: {counts['finished']} finished, "
+            f"{counts['failed']} failed, {counts['skipped']} skipped (finished before)"
+            + (f", {counts['killed']} killed" if counts["killed"] else "")
+            + (f", {counts['missing']} never reported" if counts["missing"] else "")
+            + f" in {time.perf_counter() - self.started:.1f}s; parent run {run_id}",
+            flush=True,
+        )
         for line in failure_lines(outcomes):
             print(line, flush=True)
         print(ui_line(self.parent.uri, self.parent.experiment_id), flush=True)
@@ -377,8 +445,9 @@ class SweepCallback(Callback):
         if failed:
             raise SystemExit(EXIT_FAILED)
 
-    def _end_parent(self, status: str, counts: dict | None = None,
-                    table: str | None = None) -> None:
+    def _end_parent(
+        self, status: str, counts: dict | None = None, table: str | None = None
+    ) -> None:
         """End the parent run once; later calls (the exit hook after a normal end) do nothing."""
         atexit.unregister(self._stopped)
         if self.parent is not None:
@@ -403,6 +472,10 @@ class SweepCallback(Callback):
             return True
         except Exception as exc:
             uri = self.parent.uri if self.parent else None
-            print(f"svmlab: error: the sweep's runs could not be updated: "
-                  f"{failure_line(exc, uri)[0]}", file=sys.stderr, flush=True)
+            print(
+                f"svmlab: error: the sweep's runs could not be updated: "
+                f"{failure_line(exc, uri)[0]}",
+                file=sys.stderr,
+                flush=True,
+            )
             return False

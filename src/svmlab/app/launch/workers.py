@@ -23,8 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 
 #: What a job imports before its fit beside its solver (which its checks imported): the
 #: recording pipeline (MLflow, numba's warm-up) and the store queries.
-TRAINING_PATH = ("svmlab.recording.run", "svmlab.recording.results", "svmlab.tracking.patience",
-                 "svmlab.tracking.queries")
+TRAINING_PATH = (
+    "svmlab.recording.run",
+    "svmlab.recording.results",
+    "svmlab.tracking.patience",
+    "svmlab.tracking.queries",
+)
 _WARMING: list[threading.Thread] = []  # this process's import thread, once started
 
 
@@ -36,8 +40,9 @@ def joblib_arguments(config: DictConfig) -> dict | None:
         return None
     from hydra_plugins.hydra_joblib_launcher._core import process_joblib_cfg
 
-    arguments = {k: v for k, v in OmegaConf.to_container(launcher, resolve=True).items()
-                 if k != "_target_"}
+    arguments = {
+        k: v for k, v in OmegaConf.to_container(launcher, resolve=True).items() if k != "_target_"
+    }
     arguments["backend"] = "loky"  # as the launcher sets it
     process_joblib_cfg(arguments)
     return arguments if arguments.get("n_jobs") not in (None, 1) else None
@@ -56,8 +61,11 @@ def warm_in_background(uri: str | None) -> int:
     """Start importing the training path, and the code that opens the store at ``uri``, in a
     thread of this process, once; its pid."""
     if not _WARMING:
-        _WARMING.append(threading.Thread(target=_import_training_path, args=(uri,),
-                                         daemon=True, name="svmlab-warm-up"))
+        _WARMING.append(
+            threading.Thread(
+                target=_import_training_path, args=(uri,), daemon=True, name="svmlab-warm-up"
+            )
+        )
         _WARMING[0].start()
     return os.getpid()
 

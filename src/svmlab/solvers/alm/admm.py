@@ -43,9 +43,9 @@ class Settings(NamedTuple):
     C: float
     p: float
     exact: bool
-    inner_steps: int    # CG iterations of the inexact variant
-    cg_tol: float       # exact variant: relative residual of CG
-    cg_maxit: int       # exact variant: CG iterations at most
+    inner_steps: int  # CG iterations of the inexact variant
+    cg_tol: float  # exact variant: relative residual of CG
+    cg_maxit: int  # exact variant: CG iterations at most
     prox_tol: float
     prox_maxit: int
     refresh_every: int  # inexact variant: u = A w recomputed every this many iterations
@@ -81,23 +81,25 @@ class Step(NamedTuple):
     """What one outer iteration reports."""
 
     iteration: int
-    mu: float             # the penalty this iteration used
-    objective: float      # 1/2 ||w||^2 + C sum_i xi_i^p at the new (w, b)
+    mu: float  # the penalty this iteration used
+    objective: float  # 1/2 ||w||^2 + C sum_i xi_i^p at the new (w, b)
     primal_residual: float  # ||A w + b - y + e||
-    dual_residual: float    # ||mu (A (w - w_old) + (b - b_old))||
+    dual_residual: float  # ||mu (A (w - w_old) + (b - b_old))||
     cg_iterations: int
-    cg_residual: float    # ||rhs - M (w, b)|| after CG (NaN when its last A^T q was skipped)
+    cg_residual: float  # ||rhs - M (w, b)|| after CG (NaN when its last A^T q was skipped)
 
 
 def check_labels(y: np.ndarray) -> None:
     """The solver works on labels in {-1, +1}."""
     if not np.isin(y, (-1.0, 1.0)).all():
-        raise ValueError(f"SVM-ALM needs labels in {{-1, +1}}; got values "
-                         f"{np.unique(y)[:10].tolist()}")
+        raise ValueError(
+            f"SVM-ALM needs labels in {{-1, +1}}; got values {np.unique(y)[:10].tolist()}"
+        )
 
 
-def next_mu(s: Settings, mu: float, primal_residual: float, dual_residual: float,
-            bound29: float = math.inf) -> float:
+def next_mu(
+    s: Settings, mu: float, primal_residual: float, dual_residual: float, bound29: float = math.inf
+) -> float:
     """mu_(k+1): constant; geometric min(rho mu, mu_max); balance (x or / 2 when one residual
     is 10x the other, capped at mu_max); paper29: rho mu clamped into [mu, bound29], the
     right-hand side of the paper's Eq. 29 (non-decreasing, capped at mu_max)."""
@@ -140,8 +142,21 @@ def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[St
     while True:
         k += 1
         mu = state.mu
-        sum_r, sum_z = e_step_pass(rows, y, state.u, state.b, state.lam, mu, s.C, s.p,
-                                   s.prox_tol, s.prox_maxit, state.e, g, h)
+        sum_r, sum_z = e_step_pass(
+            rows,
+            y,
+            state.u,
+            state.b,
+            state.lam,
+            mu,
+            s.C,
+            s.p,
+            s.prox_tol,
+            s.prox_maxit,
+            state.e,
+            g,
+            h,
+        )
         res_w = -(g + state.w / mu)  # rhs - M (w, b) = -(A^T r + w / mu, sum r)
         rhs_norm = math.sqrt(h @ h + (sum_z * sum_z if s.bias else 0.0)) if s.exact else 0.0
         u_old[:] = state.u
@@ -149,18 +164,35 @@ def iterate(rows: Rows, y: np.ndarray, state: State, s: Settings) -> Iterator[St
         if s.precondition:
             pre_w = 1.0 / (column_sq + 1.0 / mu)
         state.b, cg_its, cg_res = conjugate_gradient(
-            rows, state.w, state.b, state.u, res_w, -sum_r, mu, s.bias, maxit,
-            s.cg_tol * rhs_norm, d_w, q, m_w, pre_w, 1.0 / n, z_w)
+            rows,
+            state.w,
+            state.b,
+            state.u,
+            res_w,
+            -sum_r,
+            mu,
+            s.bias,
+            maxit,
+            s.cg_tol * rhs_norm,
+            d_w,
+            q,
+            m_w,
+            pre_w,
+            1.0 / n,
+            z_w,
+        )
         if s.exact or k % s.refresh_every == 0:
             matvec(rows, state.w, state.u)
-        res2, change2, loss = multiplier_step(y, state.u, state.b, state.e, state.lam, mu, s.p,
-                                              u_old, b_old)
+        res2, change2, loss = multiplier_step(
+            y, state.u, state.b, state.e, state.lam, mu, s.p, u_old, b_old
+        )
         objective = 0.5 * float(state.w @ state.w) + s.C * loss
         step = Step(k, mu, objective, math.sqrt(res2), mu * math.sqrt(change2), cg_its, cg_res)
         bound = math.inf
         if s.schedule == "paper29":
             f = 0.5 * float(state.w @ state.w) + s.C * float(
-                np.sum(np.maximum(y * state.e, 0.0) ** s.p))
+                np.sum(np.maximum(y * state.e, 0.0) ** s.p)
+            )
             bound = eq29_bound(res2, f, lyapunov)
             lyapunov = 0.5 * mu * res2 + f
         state.mu = next_mu(s, mu, step.primal_residual, step.dual_residual, bound)

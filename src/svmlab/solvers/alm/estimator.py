@@ -84,8 +84,10 @@ class SVMALM(LinearSVMClassifier):
     """
 
     name = "alm"
-    test_config = ({"inner_steps": 5, "tol": 0.0, "tol_gap": 1e-6, "max_iter": 5000},
-                   {"p": 1.5, "variant": "exact", "fit_intercept": False, "max_iter": 5000})
+    test_config = (
+        {"inner_steps": 5, "tol": 0.0, "tol_gap": 1e-6, "max_iter": 5000},
+        {"p": 1.5, "variant": "exact", "fit_intercept": False, "max_iter": 5000},
+    )
     gap_tol = "tol_gap"
 
     _parameter_constraints: ClassVar[dict] = {
@@ -116,11 +118,33 @@ class SVMALM(LinearSVMClassifier):
     _warm_up: ClassVar[dict] = {"max_iter": 2}
     warm_startable = True  # from another fit's w (`fit`'s start) instead of w_init
 
-    def __init__(self, C=1.0, *, p=1.0, fit_intercept=True, variant="inexact", inner_steps=3,
-                 mu_schedule="constant", mu0=None, rho=1.0, mu_max=1e5, max_iter=10_000, tol=0.0,
-                 tol_change="relative", eps_grad=None, grad_rel=False, tol_gap=1e-2,
-                 cg_tol=1e-10, cg_maxit=None, w_init="ones", prox_tol=1e-12, prox_maxit=100,
-                 refresh_every=50, trace_certificate=False, precondition=True):
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        p=1.0,
+        fit_intercept=True,
+        variant="inexact",
+        inner_steps=3,
+        mu_schedule="constant",
+        mu0=None,
+        rho=1.0,
+        mu_max=1e5,
+        max_iter=10_000,
+        tol=0.0,
+        tol_change="relative",
+        eps_grad=None,
+        grad_rel=False,
+        tol_gap=1e-2,
+        cg_tol=1e-10,
+        cg_maxit=None,
+        w_init="ones",
+        prox_tol=1e-12,
+        prox_maxit=100,
+        refresh_every=50,
+        trace_certificate=False,
+        precondition=True,
+    ):
         self.C = C
         self.p = p
         self.fit_intercept = fit_intercept
@@ -148,20 +172,30 @@ class SVMALM(LinearSVMClassifier):
     def _validate_params(self) -> None:
         super()._validate_params()
         if self.eps_grad is not None and self.p == 1.0:
-            raise ConfigError("eps_grad needs p > 1: the hinge objective (p = 1) has no "
-                              "gradient; use tol (objective change) or tol_gap")
+            raise ConfigError(
+                "eps_grad needs p > 1: the hinge objective (p = 1) has no "
+                "gradient; use tol (objective change) or tol_gap"
+            )
 
     def _formulation(self) -> Formulation:
-        loss = (Hinge() if self.p == 1.0 else SquaredHinge() if self.p == 2.0
-                else PowerHinge(float(self.p)))
+        loss = (
+            Hinge()
+            if self.p == 1.0
+            else SquaredHinge()
+            if self.p == 2.0
+            else PowerHinge(float(self.p))
+        )
         return Formulation(loss, L2(), FreeBias() if self.fit_intercept else NoBias())
 
     def _certificate_tol(self) -> float:
         return self.tol_gap if self.tol_gap is not None else super()._certificate_tol()
 
     def _stopping_rule(self) -> str:
-        target = (f"certified {self._formulation().metric('rel_gap')} <= tol_gap={self.tol_gap}"
-                  if self.tol_gap is not None else "none (tol_gap=None: no certified gap asked)")
+        target = (
+            f"certified {self._formulation().metric('rel_gap')} <= tol_gap={self.tol_gap}"
+            if self.tol_gap is not None
+            else "none (tol_gap=None: no certified gap asked)"
+        )
         relative = " max(1, |obj_k-1|)" if self.tol_change == "relative" else ""
         rules = [f"|obj_k - obj_k-1| <= tol{relative} with tol={self.tol}"] if self.tol > 0 else []
         if self.eps_grad is not None:
@@ -172,17 +206,34 @@ class SVMALM(LinearSVMClassifier):
 
     def _settings(self, n_features: int) -> Settings:
         cg_maxit = self.cg_maxit or min(n_features + 1, 1000)
-        return Settings(float(self.C), float(self.p), self.variant == "exact", self.inner_steps,
-                        self.cg_tol, cg_maxit, self.prox_tol, self.prox_maxit,
-                        self.refresh_every, self.fit_intercept, self.mu_schedule,
-                        float(self.rho), float(self.mu_max), self.precondition)
+        return Settings(
+            float(self.C),
+            float(self.p),
+            self.variant == "exact",
+            self.inner_steps,
+            self.cg_tol,
+            cg_maxit,
+            self.prox_tol,
+            self.prox_maxit,
+            self.refresh_every,
+            self.fit_intercept,
+            self.mu_schedule,
+            float(self.rho),
+            float(self.mu_max),
+            self.precondition,
+        )
 
     def _fit(self, X, y, trace):
         rows = rows_of(X)
         settings = self._settings(X.shape[1])
         mu0 = self.mu0 if self.mu0 is not None else 0.1 * self.C
-        w0 = (self._start.coef_[0].copy() if self._start is not None  # another fit's w
-              else np.ones(X.shape[1]) if self.w_init == "ones" else np.zeros(X.shape[1]))
+        w0 = (
+            self._start.coef_[0].copy()
+            if self._start is not None  # another fit's w
+            else np.ones(X.shape[1])
+            if self.w_init == "ones"
+            else np.zeros(X.shape[1])
+        )
         state = State.start(rows, w0, float(mu0))
         image, form = RowsImage(rows, y), self._formulation()
         previous = self._objective(state, y)
@@ -196,15 +247,20 @@ class SVMALM(LinearSVMClassifier):
                 if self.tol > 0 and abs(previous - step.objective) <= self.tol * scale:
                     paper = f"paper's rule |obj_k - obj_k-1| <= tol={self.tol}"
                 elif self.eps_grad is not None and (
-                        self._gradient_norm(rows, y, state) <= self.eps_grad * grad0):
+                    self._gradient_norm(rows, y, state) <= self.eps_grad * grad0
+                ):
                     paper = f"paper's rule ||grad obj|| <= eps_grad={self.eps_grad}"
                 last = paper is not None or step.iteration >= self.max_iter
-                row = {objective_name: step.objective,
-                       "primal_residual": step.primal_residual,
-                       "dual_residual": step.dual_residual, "mu": step.mu,
-                       "cg_iterations": float(step.cg_iterations)}
-                if self.trace_certificate or (self.tol_gap is not None and (
-                        last or step.iteration >= next_check)):
+                row = {
+                    objective_name: step.objective,
+                    "primal_residual": step.primal_residual,
+                    "dual_residual": step.dual_residual,
+                    "mu": step.mu,
+                    "cg_iterations": float(step.cg_iterations),
+                }
+                if self.trace_certificate or (
+                    self.tol_gap is not None and (last or step.iteration >= next_check)
+                ):
                     next_check = max(step.iteration + 1, int(step.iteration * CERTIFY_GROWTH))
                     with trace.paused() if self.tol_gap is None else nullcontext():
                         point = -y * state.lam
@@ -215,11 +271,15 @@ class SVMALM(LinearSVMClassifier):
                     row |= self._gap_row(form, step.objective, dual)
                 rows_out.append(step.iteration, **row)
                 previous = step.objective
-                self.converged_ = (self.tol_gap is not None
-                                   and row[form.metric("rel_gap")] <= self.tol_gap)
+                self.converged_ = (
+                    self.tol_gap is not None and row[form.metric("rel_gap")] <= self.tol_gap
+                )
                 if self.converged_ or last:
-                    self.stop_reason_ = ("certified gap <= tol_gap" if self.converged_ else paper
-                                         or f"max_iter={self.max_iter} iterations")
+                    self.stop_reason_ = (
+                        "certified gap <= tol_gap"
+                        if self.converged_
+                        else paper or f"max_iter={self.max_iter} iterations"
+                    )
                     break
         self.coef_ = state.w[None, :].copy()
         self.intercept_ = np.array([state.b])
@@ -245,8 +305,11 @@ class SVMALM(LinearSVMClassifier):
         """dual_<f>, gap_<f>, rel_gap_<f> of the iterate of objective ``primal`` against the best
         dual bound so far (any dual feasible point bounds the optimum)."""
         gap = primal - dual
-        return {form.metric("dual"): dual, form.metric("gap"): gap,
-                form.metric("rel_gap"): gap / abs(primal) if primal else math.inf}
+        return {
+            form.metric("dual"): dual,
+            form.metric("gap"): gap,
+            form.metric("rel_gap"): gap / abs(primal) if primal else math.inf,
+        }
 
     def _solver_duals(self, y: np.ndarray) -> tuple[np.ndarray, ...]:
         """The last multipliers' dual point and the one of the best bound in the fit, so the
@@ -259,6 +322,7 @@ class SVMALM(LinearSVMClassifier):
         values, form = super()._objective_values(X, y_pm), self._formulation()
         if form.metric("objective") not in values:
             margins = y_pm * self._decision_function(X)
-            values[form.metric("objective")] = (
-                0.5 * float(self.coef_[0] @ self.coef_[0]) + self.C * form.loss.value(margins))
+            values[form.metric("objective")] = 0.5 * float(
+                self.coef_[0] @ self.coef_[0]
+            ) + self.C * form.loss.value(margins)
         return values

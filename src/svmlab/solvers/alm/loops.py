@@ -104,8 +104,9 @@ def normal_pass(rows, d_w, d_b, q, out, accumulate):
 
 
 @njit(cache=True)
-def conjugate_gradient(rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_w, q, m_w,
-                       pre_w, pre_b, z_w):
+def conjugate_gradient(
+    rows, w, b, u, res_w, res_b, mu, bias, maxit, tol_abs, d_w, q, m_w, pre_w, pre_b, z_w
+):
     """Warm-started CG on the normal equations of the (w, b)-step (spec §1.4.2):
 
         [A^T A + I / mu   A^T 1] [w]   [A^T z]
@@ -179,7 +180,7 @@ def multiplier_step(y, u, b, e, lam, mu, p, u_old, b_old):
         change2 += change * change
         xi = 1.0 - y[i] * (u[i] + b)
         if xi > 0.0:
-            loss += xi if p == 1.0 else (xi * xi if p == 2.0 else xi ** p)
+            loss += xi if p == 1.0 else (xi * xi if p == 2.0 else xi**p)
     return res2, change2, loss
 
 

@@ -89,9 +89,20 @@ class Liblinear(LinearSVMClassifier):
         "tol_path": [list, tuple, None],
     }
 
-    def __init__(self, C=1.0, *, loss="squared_hinge", penalty="l2", dual="auto",
-                 fit_intercept=True, intercept_scaling=1.0, tol=1e-4, max_iter=1000,
-                 random_state=None, tol_path=None):
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        loss="squared_hinge",
+        penalty="l2",
+        dual="auto",
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        tol=1e-4,
+        max_iter=1000,
+        random_state=None,
+        tol_path=None,
+    ):
         self.C = C
         self.loss = loss
         self.penalty = penalty
@@ -108,8 +119,9 @@ class Liblinear(LinearSVMClassifier):
         super()._validate_params()
         path = list(self.tol_path or ())
         if any(isinstance(t, bool) or not isinstance(t, Real) or t <= 0 for t in path):
-            raise ConfigError(f"tol_path must list positive tolerances, loosest first; got "
-                              f"{self.tol_path!r}")
+            raise ConfigError(
+                f"tol_path must list positive tolerances, loosest first; got {self.tol_path!r}"
+            )
         duals = LIBLINEAR_SOLVERS.get((self.penalty, self.loss), ())
         if not duals or (self.dual != "auto" and self.dual not in duals):
             supported = "; ".join(
@@ -136,19 +148,28 @@ class Liblinear(LinearSVMClassifier):
                 self._keep(model)
                 self._fit_decision = None
                 iteration = max(iteration, int(model.n_iter_))
-                certificate = self._weights_certificate(X, y, self.coef_[0],
-                                                        float(self.intercept_[0]))
-                row = {k: [v] for k, v in (self._objective_values(X, y)
-                                           | certificate.metrics()).items()}
+                certificate = self._weights_certificate(
+                    X, y, self.coef_[0], float(self.intercept_[0])
+                )
+                row = {
+                    k: [v]
+                    for k, v in (self._objective_values(X, y) | certificate.metrics()).items()
+                }
                 trace.extend({"iteration": [iteration], "time_s": [seconds], **row})
         with trace.paused():
             self._final_decision(X)
 
     def _liblinear(self, X, y, tol: float) -> LinearSVC:
         return LinearSVC(
-            C=self.C, loss=self.loss, penalty=self.penalty, dual=self.dual,
-            fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-            tol=tol, max_iter=self.max_iter, random_state=self.random_state,
+            C=self.C,
+            loss=self.loss,
+            penalty=self.penalty,
+            dual=self.dual,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            tol=tol,
+            max_iter=self.max_iter,
+            random_state=self.random_state,
         ).fit(X, y)
 
     def _keep(self, model: LinearSVC) -> None:
@@ -195,8 +216,19 @@ class Libsvm(KernelSVMClassifier):
         "shrinking": ["boolean"],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tol=1e-3,
-                 cache_size=200.0, max_iter=10_000_000, shrinking=True):
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        tol=1e-3,
+        cache_size=200.0,
+        max_iter=10_000_000,
+        shrinking=True,
+    ):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -210,9 +242,15 @@ class Libsvm(KernelSVMClassifier):
     def _fit(self, X, y, trace):
         self._gamma = resolve_gamma(self.gamma, X, self.kernel)
         model = SVC(
-            C=self.C, kernel=self.kernel, gamma=self._gamma, degree=self.degree,
-            coef0=self.coef0, tol=self.tol, cache_size=self.cache_size,
-            max_iter=self.max_iter, shrinking=self.shrinking,
+            C=self.C,
+            kernel=self.kernel,
+            gamma=self._gamma,
+            degree=self.degree,
+            coef0=self.coef0,
+            tol=self.tol,
+            cache_size=self.cache_size,
+            max_iter=self.max_iter,
+            shrinking=self.shrinking,
             random_state=0,  # seeds only probability estimates; keeps numpy's global RNG untouched
         ).fit(X, y)
         dual_coef = model.dual_coef_

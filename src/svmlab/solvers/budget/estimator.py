@@ -67,8 +67,10 @@ from svmlab.solvers.budget import loops
 from svmlab.solvers.budget import model as bm
 from svmlab.solvers.budget.merge import TABLE_SIZE, h_table
 
-FORMULATIONS = {False: Formulation(Hinge(), L2(), NoBias()),  # by ``bias``
-                True: Formulation(Hinge(), L2(), FreeBias())}
+FORMULATIONS = {
+    False: Formulation(Hinge(), L2(), NoBias()),  # by ``bias``
+    True: Formulation(Hinge(), L2(), FreeBias()),
+}
 
 
 def best_offset(y: np.ndarray, f: np.ndarray) -> float:
@@ -79,8 +81,9 @@ def best_offset(y: np.ndarray, f: np.ndarray) -> float:
     """
     knots = np.sort(y - f)
     negatives, positives = np.sort((y - f)[y < 0]), np.sort((y - f)[y > 0])
-    slope = (np.searchsorted(negatives, knots, "right")
-             - (len(positives) - np.searchsorted(positives, knots, "right")))
+    slope = np.searchsorted(negatives, knots, "right") - (
+        len(positives) - np.searchsorted(positives, knots, "right")
+    )
     j = int(np.argmax(slope >= 0))
     upper = knots[min(np.searchsorted(knots, knots[j], "right"), len(knots) - 1)]
     return float(0.5 * (knots[j] + upper)) if slope[j] == 0 else float(knots[j])
@@ -143,12 +146,30 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
     }
     _warm_up: ClassVar[dict] = {"epochs": 1, "max_iter": None}
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, budget=500,
-                 epochs=20, max_iter=None, selection="permutation", maintenance="merge",
-                 partner_rule="same_label", partner_search="golden", gss_eps_search=0.01,
-                 gss_eps_final=0.001,
-                 gss_endpoint_check=True, accumulate_duplicates=False, record_merges=True,
-                 bias=False, trace_certificate=False, random_state=None):
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        budget=500,
+        epochs=20,
+        max_iter=None,
+        selection="permutation",
+        maintenance="merge",
+        partner_rule="same_label",
+        partner_search="golden",
+        gss_eps_search=0.01,
+        gss_eps_final=0.001,
+        gss_endpoint_check=True,
+        accumulate_duplicates=False,
+        record_merges=True,
+        bias=False,
+        trace_certificate=False,
+        random_state=None,
+    ):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -189,16 +210,22 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
             raise ConfigError(
                 f"maintenance='merge' needs kernel='rbf' (a merged point's coefficient relies "
                 f"on k(z, z) = 1 and the Gaussian kernel's geometry); with kernel="
-                f"{self.kernel!r} use maintenance='remove', or budget=None (exact, no budget)")
+                f"{self.kernel!r} use maintenance='remove', or budget=None (exact, no budget)"
+            )
         spec = kernel_spec(self.kernel, self._gamma, self.degree, self.coef0)
         points = point_set(rows)
         budget = n if self.budget is None else self.budget
         model = bm.new_model(n, d, budget + 1)
-        opt = bm.Options(budget, bm.MAINTENANCE[self.maintenance],
-                         bm.PARTNER_RULES[self.partner_rule], float(self.gss_eps_search),
-                         float(self.gss_eps_final), bool(self.gss_endpoint_check),
-                         bool(self.accumulate_duplicates or self.budget is None),
-                         _h_table() if self.partner_search == "table" else np.empty((0, 0)))
+        opt = bm.Options(
+            budget,
+            bm.MAINTENANCE[self.maintenance],
+            bm.PARTNER_RULES[self.partner_rule],
+            float(self.gss_eps_search),
+            float(self.gss_eps_final),
+            bool(self.gss_endpoint_check),
+            bool(self.accumulate_duplicates or self.budget is None),
+            _h_table() if self.partner_search == "table" else np.empty((0, 0)),
+        )
         state = self._new_state(n)
         rng = check_random_state(self.random_state)
         total = self.epochs * n if self.max_iter is None else min(self.max_iter, self.epochs * n)
@@ -208,26 +235,37 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         with trace.buffered() as trace_rows:
             while done < total:
                 size = min(n, total - done)
-                order = (rng.permutation(n)[:size] if self.selection == "permutation"
-                         else rng.randint(0, n, size)).astype(np.int64)
+                order = (
+                    rng.permutation(n)[:size]
+                    if self.selection == "permutation"
+                    else rng.randint(0, n, size)
+                ).astype(np.int64)
                 u = rng.random_sample(size) if self.partner_rule == "random" else np.zeros(size)
                 stats = np.zeros(len(loops.STAT_NAMES))
                 log = bm.new_log(size if self.record_merges else 0)
-                self._epoch(points, y, qdiag, state, model, spec, opt, order, u, done, b, stats,
-                            log)
+                self._epoch(
+                    points, y, qdiag, state, model, spec, opt, order, u, done, b, stats, log
+                )
                 done += size
-                logs.append(log.rows[:log.count[0]])
+                logs.append(log.rows[: log.count[0]])
                 f = None
                 if self.bias:  # on the clock: the next epoch's steps use b
                     f = bm.decisions(spec, points, model) * self._scale(n, done)
                     b = best_offset(y, f)
                 with trace.paused():
                     f = bm.decisions(spec, points, model) * self._scale(n, done) if f is None else f
-                    row = evaluation(self._alpha(state, done), model, done, f, b,
-                                     dict(zip(loops.STAT_NAMES, stats)))
+                    row = evaluation(
+                        self._alpha(state, done),
+                        model,
+                        done,
+                        f,
+                        b,
+                        dict(zip(loops.STAT_NAMES, stats)),
+                    )
                     trace_rows.append(done, **row)
-        self._set_model(model, self._alpha(state, done), self._scale(n, done), b,
-                        np.concatenate(logs))
+        self._set_model(
+            model, self._alpha(state, done), self._scale(n, done), b, np.concatenate(logs)
+        )
         self.converged_ = done == self.epochs * n
         self.stop_reason_ = None if self.converged_ else f"max_iter={self.max_iter} steps"
 
@@ -237,8 +275,10 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
         if eval_set is not None:
             X_test = check_array(eval_set[0], accept_sparse="csr", dtype=np.float64)
             if X_test.shape[1] != X.shape[1]:
-                raise ValueError(f"eval_set's X has {X_test.shape[1]} features; the training "
-                                 f"data has {X.shape[1]}")
+                raise ValueError(
+                    f"eval_set's X has {X_test.shape[1]} features; the training "
+                    f"data has {X.shape[1]}"
+                )
             test_points, y_test = point_set(_csr_rows(X_test)), np.asarray(eval_set[1])
         form = self._formulation()
 
@@ -256,11 +296,13 @@ class BudgetedSVMClassifier(KernelSVMClassifier):
             }
             if self.trace_certificate:
                 image = KernelImage(X, y, self._kernel(), model.Z[:size], coef, b)
-                cert = certify(form, self.C, margins, 0.5 * squared_l2, image, (alpha,),
-                               refine=False)
+                cert = certify(
+                    form, self.C, margins, 0.5 * squared_l2, image, (alpha,), refine=False
+                )
                 values["dual_alpha"] = float(alpha.sum() - 0.5 * image.squared_norm(alpha))
-                values.update((k, v) for k, v in cert.metrics().items()
-                              if k != form.metric("primal"))
+                values.update(
+                    (k, v) for k, v in cert.metrics().items() if k != form.metric("primal")
+                )
             values |= {
                 "nonzero_step_fraction": stats["nonzero_steps"] / stats["steps"],
                 "merge_fraction": stats["merges"] / stats["steps"],
@@ -311,8 +353,10 @@ class BSCA(BudgetedSVMClassifier):
     """Budgeted stochastic coordinate ascent on the no-bias dual (Algorithm 1 of the paper)."""
 
     name = "bsca"
-    test_config = ({"random_state": 0, "budget": 30, "epochs": 3},
-                   {"random_state": 0, "budget": None, "epochs": 5, "kernel": "poly"})
+    test_config = (
+        {"random_state": 0, "budget": 30, "epochs": 3},
+        {"random_state": 0, "budget": None, "epochs": 5, "kernel": "poly"},
+    )
 
     def _new_state(self, n):
         return np.zeros(n)
@@ -321,8 +365,9 @@ class BSCA(BudgetedSVMClassifier):
         return state.copy()
 
     def _epoch(self, points, y, qdiag, state, model, spec, opt, order, u, done, b, stats, log):
-        loops.bsca_epoch(points, y, qdiag, state, float(self.C), model, spec, opt, order, u,
-                         done, b, stats, log)
+        loops.bsca_epoch(
+            points, y, qdiag, state, float(self.C), model, spec, opt, order, u, done, b, stats, log
+        )
 
 
 class BSGD(BudgetedSVMClassifier):
@@ -342,5 +387,18 @@ class BSGD(BudgetedSVMClassifier):
         return n * float(self.C) / steps
 
     def _epoch(self, points, y, qdiag, state, model, spec, opt, order, u, done, b, stats, log):
-        loops.bsgd_epoch(points, y, state, len(y) * float(self.C), model, spec, opt, order, u,
-                         done, b, stats, log)
+        loops.bsgd_epoch(
+            points,
+            y,
+            state,
+            len(y) * float(self.C),
+            model,
+            spec,
+            opt,
+            order,
+            u,
+            done,
+            b,
+            stats,
+            log,
+        )

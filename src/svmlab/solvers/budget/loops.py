@@ -20,8 +20,16 @@ from numba import njit
 from svmlab.numerics.trace_buffer import monotonic_ns
 from svmlab.solvers.budget.model import add_term, decision, maintain
 
-STAT_NAMES = ("steps", "nonzero_steps", "negative_steps", "merges", "zero_drops", "merge_ns",
-              "sum_wd", "sum_sqrt_wd")
+STAT_NAMES = (
+    "steps",
+    "nonzero_steps",
+    "negative_steps",
+    "merges",
+    "zero_drops",
+    "merge_ns",
+    "sum_wd",
+    "sum_sqrt_wd",
+)
 STEPS, NONZERO, NEGATIVE, MERGES, ZERO_DROPS, MERGE_NS, SUM_WD, SUM_SQRT_WD = range(8)
 
 

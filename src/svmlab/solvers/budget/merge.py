@@ -118,8 +118,9 @@ def tabulated_h(table, mr, kappa):
     x, y = 2.0 * (1.0 - mr if upper else mr) * last, kappa * last
     i, j = min(int(x), last - 1), min(int(y), last - 1)
     fx, fy = x - i, y - j
-    h = ((1.0 - fx) * ((1.0 - fy) * table[i, j] + fy * table[i, j + 1])
-         + fx * ((1.0 - fy) * table[i + 1, j] + fy * table[i + 1, j + 1]))
+    h = (1.0 - fx) * ((1.0 - fy) * table[i, j] + fy * table[i, j + 1]) + fx * (
+        (1.0 - fy) * table[i + 1, j] + fy * table[i + 1, j + 1]
+    )
     return 1.0 - h if upper else h
 
 
@@ -137,8 +138,7 @@ def _merge(beta_m, beta_n, c, kappa, h):
         return merge_of(beta_m, beta_n, kappa, h, kappa, 1.0)
     if h == 1.0:
         return merge_of(beta_m, beta_n, kappa, h, 1.0, kappa)
-    return merge_of(beta_m, beta_n, kappa, h, math.exp(-c * (1.0 - h) ** 2),
-                    math.exp(-c * h * h))
+    return merge_of(beta_m, beta_n, kappa, h, math.exp(-c * (1.0 - h) ** 2), math.exp(-c * h * h))
 
 
 @njit(cache=True)

@@ -45,31 +45,31 @@ LOG_COLUMNS = ("iteration", "h", "wd", "beta_m", "beta_n", "kappa", "partner")
 class Model(NamedTuple):
     """The terms beta_j phi(z_j), j < size[0], and their bookkeeping."""
 
-    Z: np.ndarray        # (capacity, n_features) points
-    points: PointSet     # Z as a PointSet (its rows view Z)
-    beta: np.ndarray     # (capacity,) coefficients
-    label: np.ndarray    # (capacity,) int8 class label of each term
-    owner: np.ndarray    # (capacity,) training index whose unmerged term the row holds, or -1
+    Z: np.ndarray  # (capacity, n_features) points
+    points: PointSet  # Z as a PointSet (its rows view Z)
+    beta: np.ndarray  # (capacity,) coefficients
+    label: np.ndarray  # (capacity,) int8 class label of each term
+    owner: np.ndarray  # (capacity,) training index whose unmerged term the row holds, or -1
     slot_of: np.ndarray  # (n_train,) row of training point i's unmerged term, or -1
-    size: np.ndarray     # int64[1]: number of terms
-    work: np.ndarray     # (capacity,) dot products, exponents or partner scores
-    ZT: np.ndarray       # (n_features, capacity) Z's columns
-    row: np.ndarray      # (capacity,) kernel values of the last decision's point, or kappa
-    scores: np.ndarray   # (partners.ROWS, capacity) scratch of a partner search
-    index: np.ndarray    # (2, capacity) int64 scratch of a partner search
-    bits: np.ndarray     # (capacity,) int64 scratch of `kernel_row.exp_of`
+    size: np.ndarray  # int64[1]: number of terms
+    work: np.ndarray  # (capacity,) dot products, exponents or partner scores
+    ZT: np.ndarray  # (n_features, capacity) Z's columns
+    row: np.ndarray  # (capacity,) kernel values of the last decision's point, or kappa
+    scores: np.ndarray  # (partners.ROWS, capacity) scratch of a partner search
+    index: np.ndarray  # (2, capacity) int64 scratch of a partner search
+    bits: np.ndarray  # (capacity,) int64 scratch of `kernel_row.exp_of`
 
 
 class Options(NamedTuple):
     """How the budget is kept."""
 
     budget: int
-    maintenance: int      # MERGE or REMOVE
-    rule: int             # partner rule of a merge
-    eps_search: float     # golden-section tolerance while scoring partners
-    eps_final: float      # golden-section tolerance of the merge performed
+    maintenance: int  # MERGE or REMOVE
+    rule: int  # partner rule of a merge
+    eps_search: float  # golden-section tolerance while scoring partners
+    eps_final: float  # golden-section tolerance of the merge performed
     endpoint_check: bool  # also try h in {0, 1}
-    accumulate: bool      # a step on a point owning a row adds to it
+    accumulate: bool  # a step on a point owning a row adds to it
     table: np.ndarray = np.empty((0, 0))  # merge.h_table for the partner scores; empty:
     #                                         golden-section search
 
@@ -91,11 +91,21 @@ class Maintained(NamedTuple):
 def new_model(n_train: int, n_features: int, capacity: int) -> Model:
     """An empty model of ``capacity`` rows for a training set of n_train points."""
     Z = np.zeros((capacity, n_features))
-    return Model(Z, point_set(Z), np.zeros(capacity), np.zeros(capacity, np.int8),
-                 np.full(capacity, -1, np.int64), np.full(n_train, -1, np.int64),
-                 np.zeros(1, np.int64), np.zeros(capacity),
-                 np.zeros((n_features, capacity)), np.zeros(capacity), np.zeros((ROWS, capacity)),
-                 np.zeros((2, capacity), np.int64), np.zeros(capacity, np.int64))
+    return Model(
+        Z,
+        point_set(Z),
+        np.zeros(capacity),
+        np.zeros(capacity, np.int8),
+        np.full(capacity, -1, np.int64),
+        np.full(n_train, -1, np.int64),
+        np.zeros(1, np.int64),
+        np.zeros(capacity),
+        np.zeros((n_features, capacity)),
+        np.zeros(capacity),
+        np.zeros((ROWS, capacity)),
+        np.zeros((2, capacity), np.int64),
+        np.zeros(capacity, np.int64),
+    )
 
 
 def new_log(rows: int) -> MergeLog:
@@ -106,8 +116,7 @@ def new_log(rows: int) -> MergeLog:
 def decision(spec, X, i, model):
     """f(x_i) = sum_j beta_j k(x_i, z_j) for row i of the PointSet X."""
     size = model.size[0]
-    kernel_row(spec, X, i, model.ZT, model.points.sq_norms, size, model.work, model.row,
-               model.bits)
+    kernel_row(spec, X, i, model.ZT, model.points.sq_norms, size, model.work, model.row, model.bits)
     return _weighted_sum(model.beta, model.row, size)
 
 
@@ -203,8 +212,20 @@ def _partner(model, opt, gamma, m, u):
     if opt.rule == RANDOM:
         return idx[min(int(u * count), count - 1)]
     exp_of(c, -1.0, model.row, model.bits, size)
-    return best_partner(beta, m, c, model.row, idx, count, opt.table, opt.eps_search,
-                        opt.endpoint_check, model.scores, model.index[1], model.bits)
+    return best_partner(
+        beta,
+        m,
+        c,
+        model.row,
+        idx,
+        count,
+        opt.table,
+        opt.eps_search,
+        opt.endpoint_check,
+        model.scores,
+        model.index[1],
+        model.bits,
+    )
 
 
 @njit(cache=True)
@@ -252,8 +273,9 @@ def maintain(model, spec, opt, u, iteration, scale, log):
     c = model.work[n]
     merged = best_merge(beta[m], beta[n], c, opt.eps_final, opt.endpoint_check)
     wd = merged.wd * scale * scale
-    _log(log, iteration, merged.h, wd, beta[m] * scale, beta[n] * scale, math.exp(-c),
-         model.owner[n])
+    _log(
+        log, iteration, merged.h, wd, beta[m] * scale, beta[n] * scale, math.exp(-c), model.owner[n]
+    )
     h = merged.h
     model.Z[m, :] = h * model.Z[m, :] + (1.0 - h) * model.Z[n, :]
     model.ZT[:, m] = model.Z[m, :]

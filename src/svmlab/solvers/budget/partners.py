@@ -68,8 +68,16 @@ def _s_values(cs, mr, at, out, size, x, e, bits):
 def _golden(cs, mr, size, eps, state, x, e, bits):
     """`merge.golden_section` of the first ``size`` (c, mr) pairs in lockstep, its branches as
     selects so that the loop vectorises; the brackets [a, b] are left in state[0], state[1]."""
-    a, b, p, q, fp, fq, new, left = (state[0], state[1], state[2], state[3], state[4], state[5],
-                                     state[6], state[7])
+    a, b, p, q, fp, fq, new, left = (
+        state[0],
+        state[1],
+        state[2],
+        state[3],
+        state[4],
+        state[5],
+        state[6],
+        state[7],
+    )
     for k in range(size):
         a[k], b[k] = 0.0, 1.0
         p[k], q[k] = b[k] - GOLDEN * (b[k] - a[k]), a[k] + GOLDEN * (b[k] - a[k])

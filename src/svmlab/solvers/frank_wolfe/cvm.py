@@ -53,21 +53,57 @@ class CoreVectorMachine(MEBSVMClassifier):
         "sampling_rounds": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="meb",
-                 eps=1e-6, init="random_meb", sampling="random", sample_size=59,
-                 sampling_rounds=7, eps_annealing=True, cache_mb=200.0, max_iter=1_000_000,
-                 random_state=None):
-        super().__init__(C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
-                         cache_mb, max_iter, random_state)
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        stop="meb",
+        eps=1e-6,
+        init="random_meb",
+        sampling="random",
+        sample_size=59,
+        sampling_rounds=7,
+        eps_annealing=True,
+        cache_mb=200.0,
+        max_iter=1_000_000,
+        random_state=None,
+    ):
+        super().__init__(
+            C,
+            kernel,
+            gamma,
+            degree,
+            coef0,
+            stop,
+            eps,
+            init,
+            sampling,
+            sample_size,
+            cache_mb,
+            max_iter,
+            random_state,
+        )
         self.sampling_rounds = sampling_rounds
         self.eps_annealing = eps_annealing
 
     _loop = staticmethod(meb.run_cvm)
 
     def _options(self) -> meb.Options:
-        return meb.Options(False, self.stop == "gap", float(self.eps), self._sample_size,
-                           self.sampling_rounds, False, self.max_iter, 0,
-                           self.sampling == "full")
+        return meb.Options(
+            False,
+            self.stop == "gap",
+            float(self.eps),
+            self._sample_size,
+            self.sampling_rounds,
+            False,
+            self.max_iter,
+            0,
+            self.sampling == "full",
+        )
 
     def _first_level(self) -> float:
         """LibCVM's annealing starts at eps = 0.1."""
@@ -77,9 +113,12 @@ class CoreVectorMachine(MEBSVMClassifier):
         if self.sampling == "full":
             scan = "a full scan"
         elif self.stop == "gap":
-            scan = (f"a full scan where {self.sampling_rounds} rounds of {self.sample_size} "
-                    "sampled points find no violator of the level")
+            scan = (
+                f"a full scan where {self.sampling_rounds} rounds of {self.sample_size} "
+                "sampled points find no violator of the level"
+            )
         else:
-            scan = (f"{self.sampling_rounds} rounds of {self.sample_size} sampled points "
-                    "(uncertified)")
+            scan = (
+                f"{self.sampling_rounds} rounds of {self.sample_size} sampled points (uncertified)"
+            )
         return f"{self._rule()} over {scan}, within max_iter={self.max_iter} added points"

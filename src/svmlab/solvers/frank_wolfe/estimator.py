@@ -51,9 +51,9 @@ from svmlab.solvers.frank_wolfe import loops as meb
 from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel
 from svmlab.solvers.frank_wolfe.row_cache import EVALS, FIRST_WIDTH, SERVED, new_cache
 
-N_INIT = 20               # points of the random-MEB start (paper section 5.2.2)
-INIT_TOL = 1e-13          # SMO tolerance of the start's small QP, relative to Delta^2
-SLICE_NS = 500_000_000    # a loop returns to Python at least this often (progress, Ctrl-C)
+N_INIT = 20  # points of the random-MEB start (paper section 5.2.2)
+INIT_TOL = 1e-13  # SMO tolerance of the start's small QP, relative to Delta^2
+SLICE_NS = 500_000_000  # a loop returns to Python at least this often (progress, Ctrl-C)
 STOP_RULES = ("meb", "gap")
 
 
@@ -89,8 +89,22 @@ class MEBSVMClassifier(KernelSVMClassifier):
     keeps_gradient = True
     max_time_s = None  # a cap on the solver's seconds (FW, MFW), seen when a slice returns
 
-    def __init__(self, C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
-                 cache_mb, max_iter, random_state):
+    def __init__(
+        self,
+        C,
+        kernel,
+        gamma,
+        degree,
+        coef0,
+        stop,
+        eps,
+        init,
+        sampling,
+        sample_size,
+        cache_mb,
+        max_iter,
+        random_state,
+    ):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -140,8 +154,10 @@ class MEBSVMClassifier(KernelSVMClassifier):
         simplex, feasible whatever C is, since C enters K~ only."""
         support, alpha = self._start.support_, self._start.alpha_
         if support.size == 0 or support[-1] >= n:
-            raise ValueError(f"start was fitted on other rows: its support vectors index up to "
-                             f"{support[-1] if support.size else 'none'}, this fit has {n} rows")
+            raise ValueError(
+                f"start was fitted on other rows: its support vectors index up to "
+                f"{support[-1] if support.size else 'none'}, this fit has {n} rows"
+            )
         return support.astype(np.int64), alpha / alpha.sum()
 
     @property
@@ -167,7 +183,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.cache_hit_rate_ = float(stats[SERVED] / requested) if requested else 0.0
         self.delta_plus_ = float(columns["delta_plus"][-1])
         self.n_toward_steps_, self.n_away_steps_, self.n_drop_steps_ = (
-            int(np.sum(step == kind)) for kind in (meb.TOWARD, meb.AWAY, meb.DROP))
+            int(np.sum(step == kind)) for kind in (meb.TOWARD, meb.AWAY, meb.DROP)
+        )
 
     def _recover(self, X, y, sl, progress, delta2) -> None:
         """The classifier of eq. 13: coefficients alpha_i y_i, bias sum alpha_i y_i."""
@@ -184,10 +201,16 @@ class MEBSVMClassifier(KernelSVMClassifier):
         self.rho_, self.delta2_, self.radius2_ = R, delta2, delta2 - R
         status = progress.counts[meb.STATUS]
         self.converged_ = bool(status == meb.CONVERGED)
-        self.stop_reason_ = (f"max_iter={self.max_iter} steps" if status == meb.MAX_STEPS else
-                             f"max_time_s={self.max_time_s} s" if status == meb.RUNNING else
-                             f"the finest ball level {meb.MIN_LEVEL:g} without a certified gap "
-                             f"<= eps={self.eps}" if status == meb.LEVEL_FLOOR else None)
+        self.stop_reason_ = (
+            f"max_iter={self.max_iter} steps"
+            if status == meb.MAX_STEPS
+            else f"max_time_s={self.max_time_s} s"
+            if status == meb.RUNNING
+            else f"the finest ball level {meb.MIN_LEVEL:g} without a certified gap "
+            f"<= eps={self.eps}"
+            if status == meb.LEVEL_FLOOR
+            else None
+        )
 
     def _formulation(self) -> Formulation:
         return L2SVM
@@ -205,8 +228,15 @@ class MEBSVMClassifier(KernelSVMClassifier):
         alpha = np.zeros(len(y))
         alpha[self.support_] = self.alpha_
         regulariser = L2SVM.regulariser(squared_l2, l1, float(self.intercept_[0]))
-        return certify(L2SVM, self._l2svm_C, y * self._decision_of(X), regulariser,
-                       self._dual_image(X, y), (alpha,), own_point=False)
+        return certify(
+            L2SVM,
+            self._l2svm_C,
+            y * self._decision_of(X),
+            regulariser,
+            self._dual_image(X, y),
+            (alpha,),
+            own_point=False,
+        )
 
     def _objective_values(self, X, y_pm: np.ndarray) -> dict[str, float]:
         """The common objectives plus the L2-SVM's, the formulation these solvers minimise."""
@@ -214,7 +244,8 @@ class MEBSVMClassifier(KernelSVMClassifier):
         margins = y_pm * self._decision_of(X)
         regulariser = L2SVM.regulariser(squared_l2, l1, float(self.intercept_[0]))
         return primal_objectives(margins, squared_l2, l1, self.C) | {
-            L2SVM.metric("objective"): L2SVM.primal(margins, regulariser, self._l2svm_C)}
+            L2SVM.metric("objective"): L2SVM.primal(margins, regulariser, self._l2svm_C)
+        }
 
 
 class FrankWolfe(MEBSVMClassifier):
@@ -252,12 +283,42 @@ class FrankWolfe(MEBSVMClassifier):
         "max_time_s": [Interval(Real, 0.0, None, closed="neither"), None],
     }
 
-    def __init__(self, C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0, stop="gap",
-                 eps=1e-2, init="random_meb", sampling="full", sample_size=59,
-                 sampling_rounds=1, final_full_check=True, cache_mb=200.0, max_iter=1_000_000,
-                 max_time_s=None, refresh_every=1000, random_state=None):
-        super().__init__(C, kernel, gamma, degree, coef0, stop, eps, init, sampling, sample_size,
-                         cache_mb, max_iter, random_state)
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        stop="gap",
+        eps=1e-2,
+        init="random_meb",
+        sampling="full",
+        sample_size=59,
+        sampling_rounds=1,
+        final_full_check=True,
+        cache_mb=200.0,
+        max_iter=1_000_000,
+        max_time_s=None,
+        refresh_every=1000,
+        random_state=None,
+    ):
+        super().__init__(
+            C,
+            kernel,
+            gamma,
+            degree,
+            coef0,
+            stop,
+            eps,
+            init,
+            sampling,
+            sample_size,
+            cache_mb,
+            max_iter,
+            random_state,
+        )
         self.sampling_rounds = sampling_rounds
         self.final_full_check = final_full_check
         self.max_time_s = max_time_s
@@ -268,19 +329,35 @@ class FrankWolfe(MEBSVMClassifier):
     def _validate_params(self) -> None:
         super()._validate_params()
         if self.stop == "gap" and self.sampling != "full":
-            raise ConfigError("stop='gap' needs G over every point, which sampling='random' "
-                              "does not compute: use sampling='full', or stop='meb'")
+            raise ConfigError(
+                "stop='gap' needs G over every point, which sampling='random' "
+                "does not compute: use sampling='full', or stop='meb'"
+            )
 
     def _options(self) -> meb.Options:
-        return meb.Options(self.away_steps, self.stop == "gap", float(self.eps),
-                           self._sample_size, self.sampling_rounds, self.final_full_check,
-                           self.max_iter, self.refresh_every, self.sampling == "full")
+        return meb.Options(
+            self.away_steps,
+            self.stop == "gap",
+            float(self.eps),
+            self._sample_size,
+            self.sampling_rounds,
+            self.final_full_check,
+            self.max_iter,
+            self.refresh_every,
+            self.sampling == "full",
+        )
 
     def _stopping_rule(self) -> str:
-        scan = ("a full scan" if self.sampling == "full" else
-                f"{self.sampling_rounds} sample(s) of {self.sample_size} points"
-                + (" confirmed by a full scan (then G kept for every point)"
-                   if self.final_full_check else " (uncertified)"))
+        scan = (
+            "a full scan"
+            if self.sampling == "full"
+            else f"{self.sampling_rounds} sample(s) of {self.sample_size} points"
+            + (
+                " confirmed by a full scan (then G kept for every point)"
+                if self.final_full_check
+                else " (uncertified)"
+            )
+        )
         limit = "" if self.max_time_s is None else f" and max_time_s={self.max_time_s} s"
         return f"{self._rule()} over {scan}, within max_iter={self.max_iter} steps{limit}"
 

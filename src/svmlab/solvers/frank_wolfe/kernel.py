@@ -32,11 +32,16 @@ class ModifiedKernel(NamedTuple):
     inv_c: float
 
 
-def modified_kernel(X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0: float,
-                    C: float) -> ModifiedKernel:
+def modified_kernel(
+    X, y: np.ndarray, kernel: str, gamma: float, degree: int, coef0: float, C: float
+) -> ModifiedKernel:
     """K~ of (X, y) for a dense array or a CSR matrix with int32 indices."""
-    return ModifiedKernel(kernel_spec(kernel, gamma, degree, coef0), point_set(rows_layout(X)),
-                          np.ascontiguousarray(y, dtype=np.float64), 1.0 / float(C))
+    return ModifiedKernel(
+        kernel_spec(kernel, gamma, degree, coef0),
+        point_set(rows_layout(X)),
+        np.ascontiguousarray(y, dtype=np.float64),
+        1.0 / float(C),
+    )
 
 
 @njit(cache=True)

@@ -56,14 +56,26 @@ from svmlab.solvers.frank_wolfe.row_cache import (
     move_column,
 )
 
-TRACE_COLUMNS = (L2SVM.metric("objective") + "_dual", "meb_radius2", "delta_plus", "fw_gap",
-                 L2SVM.metric("gap"), L2SVM.metric("rel_gap"), "core_size", "step_type",
-                 "kernel_evals", "cache_hit_rate", "iter_kernel_evals", "iter_cache_hit_rate")
+TRACE_COLUMNS = (
+    L2SVM.metric("objective") + "_dual",
+    "meb_radius2",
+    "delta_plus",
+    "fw_gap",
+    L2SVM.metric("gap"),
+    L2SVM.metric("rel_gap"),
+    "core_size",
+    "step_type",
+    "kernel_evals",
+    "cache_hit_rate",
+    "iter_kernel_evals",
+    "iter_cache_hit_rate",
+)
 INITIAL, TOWARD, AWAY, DROP, TIGHTEN = -1, 0, 1, 2, 3
 RUNNING, CONVERGED, MAX_STEPS, LEVEL_FLOOR = 0, 1, 2, 3  # LEVEL_FLOOR: CVM at MIN_LEVEL
 # Progress.counts entries, Progress.values entries
-(Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF, EVALS_SEEN,
- SERVED_SEEN) = range(10)
+(Q, STEPS, ITERATION, LAST_STEP, I_MIN, STATUS, NEXT_CHECK, KEEPS_GF, EVALS_SEEN, SERVED_SEEN) = (
+    range(10)
+)
 RADIUS, LEVEL, INNER = range(3)
 GAP_CHECK_GROWTH = 1.1  # iterations between two exact gaps grow by this factor
 MIN_RADIUS2 = 1e-16  # r^2 is floored at this fraction of Delta^2 (a zero ball is degenerate)
@@ -74,28 +86,28 @@ MIN_LEVEL = 1e-12  # CVM's finest ball level under rule 'gap' with sampled searc
 class Slots(NamedTuple):
     """The active points of the iterate (see the module docstring)."""
 
-    core: np.ndarray   # int64
+    core: np.ndarray  # int64
     alpha: np.ndarray
     G: np.ndarray
-    pos: np.ndarray    # int64
-    Gf: np.ndarray     # K~ alpha for every point: kept by FW/MFW's full scans, written by
-                       # CVM's full searches and by the trace's gaps (`traced_gap`)
+    pos: np.ndarray  # int64
+    Gf: np.ndarray  # K~ alpha for every point: kept by FW/MFW's full scans, written by
+    # CVM's full searches and by the trace's gaps (`traced_gap`)
     points: np.ndarray  # 0, ..., m - 1
-    row: np.ndarray    # a kernel row over every point, the trace's gaps' scratch
+    row: np.ndarray  # a kernel row over every point, the trace's gaps' scratch
 
 
 class Options(NamedTuple):
     """A run's settings: the step rule, the stopping rule and the search."""
 
-    away: bool             # MFW's away and drop steps
-    gap_stop: bool         # rule 'gap' (else 'meb'); needs a scan of every point
-    eps: float             # the rule's tolerance (CVM: the last level's)
-    sample_size: int       # candidates per search; 0: every point
-    rounds: int            # samples in a row without a violator before a sampled stop
+    away: bool  # MFW's away and drop steps
+    gap_stop: bool  # rule 'gap' (else 'meb'); needs a scan of every point
+    eps: float  # the rule's tolerance (CVM: the last level's)
+    sample_size: int  # candidates per search; 0: every point
+    rounds: int  # samples in a row without a violator before a sampled stop
     final_full_check: bool  # confirm a sampled stop with a full scan (which then keeps Gf)
     max_steps: int
-    refresh_every: int     # steps between renormalisations (0: never)
-    full: bool             # G over every point: FW/MFW keep Gf, CVM searches every point
+    refresh_every: int  # steps between renormalisations (0: never)
+    full: bool  # G over every point: FW/MFW keep Gf, CVM searches every point
 
 
 class Progress(NamedTuple):
@@ -111,16 +123,24 @@ class Progress(NamedTuple):
 
 def new_slots(n_points: int) -> Slots:
     """An empty core list over n_points data points."""
-    return Slots(np.full(n_points, -1, np.int64), np.zeros(n_points), np.zeros(n_points),
-                 np.full(n_points, -1, np.int64), np.zeros(n_points), np.arange(n_points),
-                 np.zeros(n_points))
+    return Slots(
+        np.full(n_points, -1, np.int64),
+        np.zeros(n_points),
+        np.zeros(n_points),
+        np.full(n_points, -1, np.int64),
+        np.zeros(n_points),
+        np.arange(n_points),
+        np.zeros(n_points),
+    )
 
 
 def new_progress(q: int, R: float, level: float, i_min: int = -1) -> Progress:
     """A run about to record its first iterate (q slots, alpha^T K~ alpha = R; i_min = argmin Gf
     when Gf is kept, -1 when it is not)."""
-    return Progress(np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0, i_min >= 0, 0, 0], np.int64),
-                    np.array([R, level, 1.0]))
+    return Progress(
+        np.array([q, 0, 0, INITIAL, i_min, RUNNING, 0, i_min >= 0, 0, 0], np.int64),
+        np.array([R, level, 1.0]),
+    )
 
 
 @njit(cache=True)
@@ -577,11 +597,13 @@ def run_frank_wolfe(cache, mk, D, delta2, sl, opt, progress, trace):
         gap, rel_gap = np.nan, np.nan
         meb_stop = not opt.gap_stop and delta_plus <= tol
         if steps >= counts[NEXT_CHECK] or meb_stop or steps == opt.max_steps:
-            gap, rel_gap = (gap_check(trace, opt, sl, q, R, mk.inv_c, Gf) if full
-                            else traced_gap(trace, mk, sl, q))
+            gap, rel_gap = (
+                gap_check(trace, opt, sl, q, R, mk.inv_c, Gf)
+                if full
+                else traced_gap(trace, mk, sl, q)
+            )
             counts[NEXT_CHECK] = max(steps + 1, int(steps * GAP_CHECK_GROWTH))
-        record(trace, steps, delta2, R, delta_plus, gap, rel_gap, q, last_step, cache.stats,
-               counts)
+        record(trace, steps, delta2, R, delta_plus, gap, rel_gap, q, last_step, cache.stats, counts)
         if meb_stop or (opt.gap_stop and rel_gap <= opt.eps):
             status = CONVERGED
             break
@@ -629,8 +651,11 @@ def cvm_search(cache, mk, sl, q, threshold, sample_size, rounds, positive, negat
         return best_i, best
     for _ in range(rounds):
         for t in range(sample_size):
-            pool = (positive if (t % 2 == 0 and positive.shape[0]) or not negative.shape[0]
-                    else negative)
+            pool = (
+                positive
+                if (t % 2 == 0 and positive.shape[0]) or not negative.shape[0]
+                else negative
+            )
             for _try in range(100):  # rejection of core points
                 i = pool[np.random.randint(0, pool.shape[0])]
                 if pos[i] < 0:
@@ -663,8 +688,12 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
     is re-solved, and chasing them one full search at a time cost more than the finer level."""
     counts, values = progress.counts, progress.values
     q, R, steps = counts[Q], values[RADIUS], counts[STEPS]
-    iteration, step, level, scale = (counts[ITERATION], counts[LAST_STEP], values[LEVEL],
-                                     values[INNER])
+    iteration, step, level, scale = (
+        counts[ITERATION],
+        counts[LAST_STEP],
+        values[LEVEL],
+        values[INNER],
+    )
     positive, negative = np.nonzero(mk.y > 0)[0], np.nonzero(mk.y < 0)[0]
     G = sl.G
     gap_levels = opt.gap_stop and opt.full  # the levels are relative gaps, else ball accuracies
@@ -676,8 +705,9 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
         R, _ = smo(cache, mk, D, sl, q, inner, 100000 * (q + 10))
         r2 = max(delta2 - R, MIN_RADIUS2 * delta2)
         threshold = R - 0.5 * meb_tolerance(level) * r2
-        i, t = cvm_search(cache, mk, sl, q, threshold, opt.sample_size, opt.rounds, positive,
-                          negative)
+        i, t = cvm_search(
+            cache, mk, sl, q, threshold, opt.sample_size, opt.rounds, positive, negative
+        )
         searched_all = opt.full
         if certify and (i < 0 or t >= threshold):
             i, t = cvm_search(cache, mk, sl, q, 0.0, 0, 0, positive, negative)
@@ -688,12 +718,12 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
         gap, rel_gap = np.nan, np.nan
         if searched_all:
             gap, rel_gap = gap_check(trace, opt, sl, q, R, mk.inv_c, sl.Gf)
-        elif not certify and (iteration >= counts[NEXT_CHECK] or steps == opt.max_steps
-                              or delta_plus <= tol):  # (a possible end: its gap traced too)
+        elif not certify and (
+            iteration >= counts[NEXT_CHECK] or steps == opt.max_steps or delta_plus <= tol
+        ):  # (a possible end: its gap traced too)
             gap, rel_gap = traced_gap(trace, mk, sl, q)
             counts[NEXT_CHECK] = max(iteration + 1, int(iteration * GAP_CHECK_GROWTH))
-        record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, cache.stats,
-               counts)
+        record(trace, iteration, delta2, R, delta_plus, gap, rel_gap, q, step, cache.stats, counts)
         iteration += 1
         if certify and rel_gap <= opt.eps:
             status = CONVERGED
@@ -720,7 +750,7 @@ def run_cvm(cache, mk, D, delta2, sl, opt, progress, trace):
             status = MAX_STEPS
             break
         elif gap_levels and (i < 0 or t >= R - inner):  # the core's QP is not solved finely
-            scale *= 0.1                                # enough for the gap: solve it finer
+            scale *= 0.1  # enough for the gap: solve it finer
         else:
             cache, q = append_point(cache, sl, q, i, t)
             steps += 1

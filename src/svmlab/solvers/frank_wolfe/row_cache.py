@@ -40,15 +40,15 @@ EVALS, SERVED = range(2)
 
 
 class RowCache(NamedTuple):
-    buf: np.ndarray     # (n_slots, width) float64
+    buf: np.ndarray  # (n_slots, width) float64
     length: np.ndarray  # cached prefix length, per slot
-    key: np.ndarray     # key held by each slot, or -1
+    key: np.ndarray  # key held by each slot, or -1
     slot_of: np.ndarray  # slot of each key, or -1
-    prev: np.ndarray    # previous slot (towards most recent)
-    nxt: np.ndarray     # next slot (towards least recent)
-    meta: np.ndarray    # HEAD, TAIL, N_USED, N_SLOTS, WIDTH, BUDGET, CLAIMS (since halving)
-    stats: np.ndarray   # EVALS, SERVED
-    uses: np.ndarray    # aged count of claims, per key
+    prev: np.ndarray  # previous slot (towards most recent)
+    nxt: np.ndarray  # next slot (towards least recent)
+    meta: np.ndarray  # HEAD, TAIL, N_USED, N_SLOTS, WIDTH, BUDGET, CLAIMS (since halving)
+    stats: np.ndarray  # EVALS, SERVED
+    uses: np.ndarray  # aged count of claims, per key
 
 
 def new_cache(n_keys: int, cache_mb: float, width: int = FIRST_WIDTH) -> RowCache:
@@ -56,11 +56,17 @@ def new_cache(n_keys: int, cache_mb: float, width: int = FIRST_WIDTH) -> RowCach
     rows of ``width`` columns to start with."""
     budget = max(int(cache_mb * 2**20) // 8, 2 * width)
     n_slots = min(max(budget // width, 2), n_keys)
-    return RowCache(np.empty((n_slots, width)), np.zeros(n_keys, np.int64),
-                    np.full(n_keys, -1, np.int64), np.full(n_keys, -1, np.int64),
-                    np.full(n_keys, -1, np.int64), np.full(n_keys, -1, np.int64),
-                    np.array([-1, -1, 0, n_slots, width, budget, 0], np.int64),
-                    np.zeros(2, np.int64), np.zeros(n_keys))
+    return RowCache(
+        np.empty((n_slots, width)),
+        np.zeros(n_keys, np.int64),
+        np.full(n_keys, -1, np.int64),
+        np.full(n_keys, -1, np.int64),
+        np.full(n_keys, -1, np.int64),
+        np.full(n_keys, -1, np.int64),
+        np.array([-1, -1, 0, n_slots, width, budget, 0], np.int64),
+        np.zeros(2, np.int64),
+        np.zeros(n_keys),
+    )
 
 
 @njit(cache=True)
@@ -121,8 +127,13 @@ def claim_row(cache, key, q):
     """(s, have): the slot of key's row, now the most recently used (a miss evicts the row
     `_victim` picks), and how many of its first q values are cached. The caller must compute
     cache.buf[s, have:q] (and count them in stats[EVALS]); the row then holds q values."""
-    length, keys, slot_of, meta, stats = (cache.length, cache.key, cache.slot_of, cache.meta,
-                                          cache.stats)
+    length, keys, slot_of, meta, stats = (
+        cache.length,
+        cache.key,
+        cache.slot_of,
+        cache.meta,
+        cache.stats,
+    )
     _count_use(cache, key)
     s = slot_of[key]
     if s >= 0:
@@ -171,8 +182,14 @@ def clear(cache):
 def grow(cache, width):
     """The cache with rows of at least ``width`` columns within the budget, keeping the most
     recently used rows that fit."""
-    length, key, slot_of, prev, nxt, meta = (cache.length, cache.key, cache.slot_of, cache.prev,
-                                             cache.nxt, cache.meta)
+    length, key, slot_of, prev, nxt, meta = (
+        cache.length,
+        cache.key,
+        cache.slot_of,
+        cache.prev,
+        cache.nxt,
+        cache.meta,
+    )
     new_width = meta[WIDTH]
     while new_width < width:
         new_width *= 2
@@ -184,7 +201,7 @@ def grow(cache, width):
     while s >= 0:
         nxt_s = nxt[s]
         if kept < n_slots:
-            new_buf[kept, :length[s]] = cache.buf[s, :length[s]]
+            new_buf[kept, : length[s]] = cache.buf[s, : length[s]]
             new_length[kept] = length[s]
             new_key[kept] = key[s]
             slot_of[key[s]] = kept

@@ -63,12 +63,22 @@ def certified(lam: float, mu: float) -> tuple[Formulation, float]:
 def exact_objective(margins: np.ndarray, w: np.ndarray, lam: float, mu: float) -> float:
     """P(w) from the margins y_i x_i.w."""
     form = problem(lam, mu)
-    return form.primal(margins, form.regulariser(float(w @ w), float(np.abs(w).sum()), 0.0),
-                       1.0 / len(margins))
+    return form.primal(
+        margins, form.regulariser(float(w @ w), float(np.abs(w).sum()), 0.0), 1.0 / len(margins)
+    )
 
 
-def free_set_duals(X, y: np.ndarray, w: np.ndarray, z: np.ndarray, lam: float, mu: float,
-                   hinge_sum: np.ndarray, start: np.ndarray, enough: float = np.inf):
+def free_set_duals(
+    X,
+    y: np.ndarray,
+    w: np.ndarray,
+    z: np.ndarray,
+    lam: float,
+    mu: float,
+    hinge_sum: np.ndarray,
+    start: np.ndarray,
+    enough: float = np.inf,
+):
     """Dual points theta = 1[z > 0] off a free set F = {|z_i| <= delta} and, on F, the best
     theta_F found, for the widths delta of the estimator layer's hinge certificate, one set at
     a time (``hinge_sum`` = X^T (y o 1[z > 0])). With lam > 0 theta_F ascends D itself from
@@ -122,8 +132,9 @@ def _free_sets(z: np.ndarray):
             yield free
 
 
-def _ascended(rows, image: np.ndarray, theta: np.ndarray, n: int, lam: float, mu: float,
-              goal: float) -> np.ndarray:
+def _ascended(
+    rows, image: np.ndarray, theta: np.ndarray, n: int, lam: float, mu: float, goal: float
+) -> np.ndarray:
     """theta_F maximising N D over [0, 1]^F with theta fixed off F, by `box_ascent` from
     ``theta`` (rows: y_i x_i, i in F; image: X^T (y o theta) there): N D = sum theta -
     1/2 ||S(s)||^2 with s = X^T (y o theta) / sqrt(N lam) and S the soft threshold at
@@ -131,8 +142,9 @@ def _ascended(rows, image: np.ndarray, theta: np.ndarray, n: int, lam: float, mu
     tolerance asked for. Returns theta_F and whether it reached the goal."""
     scale, shrink = 1.0 / np.sqrt(n * lam), mu * np.sqrt(n / lam)
     s = image * scale
-    theta = free_set_ascent(rows * scale, s, theta.copy(), 1.0, FREE_SET_PASSES,
-                            FREE_SET_GAIN_TOL, goal, shrink)
+    theta = free_set_ascent(
+        rows * scale, s, theta.copy(), 1.0, FREE_SET_PASSES, FREE_SET_GAIN_TOL, goal, shrink
+    )
     excess = np.maximum(np.abs(s) - shrink, 0.0)
     return theta, theta.sum() - 0.5 * (excess @ excess) >= goal
 
@@ -144,9 +156,13 @@ def _largest_sum(rows, fixed: np.ndarray, bound: np.ndarray) -> np.ndarray | Non
     group, size, unique = _duplicates(rows)
     touched = np.flatnonzero(unique.getnnz(axis=0))
     A = unique[:, touched].T.tocsr()
-    result = linprog(-np.ones(len(size)), A_ub=sp.vstack([A, -A]),
-                     b_ub=np.r_[bound[touched] - fixed[touched], bound[touched] + fixed[touched]],
-                     bounds=np.c_[np.zeros(len(size)), size], method="highs")
+    result = linprog(
+        -np.ones(len(size)),
+        A_ub=sp.vstack([A, -A]),
+        b_ub=np.r_[bound[touched] - fixed[touched], bound[touched] + fixed[touched]],
+        bounds=np.c_[np.zeros(len(size)), size],
+        method="highs",
+    )
     if result.status != 0:
         return None
     return np.clip(result.x[group] / size[group], 0.0, 1.0)
@@ -155,8 +171,11 @@ def _largest_sum(rows, fixed: np.ndarray, bound: np.ndarray) -> np.ndarray | Non
 def _duplicates(rows):
     """(group of each row, size of each group, one row per group) of equal CSR rows: a
     group's rows share one LP variable, their sum (data sets such as a9a repeat rows)."""
-    keys = [rows.indices[a:b].tobytes() + rows.data[a:b].tobytes()
-            for a, b in zip(rows.indptr[:-1], rows.indptr[1:])]
-    _, first, group = np.unique(np.array(keys, dtype=object), return_index=True,
-                                return_inverse=True)
+    keys = [
+        rows.indices[a:b].tobytes() + rows.data[a:b].tobytes()
+        for a, b in zip(rows.indptr[:-1], rows.indptr[1:])
+    ]
+    _, first, group = np.unique(
+        np.array(keys, dtype=object), return_index=True, return_inverse=True
+    )
     return group, np.bincount(group).astype(float), rows[first]

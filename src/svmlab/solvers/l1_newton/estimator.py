@@ -51,8 +51,11 @@ class L1NewtonSVM(LinearSVMClassifier):
     """
 
     name = "l1_newton"
-    test_config = ({"lam": 1e-3, "mu": 1e-2, "eta": 1e-8, "alpha_min": 1e-6},
-                   {"lam": 0.0, "mu": 1e-2}, {"path": 3})
+    test_config = (
+        {"lam": 1e-3, "mu": 1e-2, "eta": 1e-8, "alpha_min": 1e-6},
+        {"lam": 0.0, "mu": 1e-2},
+        {"path": 3},
+    )
     test_truncated: ClassVar[dict] = {"max_newton": 1}
     gap_tol = "tol"
 
@@ -72,9 +75,22 @@ class L1NewtonSVM(LinearSVMClassifier):
     }
     _warm_up: ClassVar[dict] = {"alpha_min": 0.5, "max_newton": 50, "path": 1}
 
-    def __init__(self, lam=1e-4, mu=1e-2, *, alpha0=1.0, alpha_min=1e-4, beta=2.0, eta=0.1,
-                 c1=1e-4, max_newton=10_000, max_backtrack=50, prune="resolve", tol=1e-2,
-                 path=1):
+    def __init__(
+        self,
+        lam=1e-4,
+        mu=1e-2,
+        *,
+        alpha0=1.0,
+        alpha_min=1e-4,
+        beta=2.0,
+        eta=0.1,
+        c1=1e-4,
+        max_newton=10_000,
+        max_backtrack=50,
+        prune="resolve",
+        tol=1e-2,
+        path=1,
+    ):
         self.lam = lam
         self.mu = mu
         self.alpha0 = alpha0
@@ -96,14 +112,26 @@ class L1NewtonSVM(LinearSVMClassifier):
 
     def _stopping_rule(self) -> str:
         rel_gap = certified(self.lam, self.mu)[0].metric("rel_gap")
-        return (f"certified {rel_gap} <= tol={self.tol} at a level's "
-                f"end, before the paper's rule alpha <= alpha_min={self.alpha_min} (Newton "
-                f"decrement < eta={self.eta} x alpha and no inactive KKT violator at every "
-                f"level), within max_newton={self.max_newton} Newton iterations per mu")
+        return (
+            f"certified {rel_gap} <= tol={self.tol} at a level's "
+            f"end, before the paper's rule alpha <= alpha_min={self.alpha_min} (Newton "
+            f"decrement < eta={self.eta} x alpha and no inactive KKT violator at every "
+            f"level), within max_newton={self.max_newton} Newton iterations per mu"
+        )
 
     def _settings(self, mu: float) -> Settings:
-        return Settings(self.lam, mu, self.alpha0, self.alpha_min, self.beta, self.eta,
-                        self.c1, self.max_newton, self.max_backtrack, self.prune)
+        return Settings(
+            self.lam,
+            mu,
+            self.alpha0,
+            self.alpha_min,
+            self.beta,
+            self.eta,
+            self.c1,
+            self.max_newton,
+            self.max_backtrack,
+            self.prune,
+        )
 
     def _fit(self, X, y, trace):
         rows = rows_of(X)
@@ -120,9 +148,13 @@ class L1NewtonSVM(LinearSVMClassifier):
                 coefs.append(w)
                 totals += (state.passes, state.steps, state.backtracks, state.levels)
         self.converged_ = bool(gap <= self.tol)
-        self.stop_reason_ = ("certified gap <= tol" if state.stopped else
-                             f"max_newton={self.max_newton} iterations" if state.iterations
-                             >= self.max_newton else "paper's rule alpha <= alpha_min")
+        self.stop_reason_ = (
+            "certified gap <= tol"
+            if state.stopped
+            else f"max_newton={self.max_newton} iterations"
+            if state.iterations >= self.max_newton
+            else "paper's rule alpha <= alpha_min"
+        )
         self.coef_, self.intercept_ = w[None, :], np.zeros(1)
         self.alpha_final_ = state.solved
         self.n_passes_, self.n_steps_, self.n_backtracks_, self.n_levels_ = map(int, totals)
@@ -139,8 +171,10 @@ class L1NewtonSVM(LinearSVMClassifier):
         rmatvec(rows, y, xty)
         top = float(np.abs(xty).max()) / rows.n_rows
         if not 0.0 < self.mu < top:
-            raise ConfigError(f"path={self.path} needs 0 < mu < mu_max = ||X^T y||_inf / N = "
-                              f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}")
+            raise ConfigError(
+                f"path={self.path} needs 0 < mu < mu_max = ||X^T y||_inf / N = "
+                f"{top:.6g} (w = 0 from mu_max on); got mu={self.mu}"
+            )
         return list(np.geomspace(top, self.mu, self.path))
 
     def _solve(self, X, rows, y, mu, w0, trace: RowBuffer, offset, image: LinearImage):
@@ -169,13 +203,21 @@ class L1NewtonSVM(LinearSVMClassifier):
 
         def on_iteration(state):
             with trace.paused():
-                F = state.objective if np.isfinite(state.objective) else smoothed_objective(
-                    y, state.xw, state.w, state.alpha, self.lam, mu)
-                row = {"objective_smoothed": F, "alpha": state.alpha,
-                       objective_column: exact_objective(
-                           y * state.xw, state.w, self.lam, mu),
-                       "active": state.active, "nnz": int(np.count_nonzero(state.w)),
-                       "passes": state.passes, gap_column: gap["value"], "mu": mu}
+                F = (
+                    state.objective
+                    if np.isfinite(state.objective)
+                    else smoothed_objective(y, state.xw, state.w, state.alpha, self.lam, mu)
+                )
+                row = {
+                    "objective_smoothed": F,
+                    "alpha": state.alpha,
+                    objective_column: exact_objective(y * state.xw, state.w, self.lam, mu),
+                    "active": state.active,
+                    "nnz": int(np.count_nonzero(state.w)),
+                    "passes": state.passes,
+                    gap_column: gap["value"],
+                    "mu": mu,
+                }
                 gap["value"] = np.nan
             trace.append(offset + state.iterations, **row)
 
@@ -186,8 +228,7 @@ class L1NewtonSVM(LinearSVMClassifier):
 
     def _gap(self, X, y, state, mu, image, refine=True) -> float:
         """Certified relative gap at the iterate (theta from the alpha just solved)."""
-        return self._weights_cert(X, y, state.w, state.xw, state.solved, mu, image,
-                                  refine).rel_gap
+        return self._weights_cert(X, y, state.w, state.xw, state.solved, mu, image, refine).rel_gap
 
     def _weights_cert(self, X, y, w, xw, alpha, mu, image, refine=True) -> Certificate:
         """The certificate of `certificate.certified` (P, or for lam = 0 < mu P / mu) from the
@@ -202,16 +243,28 @@ class L1NewtonSVM(LinearSVMClassifier):
             primal = exact_objective(y * xw, w, self.lam, mu)
             enough = primal - self.tol * abs(primal) if self.tol > 0 else np.inf
             hinge_sum = image.vector((z > 0.0).astype(float))
-            completions = (C * theta for theta in free_set_duals(
-                X, y, w, z, self.lam, mu, hinge_sum, smoothed, enough))
+            completions = (
+                C * theta
+                for theta in free_set_duals(X, y, w, z, self.lam, mu, hinge_sum, smoothed, enough)
+            )
         regulariser = form.regulariser(float(w @ w), float(np.abs(w).sum()), 0.0)
-        return certify(form, C, y * xw, regulariser, image.with_weights(w), (C * smoothed,),
-                       refine=False, tol=self.tol, model_duals=completions)
+        return certify(
+            form,
+            C,
+            y * xw,
+            regulariser,
+            image.with_weights(w),
+            (C * smoothed,),
+            refine=False,
+            tol=self.tol,
+            model_duals=completions,
+        )
 
     def _certificate(self, X, y) -> Certificate:
         w = self.coef_[0]
-        return self._weights_cert(X, y, w, X @ w, self.alpha_final_, float(self.mu),
-                                  LinearImage(X, y, w))
+        return self._weights_cert(
+            X, y, w, X @ w, self.alpha_final_, float(self.mu), LinearImage(X, y, w)
+        )
 
     def _objective_values(self, X, y_pm) -> dict[str, float]:
         """The common objectives at C_, and P itself (objective_hinge_elastic_net)."""
@@ -219,5 +272,6 @@ class L1NewtonSVM(LinearSVMClassifier):
         margins = y_pm * self._decision_of(X)
         values = primal_objectives(margins, float(w @ w), float(np.abs(w).sum()), self.C_)
         values[problem(self.lam, self.mu).metric("objective")] = exact_objective(
-            margins, w, self.lam, self.mu)
+            margins, w, self.lam, self.mu
+        )
         return values

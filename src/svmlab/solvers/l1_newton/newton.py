@@ -137,8 +137,7 @@ def curvature_at(rows, y, state, s_: Settings, A, g):
     if low_rank:
         B = np.zeros((n, len(A)))
         weighted_columns(rows, y, state.xw, state.alpha, A, B)
-        newton_pass(rows, y, state.xw, state.w, state.alpha, s_.lam, slot, 0, g,
-                    np.empty((0, 0)))
+        newton_pass(rows, y, state.xw, state.w, state.alpha, s_.lam, slot, 0, g, np.empty((0, 0)))
         return LowRankCurvature(s_.lam, B)
     slot[A] = np.arange(len(A))
     H = np.empty((len(A), len(A)))
@@ -152,13 +151,21 @@ def minimise_over_schedule(rows, y, settings: Settings, w0: np.ndarray, on_itera
     to stop (a gap test). Returns the final State."""
     s_ = settings
     n, p = rows.n_rows, rows.n_cols
-    state = State(w0.copy(), np.empty(n), s_.alpha0, released=np.zeros(p, bool),
-                  last_release=np.empty(0, np.int64))
+    state = State(
+        w0.copy(),
+        np.empty(n),
+        s_.alpha0,
+        released=np.zeros(p, bool),
+        last_release=np.empty(0, np.int64),
+    )
     matvec(rows, state.w, state.xw)
     state.passes += 1
     g, xd = np.empty(p), np.empty(n)
-    while (state.alpha > s_.alpha_min / s_.beta and state.iterations < s_.max_newton
-           and not state.stopped):
+    while (
+        state.alpha > s_.alpha_min / s_.beta
+        and state.iterations < s_.max_newton
+        and not state.stopped
+    ):
         state.iterations += 1
         w, released = state.w, state.released
         A = np.flatnonzero((w != 0.0) | released)
@@ -172,8 +179,17 @@ def minimise_over_schedule(rows, y, settings: Settings, w0: np.ndarray, on_itera
         decrement = -float(gt[keep] @ d_keep)
         accepted = False
         if decrement >= s_.eta * state.alpha:
-            accepted = _step(rows, y, state, s_, A[keep], d_keep,
-                             0.5 * curvature.quad(keep, d_keep), gA[keep], xd)
+            accepted = _step(
+                rows,
+                y,
+                state,
+                s_,
+                A[keep],
+                d_keep,
+                0.5 * curvature.quad(keep, d_keep),
+                gA[keep],
+                xd,
+            )
         if accepted:
             state.released[:] = False
         else:

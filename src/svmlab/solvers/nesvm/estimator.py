@@ -83,9 +83,17 @@ class LocalStep:
     L: float
 
 
-def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
-             max_iter: int = 100_000, return_iterate: str = "w", on_iterate=None,
-             local: LocalStep | None = None):
+def nesterov(
+    evaluate,
+    theta0: np.ndarray,
+    L: float,
+    eps: float,
+    stop="paper",
+    max_iter: int = 100_000,
+    return_iterate: str = "w",
+    on_iterate=None,
+    local: LocalStep | None = None,
+):
     """Minimise F_mu from theta0 = w* (the prox-centre) with step 1/L.
 
     `evaluate(theta)` returns an Evaluation; `on_iterate(k, theta, ev)` sees every evaluated
@@ -106,8 +114,9 @@ def nesterov(evaluate, theta0: np.ndarray, L: float, eps: float, stop="paper",
     i = 0  # the scheme's own index: 0 at the start and at each restart
     for k in range(max_iter + 1):
         ev = evaluate(theta)
-        converged = k >= 1 and (stop(k, theta, ev, previous) if callable(stop)
-                                else should_stop(stop, eps, ev, previous))
+        converged = k >= 1 and (
+            stop(k, theta, ev, previous) if callable(stop) else should_stop(stop, eps, ev, previous)
+        )
         if on_iterate is not None:
             on_iterate(k, theta, ev)
         if ev.smoothed < best_value:
@@ -179,8 +188,12 @@ class NESVM(KernelSVMClassifier):
     name = "nesvm"
     # scikit-learn's checks fit ill-conditioned data (features near 100, random labels, no
     # intercept) on which the accelerated gradient needs ~1e5 iterations: a cap keeps them fast
-    test_config = ({"max_iter": 2000}, {"model": "lpsvm", "fit_intercept": True, "max_iter": 2000},
-                   {"model": "lssvm"}, {"kernel": "rbf", "fit_intercept": True})
+    test_config = (
+        {"max_iter": 2000},
+        {"model": "lpsvm", "fit_intercept": True, "max_iter": 2000},
+        {"model": "lssvm"},
+        {"kernel": "rbf", "fit_intercept": True},
+    )
     gap_tol = "eps"
 
     _parameter_constraints: ClassVar[dict] = {
@@ -205,11 +218,31 @@ class NESVM(KernelSVMClassifier):
     }
     _warm_up: ClassVar[dict] = {"max_iter": 2}
 
-    def __init__(self, C=1.0, *, model="csvm", mu=5.0, nu=5.0, eps=1e-2, fit_intercept=False,
-                 lipschitz="auto", stop="gap", return_iterate="w", max_iter=100_000,
-                 homotopy="geometric", mu_target=0.01, nu_target=0.01, rho=0.5, inner_eps="fixed",
-                 step="adaptive", kernel="linear", gamma="scale", degree=3, coef0=0.0,
-                 max_kernel_gib=4.0):
+    def __init__(
+        self,
+        C=1.0,
+        *,
+        model="csvm",
+        mu=5.0,
+        nu=5.0,
+        eps=1e-2,
+        fit_intercept=False,
+        lipschitz="auto",
+        stop="gap",
+        return_iterate="w",
+        max_iter=100_000,
+        homotopy="geometric",
+        mu_target=0.01,
+        nu_target=0.01,
+        rho=0.5,
+        inner_eps="fixed",
+        step="adaptive",
+        kernel="linear",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        max_kernel_gib=4.0,
+    ):
         self.C = C
         self.model = model
         self.mu = mu
@@ -237,19 +270,27 @@ class NESVM(KernelSVMClassifier):
         super()._validate_params()
         linear = self.kernel == "linear"
         if self.model == "lssvm" and self.lipschitz == "paper":
-            raise ConfigError("lipschitz='paper' is invalid for model='lssvm': Eq.56 "
-                              "(1 + 2C max_i ||X_i||^2) underestimates the Lipschitz constant and "
-                              "the iteration diverges; use 'trace', 'tight' or 'auto'")
+            raise ConfigError(
+                "lipschitz='paper' is invalid for model='lssvm': Eq.56 "
+                "(1 + 2C max_i ||X_i||^2) underestimates the Lipschitz constant and "
+                "the iteration diverges; use 'trace', 'tight' or 'auto'"
+            )
         if self.stop == "grad" and (self.model == "lpsvm" or self.fit_intercept or not linear):
-            raise ConfigError("stop='grad' certifies F_mu - F_mu* only for a 1-strongly convex "
-                              "F_mu: model='csvm' or 'lssvm' with kernel='linear' and "
-                              "fit_intercept=false; use stop='paper' or 'rel'")
+            raise ConfigError(
+                "stop='grad' certifies F_mu - F_mu* only for a 1-strongly convex "
+                "F_mu: model='csvm' or 'lssvm' with kernel='linear' and "
+                "fit_intercept=false; use stop='paper' or 'rel'"
+            )
         if self.stop == "gap" and self.return_iterate != "w":
-            raise ConfigError("stop='gap' certifies the iterate w^k, so it returns w^k: use "
-                              f"return_iterate='w' (got {self.return_iterate!r})")
+            raise ConfigError(
+                "stop='gap' certifies the iterate w^k, so it returns w^k: use "
+                f"return_iterate='w' (got {self.return_iterate!r})"
+            )
         if self.model == "lpsvm" and not linear:
-            raise ConfigError("model='lpsvm' (l1-norm SVM) supports kernel='linear' only; "
-                              f"got kernel={self.kernel!r}")
+            raise ConfigError(
+                "model='lpsvm' (l1-norm SVM) supports kernel='linear' only; "
+                f"got kernel={self.kernel!r}"
+            )
 
     def lipschitz_mode(self) -> str:
         """The Lipschitz mode used: 'auto' is 'tight' (the paper's constant is 2-17x larger on
@@ -260,8 +301,9 @@ class NESVM(KernelSVMClassifier):
         linear = self.kernel == "linear"
         self._gamma = resolve_gamma(self.gamma, X, self.kernel)
         data = X if linear else self._kernel_matrix(X)
-        problem = SmoothedSVM(data, y, self.C, self.model, self.mu, self.nu,
-                              self.fit_intercept, kernel=not linear)
+        problem = SmoothedSVM(
+            data, y, self.C, self.model, self.mu, self.nu, self.fit_intercept, kernel=not linear
+        )
         with trace.buffered() as rows:
             theta = self._homotopy(problem, rows, X, y)
         w, b = problem.split(theta)
@@ -283,7 +325,8 @@ class NESVM(KernelSVMClassifier):
                 f"NESVM with kernel={self.kernel!r} needs the {n} x {n} kernel matrix "
                 f"({size:.3g} GiB of float64), above max_kernel_gib={self.max_kernel_gib}; "
                 "raise solver.max_kernel_gib if the memory exists, train on fewer samples, "
-                "or use kernel=linear")
+                "or use kernel=linear"
+            )
         return Kernel(self.kernel, self._gamma, self.degree, self.coef0).matrix(X, X)
 
     def _homotopy(self, problem: SmoothedSVM, rows: RowBuffer, X, y) -> np.ndarray:
@@ -304,16 +347,22 @@ class NESVM(KernelSVMClassifier):
         theta, done, self.converged_ = np.zeros(problem.dim), 0, True
         gap = GapState()
         problem.mu, problem.nu = mus[0], nus[0]
-        local = LocalStep(problem.combine_lipschitz(reg, loss) * LOCAL_L_FIRST) if (
-            self.step == "adaptive") else None
+        local = (
+            LocalStep(problem.combine_lipschitz(reg, loss) * LOCAL_L_FIRST)
+            if (self.step == "adaptive")
+            else None
+        )
         image = LinearImage(X, y, np.zeros(X.shape[1])) if self.kernel == "linear" else None
 
         for stage in range(stages):
             problem.mu, problem.nu = mus[stage], nus[stage]
             L = problem.combine_lipschitz(reg, loss)
             last = stage == stages - 1
-            eps = self.eps if last or self.inner_eps == "fixed" else (
-                self.eps * problem.mu / self.mu_target)
+            eps = (
+                self.eps
+                if last or self.inner_eps == "fixed"
+                else (self.eps * problem.mu / self.mu_target)
+            )
             record = self._recorder(problem, rows, done, gap)
             stop = self.stop
             if stop == "gap":
@@ -321,8 +370,17 @@ class NESVM(KernelSVMClassifier):
                 stop = self._gap_test(X, y, problem, image, last, done, gap)
             if local is not None and stage > 0:
                 local.L *= mus[stage - 1] / problem.mu * LOCAL_L_NEXT
-            theta, k, converged = nesterov(problem.evaluate, theta, L, eps, stop,
-                                           self.max_iter, self.return_iterate, record, local)
+            theta, k, converged = nesterov(
+                problem.evaluate,
+                theta,
+                L,
+                eps,
+                stop,
+                self.max_iter,
+                self.return_iterate,
+                record,
+                local,
+            )
             done += k + 1
             if self.stop == "gap":
                 self.converged_ = gap.rel_gap <= self.eps
@@ -331,22 +389,27 @@ class NESVM(KernelSVMClassifier):
             else:
                 self.converged_ &= converged
         if self.stop == "gap" and not self.converged_:  # the quick certificates are looser
-            self.converged_ = self._iterate_certificate(X, y, problem, theta, image,
-                                                        refine=True).rel_gap <= self.eps
+            self.converged_ = (
+                self._iterate_certificate(X, y, problem, theta, image, refine=True).rel_gap
+                <= self.eps
+            )
         if self.stop != "gap":  # a rule on F_mu held (or not): no gap of the problem was asked
-            self.stop_reason_ = (f"the stop={self.stop!r} rule on F_mu" if self.converged_
-                                 else f"max_iter={self.max_iter} updates")
+            self.stop_reason_ = (
+                f"the stop={self.stop!r} rule on F_mu"
+                if self.converged_
+                else f"max_iter={self.max_iter} updates"
+            )
             self.converged_ = False
         else:
-            self.stop_reason_ = ("certified gap <= eps" if self.converged_ else
-                                 f"max_iter={self.max_iter} updates")
+            self.stop_reason_ = (
+                "certified gap <= eps" if self.converged_ else f"max_iter={self.max_iter} updates"
+            )
         self.lipschitz_, self.mu_stages_ = L, mus
         w, b = problem.split(theta)
         self._last_duals = self._smoothed_duals(problem, y * (problem.X @ w + b))
         return theta
 
-    def _gap_test(self, X, y, problem: SmoothedSVM, image, last: bool, offset: int,
-                  gap: GapState):
+    def _gap_test(self, X, y, problem: SmoothedSVM, image, last: bool, offset: int, gap: GapState):
         """The stopping test of stop='gap': the certified relative gap of the true problem at the
         iterate is <= eps (the fit ends), or, in a stage before the last, the certified gap is at
         most the stage's smoothing error F(w) - F_mu(w) at the iterate: the stage is solved as
@@ -365,7 +428,8 @@ class NESVM(KernelSVMClassifier):
             if ev.dual_gap is not None:  # the oracle's own bound: free at every iteration
                 gap.checked_at, gap.rel_gap = k, relative_gap(ev.true, ev.true - ev.dual_gap)
                 return gap.rel_gap <= self.eps or (
-                    not last and ev.dual_gap <= ev.true - ev.smoothed)
+                    not last and ev.dual_gap <= ev.true - ev.smoothed
+                )
             if offset + k < gap.next_check:
                 return False
             gap.next_check = max(offset + k + 1, int((offset + k) * GAP_CHECK_GROWTH))
@@ -375,8 +439,9 @@ class NESVM(KernelSVMClassifier):
 
         return test
 
-    def _iterate_certificate(self, X, y, problem: SmoothedSVM, theta, image,
-                             refine: bool = False) -> Certificate:
+    def _iterate_certificate(
+        self, X, y, problem: SmoothedSVM, theta, image, refine: bool = False
+    ) -> Certificate:
         """The certificate of the iterate theta for the true (unsmoothed) problem, with the
         smoothed problem's dual point a_i = -C l_mu'(m_i) among the candidates: quick, or with
         the free-set refinement (refine). ``image``: the fit's LinearImage (linear models; its
@@ -388,8 +453,17 @@ class NESVM(KernelSVMClassifier):
         else:
             image, squared, l1 = KernelImage(X, y, self._kernel(), X, w, b), float(w @ scores), None
         margins = y * (scores + b)
-        return self._certify(X, y, margins, squared, l1, b, image,
-                             self._smoothed_duals(problem, margins), refine=refine)
+        return self._certify(
+            X,
+            y,
+            margins,
+            squared,
+            l1,
+            b,
+            image,
+            self._smoothed_duals(problem, margins),
+            refine=refine,
+        )
 
     def _smoothed_duals(self, problem: SmoothedSVM, margins: np.ndarray) -> tuple:
         """The smoothed problem's dual point a_i = C clip((1 - m_i) / width_i, 0, 1) (none for
@@ -413,44 +487,55 @@ class NESVM(KernelSVMClassifier):
 
         def record(k, theta, ev):
             with rows.paused():
-                row = {form.metric("objective"): ev.true,
-                       "grad_norm": float(np.linalg.norm(ev.grad)), **smoothing}
+                row = {
+                    form.metric("objective"): ev.true,
+                    "grad_norm": float(np.linalg.norm(ev.grad)),
+                    **smoothing,
+                }
                 if self.model != "lssvm":
                     row["objective_smoothed"] = ev.smoothed
                 if ev.dual_gap is not None:
                     row["dual_gap"] = ev.dual_gap
                 if self.stop == "gap":  # NaN where the iterate was not certified
-                    row[form.metric("rel_gap")] = (gap.rel_gap if gap.checked_at == k
-                                                   else math.nan)
+                    row[form.metric("rel_gap")] = gap.rel_gap if gap.checked_at == k else math.nan
                 rows.append(offset + k, **row)
 
         return record
 
     def _formulation(self) -> Formulation:
-        return Formulation(Squared() if self.model == "lssvm" else Hinge(),
-                           L1() if self.model == "lpsvm" else L2(),
-                           FreeBias() if self.fit_intercept else NoBias())
+        return Formulation(
+            Squared() if self.model == "lssvm" else Hinge(),
+            L1() if self.model == "lpsvm" else L2(),
+            FreeBias() if self.fit_intercept else NoBias(),
+        )
 
     def _certificate_tol(self) -> float:
         return self.eps if self.stop == "gap" else super()._certificate_tol()
 
     def _stopping_rule(self) -> str:
         if self.stop == "gap":
-            return (f"certified relative duality gap of the {self._formulation().name} problem "
-                    f"<= eps={self.eps} at an iterate, within max_iter={self.max_iter} updates "
-                    "per smoothing stage")
-        rule = {"paper": "|F_mu(w^k) - F_mu(w^k-1)| < eps",
-                "rel": "|F_mu(w^k) - F_mu(w^k-1)| <= eps max(1, |F_mu|)",
-                "grad": "1/2 ||grad F_mu||^2 <= eps"}[self.stop]
+            return (
+                f"certified relative duality gap of the {self._formulation().name} problem "
+                f"<= eps={self.eps} at an iterate, within max_iter={self.max_iter} updates "
+                "per smoothing stage"
+            )
+        rule = {
+            "paper": "|F_mu(w^k) - F_mu(w^k-1)| < eps",
+            "rel": "|F_mu(w^k) - F_mu(w^k-1)| <= eps max(1, |F_mu|)",
+            "grad": "1/2 ||grad F_mu||^2 <= eps",
+        }[self.stop]
         stages = "" if self.homotopy == "off" else " at every homotopy stage"
-        return (f"a certified gap, which stop={self.stop!r} does not ask for (converged_ is "
-                f"False); the fit ends when {rule}{stages} with eps={self.eps}, within "
-                f"max_iter={self.max_iter} updates")
+        return (
+            f"a certified gap, which stop={self.stop!r} does not ask for (converged_ is "
+            f"False); the fit ends when {rule}{stages} with eps={self.eps}, within "
+            f"max_iter={self.max_iter} updates"
+        )
 
     def _objective_values(self, X, y_pm):
         values = super()._objective_values(X, y_pm)
         if self.model == "lssvm":
             squared_l2, _ = self._regularizer_norms()
-            values |= least_squares_objectives(y_pm * self._decision_function(X), squared_l2,
-                                               self.C)
+            values |= least_squares_objectives(
+                y_pm * self._decision_function(X), squared_l2, self.C
+            )
         return values

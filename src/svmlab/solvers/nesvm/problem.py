@@ -32,9 +32,9 @@ from svmlab.numerics.rows import (
 
 MODELS = ("csvm", "lpsvm", "lssvm")
 LIPSCHITZ_MODES = ("paper", "trace", "tight")
-SAFETY = 1.01         # lambda_max estimates approach from below (spec §1.7)
-DENSE_EIG_DIM = 500   # up to this dimension the Gram matrix is formed (one product)
-FULL_EIG_DIM = 64     # up to this one its whole spectrum (eigvalsh); above, Lanczos on it
+SAFETY = 1.01  # lambda_max estimates approach from below (spec §1.7)
+DENSE_EIG_DIM = 500  # up to this dimension the Gram matrix is formed (one product)
+FULL_EIG_DIM = 64  # up to this one its whole spectrum (eigvalsh); above, Lanczos on it
 
 
 @dataclass
@@ -90,34 +90,39 @@ class SmoothedSVM:
         w, b = self.split(theta)
         rows, squared = self.rows, self.model == "lssvm"
         loss = SquaredLoss() if squared else SmoothedHinge(self.hinge_width())
-        smoothed_loss, exact_loss, sum_c, sum_yc = loss_pass(rows, self.y, w, b, loss,
-                                                             self._dots, self._s)
+        smoothed_loss, exact_loss, sum_c, sum_yc = loss_pass(
+            rows, self.y, w, b, loss, self._dots, self._s
+        )
         if self.model == "lpsvm":
             reg_smoothed, reg_grad = huber(w, self.mu)
             reg_true = float(np.abs(w).sum())
         else:
-            reg_grad = self._dots.copy() if self.kernel else w   # K alpha, or w
+            reg_grad = self._dots.copy() if self.kernel else w  # K alpha, or w
             reg_smoothed = reg_true = 0.5 * float(w @ reg_grad)
         factor = 2.0 * self.C if squared else self.C
         grad = np.empty(self.dim)
-        grad[:len(w)] = reg_grad - factor * self._s
+        grad[: len(w)] = reg_grad - factor * self._s
         if self.bias:
             grad[-1] = -factor * sum_yc
         dual_gap = None
         if self.model == "csvm" and not (self.bias or self.kernel):
             # F(w) - D(t C u), D(alpha) = e'alpha - 1/2 ||Z'alpha||^2 (spec §1.9), at the best
             # t in [0, 1] (t C u stays in the box): a bound on F - F* from this pass's sums
-            linear, quadratic = self.C * sum_c, self.C ** 2 * float(self._s @ self._s)
+            linear, quadratic = self.C * sum_c, self.C**2 * float(self._s @ self._s)
             t = min(1.0, linear / quadratic) if quadratic > 0.0 else 1.0
             dual_gap = reg_true + self.C * exact_loss - (t * linear - 0.5 * t * t * quadratic)
-        return Evaluation(reg_smoothed + self.C * smoothed_loss, reg_true + self.C * exact_loss,
-                          grad, dual_gap)
+        return Evaluation(
+            reg_smoothed + self.C * smoothed_loss, reg_true + self.C * exact_loss, grad, dual_gap
+        )
 
     def smoothed_dual(self, u: np.ndarray) -> float:
         """D_mu(u) = C e'u - (C mu/2) sum a_i u_i^2 - 1/2 ||C Z'u||^2 (csvm, linear, no bias)."""
         zu = self.X.T @ (self.y * u)
-        return float(self.C * u.sum() - 0.5 * self.C * self.mu * (self.a * u * u).sum()
-                     - 0.5 * self.C ** 2 * zu @ zu)
+        return float(
+            self.C * u.sum()
+            - 0.5 * self.C * self.mu * (self.a * u * u).sum()
+            - 0.5 * self.C**2 * zu @ zu
+        )
 
     def lipschitz_parts(self, mode: str) -> tuple[float, float]:
         """(L_R, lambda_loss): L = L_R + C lambda_loss / mu (csvm; lpsvm: L_R = 1/mu, uses nu),
@@ -159,8 +164,9 @@ class SmoothedSVM:
             return 1.0
         K = self.X
         if mode == "paper":  # in row blocks: no second n x n array
-            return max(float(np.abs(K[block]).sum(axis=1).max())
-                       for block in gen_batches(K.shape[0], 1024))
+            return max(
+                float(np.abs(K[block]).sum(axis=1).max()) for block in gen_batches(K.shape[0], 1024)
+            )
         if mode == "trace":
             return float(np.trace(K))
         return SAFETY * lambda_max_gram(K, None, False, symmetric=True)
@@ -211,5 +217,4 @@ def lambda_max_gram(X, weights: np.ndarray | None, bias: bool, symmetric: bool =
     else:
         op = LinearOperator((dim, dim), matvec=product, dtype=np.float64)
     v0 = np.ones(dim)  # deterministic start
-    return float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-8,
-                       return_eigenvectors=False)[0])
+    return float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-8, return_eigenvectors=False)[0])

@@ -43,8 +43,9 @@ class Pegasos(LinearSVMClassifier):
     _warm_up: ClassVar[dict] = {"max_iter": 2, "tol": 0.0}
     _free_set_ascent = staticmethod(free_set_ascent)
 
-    def __init__(self, C=1.0, *, epochs=100, max_iter=None, tol=1e-2, projection=True,
-                 random_state=None):
+    def __init__(
+        self, C=1.0, *, epochs=100, max_iter=None, tol=1e-2, projection=True, random_state=None
+    ):
         self.C = C
         self.epochs = epochs
         self.max_iter = max_iter
@@ -73,17 +74,36 @@ class Pegasos(LinearSVMClassifier):
         with trace.buffered() as trace_rows:
             while done < total and not self.converged_:
                 order = rng.integers(0, n, size=min(n, total - done))
-                pegasos_steps(rows.data, rows.indices, rows.indptr, rows.dense, y, order, lam,
-                              done, self.projection, v, state)
+                pegasos_steps(
+                    rows.data,
+                    rows.indices,
+                    rows.indptr,
+                    rows.dense,
+                    y,
+                    order,
+                    lam,
+                    done,
+                    self.projection,
+                    v,
+                    state,
+                )
                 done += len(order)
                 w = state[0] * v
                 state[1] = float(w @ w)  # no drift in the running ||w||^2
                 with trace.paused():
                     certificate = self._weights_certificate(X, y, w, refine=False)  # quick
-                    trace_rows.append(done, objective_hinge_l2=certificate.primal,
-                                      rel_gap_hinge_l2=certificate.rel_gap)
+                    trace_rows.append(
+                        done,
+                        objective_hinge_l2=certificate.primal,
+                        rel_gap_hinge_l2=certificate.rel_gap,
+                    )
                     self.converged_ = certificate.rel_gap <= self.tol
-        self.stop_reason_ = (None if self.converged_ else f"max_iter={self.max_iter} steps"
-                             if self.max_iter is not None else f"max_epochs={self.epochs} epochs")
+        self.stop_reason_ = (
+            None
+            if self.converged_
+            else f"max_iter={self.max_iter} steps"
+            if self.max_iter is not None
+            else f"max_epochs={self.epochs} epochs"
+        )
         self.coef_ = (state[0] * v)[None, :]
         self.intercept_ = np.zeros(1)
