@@ -1,5 +1,5 @@
 """A URI's password or token is masked wherever svmlab writes it (the masking function here;
-the store and the printed lines of real runs in tests/test_team_server.py)."""
+the store and the printed lines of real runs in tests/test_app_team_server.py)."""
 
 import pytest
 from mlflow.exceptions import MlflowException

@@ -1,5 +1,5 @@
 """Liblinear and Libsvm: equality with the estimators they wrap, sparse input, parameter
-errors and their one-row trace (scikit-learn conformance and configs: test_conformance.py)."""
+errors and their one-row trace (scikit-learn conformance and configs: test_estimator_conformance.py)."""
 
 import numpy as np
 import pytest

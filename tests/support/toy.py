@@ -1,6 +1,6 @@
 """A toy solver outside svmlab: this one module, imported by the test suite (`conftest.py`),
 makes it a registered solver, ``solver=toy`` of `svmlab train`, and gives it the whole
-conformance suite (test_toy_solver.py shows each step).
+conformance suite (test_project_toy_solver.py shows each step).
 
 It minimises the squared-hinge C-SVM without bias, 1/2||w||^2 + C sum max(0, 1 - y x.w)^2, with
 scipy's L-BFGS, and reports scipy's own convergence flag.

@@ -3,7 +3,7 @@ columns (the dot products by Z^T, a vectorised exponential): the same support ve
 coefficients, dual variables and merges.
 
 tests/data/budget_iterates.npz holds `fitted` of every case, written by `record` with the code
-before the change (``python tests/test_budget_iterates.py DATA_DIR``, the LIBSVM folder as
+before the change (``python tests/test_solvers_budget_iterates.py DATA_DIR``, the LIBSVM folder as
 DATA_DIR). The kernel sums now add the same terms in another order and the exponential may
 differ from numpy's by one ulp, so every discrete outcome is the same (which steps merge, with
 which partner) and every value agrees to 1e-12 relative to its own scale: points, merge

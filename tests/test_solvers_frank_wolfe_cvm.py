@@ -7,7 +7,7 @@ import pytest
 
 from svmlab.solvers.frank_wolfe import CoreVectorMachine, ModifiedFrankWolfe
 from svmlab.solvers.frank_wolfe import loops as meb
-from test_frank_wolfe import empty_state, full_alpha, ktilde, problem, simplex_qp
+from test_solvers_frank_wolfe import empty_state, full_alpha, ktilde, problem, simplex_qp
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from svmlab.solvers.nesvm import NESVM, nesterov, schedule
 from svmlab.solvers.nesvm import estimator as nesvm
 from svmlab.solvers.nesvm.problem import SmoothedSVM
-from test_nesvm_math import make_problem
+from test_solvers_nesvm_math import make_problem
 
 
 def run(problem, L, theta0=None, iterations=300, **kwargs):

@@ -10,7 +10,7 @@ from svmlab.numerics.kernels import VECTOR_EXP_FROM, rows_layout
 from svmlab.solvers.frank_wolfe import row_cache as rc
 from svmlab.solvers.frank_wolfe.kernel import diagonal, modified_kernel, modified_row
 from svmlab.solvers.frank_wolfe.loops import row_of
-from test_frank_wolfe import ktilde, problem
+from test_solvers_frank_wolfe import ktilde, problem
 
 KERNELS = [
     ("linear", 1.0, 3, 0.0),

@@ -1,6 +1,6 @@
 """The NESVM estimator: spec 000 §7 properties 10 (reference solvers), 14 (invariances) and 15
 (degenerate inputs); refusals, trace columns and configs (scikit-learn conformance:
-test_conformance.py)."""
+test_estimator_conformance.py)."""
 
 import warnings
 
@@ -17,7 +17,7 @@ from svmlab.data import load as load_dataset
 from svmlab.errors import ConfigError, DataError
 from svmlab.solvers.nesvm import NESVM, nesterov
 from svmlab.solvers.nesvm.problem import SmoothedSVM
-from test_nesvm_math import make_problem, rbf_matrix
+from test_solvers_nesvm_math import make_problem, rbf_matrix
 
 
 def hinge_primal(X, y, w, b, C):

@@ -8,7 +8,7 @@ import pytest
 
 from svmlab.numerics.trace_buffer import new_buffer
 from svmlab.solvers.frank_wolfe import loops as meb
-from test_frank_wolfe import POLY2, RBF, empty_state, ktilde, problem
+from test_solvers_frank_wolfe import POLY2, RBF, empty_state, ktilde, problem
 
 NEVER_STOP = -1.0  # eps = -1: the 'meb' bound (1 + eps)^2 - 1 = -1 < 0 <= delta+, never met
 

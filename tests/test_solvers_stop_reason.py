@@ -15,7 +15,7 @@ from svmlab.solvers.l1_newton import L1NewtonSVM
 from svmlab.solvers.nesvm import NESVM
 from svmlab.solvers.pegasos import Pegasos
 from svmlab.workflows.claims import CAPPED
-from test_nesvm_math import make_problem
+from test_solvers_nesvm_math import make_problem
 
 # (estimator stopped by its cap, the cap as it must open the stop reason, estimator whose own
 # rule ends the fit)

@@ -6,7 +6,7 @@ import mlflow
 import numpy as np
 import pytest
 
-import test_conformance
+import test_estimator_conformance as test_conformance
 from support.runs import runs, train
 from support.toy import ToySVM
 from svmlab import data, solvers

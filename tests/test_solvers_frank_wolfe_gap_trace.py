@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from svmlab.analysis.precision import derive
 from svmlab.solvers.frank_wolfe import CoreVectorMachine, FrankWolfe, ModifiedFrankWolfe
 from svmlab.solvers.frank_wolfe.loops import GAP_CHECK_GROWTH
-from test_frank_wolfe import problem
+from test_solvers_frank_wolfe import problem
 
 PAPER = {"stop": "meb", "eps": 1e-6, "sampling": "random", "final_full_check": False}
 COMMON = {"C": 4.0, "gamma": 0.5, "random_state": 0}

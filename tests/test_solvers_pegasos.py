@@ -12,7 +12,7 @@ from support.configs import composed
 from svmlab.app.config.schema import build_estimator
 from svmlab.errors import ConfigError
 from svmlab.solvers.pegasos import Pegasos
-from test_nesvm_math import make_problem
+from test_solvers_nesvm_math import make_problem
 
 
 def hand_pegasos(X, y, C, steps, seed, project=True):
