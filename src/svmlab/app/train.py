@@ -30,7 +30,7 @@ from svmlab.app.config.schema import (
     register_configs,
     unknown_key_hints,
 )
-from svmlab.app.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE, failure
+from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, failure
 from svmlab.app.launch import sweep
 from svmlab.errors import ConfigError, MissingExtra, require_extra
 
@@ -245,7 +245,7 @@ def main() -> None:
             raise
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"svmlab: error: {type(exc).__name__}: {first}", file=sys.stderr)
-        raise SystemExit(1) from None
+        raise SystemExit(EXIT_FAILED) from None
 
 
 def require_launcher(argv: list[str]) -> None:

@@ -53,7 +53,7 @@ import sys
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from svmlab.app.launch.sweep import EXIT_STORE, EXIT_USAGE
+from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, failure
 from svmlab.errors import ConfigError, SvmlabError
 from svmlab.tuning.spec import METRICS, PATH_KEY, PRUNERS, SAMPLERS, Configured, StudySpec
 
@@ -259,7 +259,6 @@ def run(
     """Check and run the study (``tuning.study.run_study``, nested under ``parent_run_id``, a
     workflow's run, when given); its exit status, and a problem in one line naming
     ``command``."""
-    from svmlab.tracking.store import store_error_line
     from svmlab.tuning.study import StorageError, run_study
 
     uri = None
@@ -269,23 +268,20 @@ def run(
         done = run_study(spec, configure, tree, parent_run_id, worker_of, start_workers)
     except KeyboardInterrupt:
         print("svmlab: interrupted", file=sys.stderr)
-        return 130
-    except StorageError as exc:
-        line = store_error_line(exc.__cause__, spec.storage)
-        if line is None:
+        return EXIT_INTERRUPTED
+    except StorageError as exc:  # Optuna's storage, not the tracking store
+        found = failure(exc.__cause__, spec.storage)
+        if found is None:
             raise exc.__cause__ from None
-        return _error(
-            command, line.replace("the tracking store", "the study storage", 1), EXIT_STORE
-        )
-    except SvmlabError as exc:
-        return _error(command, str(exc), EXIT_USAGE)
+        line, status = found
+        return _error(command, line.replace("the tracking store", "the study storage", 1), status)
     except Exception as exc:
-        line = store_error_line(exc, uri)
-        if line is None:
+        found = failure(exc, uri)
+        if found is None:
             raise
-        return _error(command, line, EXIT_STORE)
+        return _error(command, *found)
     if not done:
-        return 1
+        return EXIT_FAILED
     if parent_run_id is None and worker_of is None:
         from svmlab.app.runs import next_line
 
@@ -315,7 +311,7 @@ def run_command(args: argparse.Namespace) -> int:
             worker_index=args.worker_index,
         )
     except SvmlabError as exc:
-        return _error("svmlab tune", str(exc), EXIT_USAGE)
+        return _error("svmlab tune", *failure(exc))
     return run(
         spec,
         worker_of=args.worker_of,

@@ -160,7 +160,7 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.lifecycle import this_process
     from svmlab.recording.config import config_record
     from svmlab.recording.run import open_run
-    from svmlab.tracking.study import (
+    from svmlab.vocabulary import (
         PRUNED_AT_TAG,
         PRUNED_FOLD_TAG,
         PRUNED_ITERATION_TAG,
