@@ -160,6 +160,7 @@ def run_trial(setup: Setup, trial) -> float:
     from svmlab.lifecycle import this_process
     from svmlab.recording.config import config_record
     from svmlab.recording.run import open_run
+    from svmlab.tracking.sweeps import ROLE_TAG
     from svmlab.vocabulary import (
         PRUNED_AT_TAG,
         PRUNED_FOLD_TAG,
@@ -168,7 +169,6 @@ def run_trial(setup: Setup, trial) -> float:
         TRIAL_STATE_TAG,
         TRIAL_TAG,
     )
-    from svmlab.tracking.sweeps import ROLE_TAG
 
     start = time.perf_counter()
     for key, value in this_process().items():  # who runs it: see recover()
