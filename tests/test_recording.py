@@ -137,14 +137,15 @@ def content(client: MlflowClient, run_id: str, path: str, replace):
 
 def record_of(folder: Path) -> dict:
     """Every run of the store in ``folder`` by run name; run ids and the folder's path replaced
-    by names (``<run:NAME>``, ``<tmp>``)."""
+    by names (``<run:NAME>``, ``<tmp>``), and the test support's config folder by ``<support>``
+    (it is where this checkout is)."""
     client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("svmlab")
     found = client.search_runs([experiment.experiment_id])
     names = {r.info.run_id: r.info.run_name for r in found}
 
     def replace(text: str) -> str:
-        text = str(text).replace(str(folder), "<tmp>")
+        text = str(text).replace(str(folder), "<tmp>").replace(str(SUPPORT_CONF), "<support>")
         for run_id, name in names.items():
             text = text.replace(run_id, f"<run:{name}>")
         return text
