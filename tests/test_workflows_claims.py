@@ -562,7 +562,8 @@ def test_the_papers_claims_and_svmlabs_statements_are_two_tables_and_two_counts(
 
     assert cli.main(["workflow", "table", str(TINY), "--tracking-uri", s.uri]) == 0
     out = capfd.readouterr().out
-    first, second = out.split("svmlab's own statements:")
+    assert out.startswith("Verdicts per workflow")  # the counts, then the two tables
+    first, second = out[out.index("The paper's claims:") :].split("svmlab's own statements:")
     assert first.startswith("The paper's claims:") and first.count("| `tiny` |") == 2
     assert second.count("| `tiny` |") == 1
     assert "| 100000 | test points | 95 % | 0.9995 | [0.9993, 0.9996] |" in second
