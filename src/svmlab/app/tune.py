@@ -53,7 +53,7 @@ import sys
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, failure
+from svmlab.app.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, failure
 from svmlab.errors import ConfigError, SvmlabError
 from svmlab.tuning.spec import METRICS, PATH_KEY, PRUNERS, SAMPLERS, Configured, StudySpec
 
@@ -286,7 +286,7 @@ def run(
         from svmlab.app.runs import next_line
 
         print(next_line(uri, tree["tracking"]["experiment"]))
-    return 0
+    return EXIT_OK
 
 
 def run_command(args: argparse.Namespace) -> int:
