@@ -58,7 +58,8 @@ YAML_BOOLS = {
 
 class _Dumper(yaml.Dumper):
     """YAML as OmegaConf writes a config: a string that would read back as a boolean or a
-    number (a key ``n``, a value ``'1.0'``) in single quotes."""
+    number (a key ``n``, a value ``'1.0'``) in single quotes. Written here because the recording
+    layer takes plain values and may not import OmegaConf (Hydra's, docs/architecture.md)."""
 
 
 def _quoted_if_ambiguous(dumper: yaml.Dumper, text: str):
