@@ -191,7 +191,10 @@ def test_the_shipped_workflows_are_listed_with_their_papers(capfd):
     for name in spec.names():
         assert f"{name}: {spec.load(name).paper}" in out
     # per scale: the runs and the wall time measured, or that it was not
-    assert "    medium  1536 runs, 22 min 18 s (2 workers, 2026-11-28, load about 2-3)\n" in out
+    assert (
+        "    medium  1536 runs, 17 min 29 s (2 workers, 2026-11-29, load 1-2; the machine "
+        "otherwise quiet)\n"
+    ) in out
     assert "    paper   225 runs, wall time not measured\n" in out
 
 
